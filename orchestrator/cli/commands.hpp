@@ -1,0 +1,34 @@
+// Subcommands of kevlaya-orch. Each add_* registers one CLI11 subcommand whose callback stores
+// the process exit code in Globals::exit_code. Exit codes are documented in README.md.
+#pragma once
+#include <string>
+
+namespace CLI { class App; }
+
+namespace kevlaya::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;     // could not do the job: bad config, bad file, start failed
+inline constexpr int kExitPartial = 2;     // `run`: some tasks ended in error
+inline constexpr int kExitInterrupted = 130;
+
+struct Globals {
+  std::string log_level = "info";
+  int exit_code = kExitOk;
+};
+
+void add_check(CLI::App& app, Globals& g);    // check [CONFIG]
+void add_args(CLI::App& app, Globals& g);     // args PROFILE
+void add_inspect(CLI::App& app, Globals& g);  // inspect FILE.gguf [--json]
+void add_plan(CLI::App& app, Globals& g);     // plan [CONFIG] [--json]
+void add_up(CLI::App& app, Globals& g);       // up CONFIG PROFILE...
+void add_run(CLI::App& app, Globals& g);      // run PIPELINE.yaml
+void add_eval(CLI::App& app, Globals& g);     // eval PIPELINE.yaml --scenarios F
+void add_serve(CLI::App& app, Globals& g);    // serve [CONFIG]
+void add_logs(CLI::App& app, Globals& g);     // logs PROFILE [-f]
+
+// Entry point used by main.cpp (and tests): parses argv, runs the subcommand, returns exit code.
+int run_cli(int argc, const char* const* argv);
+
+}  // namespace kevlaya::cli

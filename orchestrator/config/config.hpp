@@ -1,0 +1,217 @@
+// Typed configuration: profiles, pipelines and the orchestrator config (kevlaya.yaml).
+// Loading never throws for bad input: every problem becomes a Diagnostic with file:line:col.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kevlaya::config {
+
+namespace fs = std::filesystem;
+
+// Where a value came from, for messages ("profiles/kev.yaml:4:6").
+struct SourceLoc {
+  std::string file;
+  int line = 0;  // 1-based; 0 = unknown / whole file
+  int col = 0;   // 1-based
+};
+
+enum class Severity { error, warning };
+
+struct Diagnostic {
+  Severity severity = Severity::error;
+  SourceLoc loc;
+  std::string message;
+  std::string format() const;  // "file:line:col: error: message"
+};
+
+enum class Backend { llama_server, command, remote };
+
+struct LoraSpec {
+  std::string name;
+  fs::path path;  // absolute after loading
+  double scale = 1.0;
+};
+
+struct HealthCfg {
+  std::string path = "/health";
+  int first_probe_ms = 20;
+  int interval_ms = 40;
+  int probe_timeout_ms = 1000;
+  int startup_timeout_s = 300;
+  int stall_timeout_s = 60;
+};
+
+struct StopCfg {
+  double grace_s = 10.0;
+};
+
+struct RestartCfg {
+  int max_restarts = 5;
+  int window_s = 300;
+  int backoff_initial_ms = 500;
+  int backoff_max_s = 30;
+  int cooldown_s = 60;  // how long a profile stays `failed` after too many restarts
+};
+
+struct SlotCacheCfg {
+  bool enabled = false;  // persist KV slots across switches (--slot-save-path)
+  std::int64_t max_bytes = 2LL << 30;
+};
+
+struct Profile {
+  std::string name;
+  SourceLoc loc;  // where the profile document starts
+  Backend backend = Backend::llama_server;
+  std::string binary = "llama-server";  // resolved on PATH at spawn time
+  fs::path model;                       // absolute after loading; empty for remote
+  std::string quant;                    // declared, e.g. "Q4_K_S"; may be empty
+  int ngl = -1;                         // -1 = all layers ("all")
+  int ctx = 2048;
+  int parallel = 1;
+  int batch = 0;                        // 0 = not passed
+  std::string cache_type_k;             // empty = llama-server default (f16)
+  std::string cache_type_v;
+  std::optional<bool> flash_attn;       // unset = not passed
+  std::vector<LoraSpec> lora;
+  std::vector<std::string> alias;       // extra names requests may use
+  std::vector<std::string> extra_args;
+  std::map<std::string, std::string> env;
+  std::optional<int> port;              // unset = allocated
+  std::vector<std::string> command;     // backend=command: argv template ({model},{port},{host},{ctx},{ngl})
+  std::string url;                      // backend=remote: base URL
+  std::optional<bool> shared_base;      // unset = allowed when qualifying
+  HealthCfg health;
+  StopCfg stop;
+  RestartCfg restart;
+  SlotCacheCfg slot_cache;
+};
+
+struct GpuCfg {
+  std::optional<std::int64_t> vram_mib;  // unset = auto (NVML)
+  std::int64_t reserve_mib = 256;
+  std::int64_t overhead_mib = 450;       // CUDA context + allocator slack per child
+};
+
+struct ListenCfg {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+};
+
+struct QueueCfg {
+  int max_depth = 64;
+  int max_wait_s = 300;
+};
+
+enum class Residency { auto_, rotate, co_resident };
+
+struct SchedulingCfg {
+  int max_wait_before_swap_ms = 2000;  // starvation guard
+  int min_residency_ms = 500;          // anti-thrash
+  int drain_timeout_s = 60;
+};
+
+struct PrefetchCfg {
+  bool enabled = true;
+  std::int64_t min_available_mib = 1024;  // stop prefetching under this MemAvailable
+};
+
+struct LimitsCfg {
+  std::int64_t max_body_bytes = 8 << 20;
+  int max_connections = 256;
+  int read_timeout_s = 30;
+  int idle_timeout_s = 120;
+};
+
+struct OrchestratorCfg {
+  SourceLoc loc;
+  fs::path file;             // absolute path of kevlaya.yaml (empty = defaults)
+  fs::path profiles_dir;     // absolute
+  fs::path pipelines_dir;    // absolute
+  fs::path state_dir;        // absolute
+  fs::path log_dir;          // absolute
+  GpuCfg gpu;
+  ListenCfg listen;
+  std::vector<std::string> api_keys;
+  QueueCfg queue;
+  Residency residency = Residency::auto_;
+  SchedulingCfg scheduling;
+  PrefetchCfg prefetch;
+  LimitsCfg limits;
+};
+
+struct Message {
+  std::string role;     // system | user | assistant
+  std::string content;  // template with {{placeholders}}
+};
+
+struct Sampling {
+  double temperature = 0.1;
+  std::optional<double> top_p;
+  std::optional<std::int64_t> seed;
+  int max_tokens = 256;
+};
+
+struct OutputConstraint {
+  std::vector<std::string> choices;  // non-empty = choices constraint (GBNF)
+  std::string json_schema;           // serialized JSON; non-empty = schema constraint
+};
+
+enum class StageRole { decide, verify, other };
+
+struct Stage {
+  std::string name;  // "decide", "verify", ...
+  SourceLoc loc;
+  StageRole role = StageRole::other;
+  std::string model;  // profile name or alias
+  std::vector<Message> messages;
+  Sampling sampling;
+  OutputConstraint output;
+  std::string pass_value = "pass";  // verify: the choice / field value that means pass
+  int max_invalid_retries = 2;
+};
+
+struct Pipeline {
+  std::string name;
+  SourceLoc loc;
+  fs::path file;
+  std::vector<Stage> stages;
+  int max_rounds = 3;  // decide/verify rounds before `rejected`
+};
+
+// Everything loaded together; cross-references are checked across documents.
+struct Config {
+  OrchestratorCfg orch;
+  std::vector<Profile> profiles;
+  std::vector<Pipeline> pipelines;
+
+  const Profile* find_profile(const std::string& name_or_alias) const;
+  const Pipeline* find_pipeline(const std::string& name) const;
+};
+
+struct LoadResult {
+  Config config;
+  std::vector<Diagnostic> diagnostics;  // errors and warnings, in file order
+  bool ok() const;                       // no error-severity diagnostic
+};
+
+// Loads kevlaya.yaml (or defaults when `file` is empty: profiles/ and pipelines/ next to cwd)
+// plus every profile and pipeline it points to. Never throws for bad input.
+LoadResult load(const fs::path& orchestrator_file);
+
+// Loads one document of each kind (used by tests and by `check` on single files).
+LoadResult load_profile_file(const fs::path& file);
+LoadResult load_pipeline_file(const fs::path& file);
+
+// Expands ${VAR} and ${VAR:-default}; unknown ${VAR} without default -> error string in `err`.
+std::string expand_env(const std::string& in, std::string* err);
+
+// Profile -> child argv (pure). `port` is the port chosen for this spawn; `host` the bind host.
+// Reference Kev profile: llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev
+std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
+
+}  // namespace kevlaya::config

@@ -1,0 +1,36 @@
+// GGUF writer for tiny, valid llama-architecture models and LoRA adapters (used by tools/ and tests).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace kevlaya::gguf {
+
+struct TinyModelSpec {
+  std::string name = "tiny";
+  std::uint32_t n_embd = 64;
+  std::uint32_t n_layer = 2;
+  std::uint32_t n_head = 4;
+  std::uint32_t n_head_kv = 2;
+  std::uint32_t n_ff = 128;
+  std::uint32_t n_ctx_train = 2048;
+  std::uint32_t n_vocab = 320;   // >= 256 byte tokens + specials
+  std::uint32_t tensor_type = 0; // 0 = F32, 1 = F16
+  std::uint64_t seed = 42;
+};
+
+struct TinyLoraSpec {
+  std::uint32_t rank = 4;
+  float alpha = 8.0f;
+  std::vector<std::string> targets = {"attn_q", "attn_v"};  // per-layer tensor kinds
+  std::uint64_t seed = 7;
+};
+
+Status write_tiny_model(const std::filesystem::path& out, const TinyModelSpec& spec);
+// Writes an adapter whose tensors fit the base described by `base`.
+Status write_tiny_lora(const std::filesystem::path& out, const TinyModelSpec& base, const TinyLoraSpec& spec);
+
+}  // namespace kevlaya::gguf

@@ -1,0 +1,60 @@
+// Paths the build passes to tests, and small helpers shared by test files.
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace kevlaya::test {
+
+inline std::filesystem::path source_dir() { return KEVLAYA_SOURCE_DIR; }
+inline std::filesystem::path binary_dir() { return KEVLAYA_BINARY_DIR; }
+inline std::filesystem::path shared_models() { return KEVLAYA_SHARED_MODELS; }
+inline std::filesystem::path stories260k() { return shared_models() / "stories260K.gguf"; }
+inline std::filesystem::path orch_binary() { return KEVLAYA_ORCH_PATH; }
+inline std::filesystem::path standin_binary() { return KEVLAYA_STANDIN_PATH; }
+inline std::filesystem::path tiny_gguf_tool() { return KEVLAYA_GGUF_TOOL_PATH; }
+
+// Path of the real llama-server from $KEVLAYA_LLAMA_SERVER, or empty (tests then skip).
+inline std::string real_llama_server() {
+  const char* v = std::getenv("KEVLAYA_LLAMA_SERVER");
+  return v ? std::string(v) : std::string();
+}
+
+// A fresh, empty directory under the build tree, removed on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& rel) const { return path_ / rel; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Writes `text` to `path` (creating parent folders).
+void write_text(const std::filesystem::path& path, const std::string& text);
+std::string read_text(const std::filesystem::path& path);
+
+// Runs a command line through /bin/sh, captures stdout+stderr, returns the exit status.
+struct CmdResult {
+  int exit_code = -1;
+  std::string output;
+};
+CmdResult run_command(const std::string& cmdline);
+
+}  // namespace kevlaya::test
+
+// Skips the current test (reported as skipped by CTest via exit code 4) with a reason.
+#define KEVLAYA_SKIP(reason)                                   \
+  do {                                                         \
+    WARN("SKIPPED: " << reason);                               \
+    ::kevlaya::test::mark_skipped();                           \
+    return;                                                    \
+  } while (0)
+
+namespace kevlaya::test {
+void mark_skipped();
+}

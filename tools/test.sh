@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs missing packages, builds with -Werror under AddressSanitizer + UBSan, runs every test.
+# Tests that need the real llama-server run when KEVLAYA_LLAMA_SERVER is set, else report Skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/deps.sh
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEVLAYA_SANITIZE=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
+cmake --build build-asan --parallel "$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd build-asan
+ctest --output-on-failure --parallel "$(nproc)" --timeout 300 "$@"
