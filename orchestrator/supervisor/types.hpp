@@ -1,0 +1,100 @@
+// Plain values shared by Child, Scheduler and Supervisor (no asio, no processes).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "upstream/client.hpp"
+
+namespace kevlaya::supervisor {
+
+// Child state machine (see child.hpp for the diagram).
+enum class ChildState { stopped, starting, ready, stopping, failed };
+std::string_view to_string(ChildState s);
+
+// Why a child did not start or died; each kind has a hint for the user.
+enum class FailureKind {
+  none,
+  cuda_oom,          // "cudaMalloc failed: out of memory", "failed to allocate ... buffer"
+  bad_model,         // "error loading model"
+  port_in_use,       // "couldn't bind HTTP server socket"
+  binary_not_found,  // exec failed / not on PATH
+  startup_timeout,   // not healthy within health.startup_timeout_s
+  stalled,           // no log line within health.stall_timeout_s while starting
+  crashed,           // killed by a signal
+  exited,            // exited with a code
+};
+std::string_view to_string(FailureKind k);
+
+struct ChildFailure {
+  FailureKind kind = FailureKind::none;
+  std::string message;
+  std::string hint;
+  int exit_code = -1;  // -1 = none / unknown
+  int signal = 0;      // 0 = none
+  std::vector<std::string> log_tail;  // last lines of the child's output
+  // Errc: child_crashed for deaths after ready; the start error otherwise.
+  Error to_error(Errc code) const;
+};
+
+// Classifies an exit (status + log tail) into a failure with a hint. Pure.
+ChildFailure classify_exit(int exit_code, int signal, const std::vector<std::string>& log_tail);
+
+struct StartReport {
+  upstream::Endpoint endpoint;
+  int pid = 0;
+  int attempts = 1;                      // > 1 after port_in_use retries
+  std::int64_t spawn_to_listening_ms = 0;  // spawn -> "listening on" line (or first 200 if none)
+  std::int64_t detect_ms = 0;              // "listening on" line -> ready seen
+  std::int64_t total_ms = 0;               // spawn -> ready
+};
+
+struct StopReport {
+  std::int64_t stop_ms = 0;       // SIGTERM -> reaped
+  std::int64_t vram_wait_ms = 0;  // reaped -> GPU memory back (0 without NVIDIA GPU)
+  int exit_code = -1;
+  int signal = 0;
+  bool killed = false;  // SIGKILL was needed after stop.grace_s
+};
+
+// One model switch, with the time each phase took.
+struct SwitchRecord {
+  std::string from;  // empty = nothing was resident
+  std::string to;
+  std::chrono::system_clock::time_point at;
+  std::int64_t drain_ms = 0;
+  std::int64_t stop_ms = 0;
+  std::int64_t vram_wait_ms = 0;
+  std::int64_t spawn_to_listening_ms = 0;
+  std::int64_t detect_ms = 0;
+  std::int64_t total_ms = 0;
+  bool ok = true;
+  std::string error;  // start failure message when !ok
+};
+
+struct ProfileStatus {
+  std::string name;
+  ChildState state = ChildState::stopped;
+  int pid = 0;
+  int port = 0;
+  int in_flight = 0;
+  int queued = 0;
+  int restarts_in_window = 0;
+  int total_restarts = 0;
+  int crashes = 0;
+  std::optional<ChildFailure> last_failure;
+  int retry_after_s = 0;  // > 0 while failed (cooldown)
+};
+
+struct Snapshot {
+  std::vector<ProfileStatus> profiles;
+  std::vector<SwitchRecord> recent_switches;  // oldest first
+  std::size_t queued = 0;
+  bool shutting_down = false;
+};
+
+}  // namespace kevlaya::supervisor
