@@ -19,7 +19,7 @@ enum class GgmlType : std::uint32_t {
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
 };
 
 struct TypeTraits {
@@ -40,6 +40,10 @@ enum class ValueType : std::uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
   STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
+
+// Arrays longer than this keep only their first kArrayKeep elements (a 150k-token vocabulary
+// would otherwise cost megabytes per inspect); `Value::array_len` is always the real length.
+inline constexpr std::uint64_t kArrayKeep = 64;
 
 // A metadata value. Arrays keep their element type; long arrays (tokens) are kept in full
 // only for strings/numbers up to a cap — `array_len` is always the real length.

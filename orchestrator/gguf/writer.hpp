@@ -29,8 +29,15 @@ struct TinyLoraSpec {
   std::uint64_t seed = 7;
 };
 
+// Per-layer weight kinds of LLM_ARCH_LLAMA (also the valid LoRA targets), in file order.
+const std::vector<std::string>& layer_kinds();
+
+// Writes a llama model (F32 or F16, seeded random weights) that llama.cpp loads.
 Status write_tiny_model(const std::filesystem::path& out, const TinyModelSpec& spec);
 // Writes an adapter whose tensors fit the base described by `base`.
 Status write_tiny_lora(const std::filesystem::path& out, const TinyModelSpec& base, const TinyLoraSpec& spec);
+
+// An F16 spec (n_embd 1024) whose file is about `mib` MiB (whole layers; at least one).
+TinyModelSpec big_model_spec(std::uint64_t mib, std::uint64_t seed = 42);
 
 }  // namespace kevlaya::gguf

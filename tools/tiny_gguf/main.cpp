@@ -1,6 +1,144 @@
-// Tiny GGUF writer CLI (placeholder until implemented).
-#include <cstdio>
-int main() {
-  std::fprintf(stderr, "error: not implemented yet\n");
-  return 1;
+// kevlaya-tiny-gguf: writes tiny, valid llama-architecture GGUF models and LoRA adapters
+// (seeded random weights) that the real llama-server loads. Used for stand-ins and benchmarks.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "gguf/gguf.hpp"
+#include "gguf/writer.hpp"
+
+namespace gg = kevlaya::gguf;
+
+namespace {
+
+int report(const kevlaya::Status& s, const std::filesystem::path& out) {
+  if (!s) {
+    std::cerr << "kevlaya-tiny-gguf: " << s.error().message << "\n";
+    return 1;
+  }
+  std::cout << "wrote " << out.string() << " (" << std::filesystem::file_size(out) << " bytes)\n";
+  return 0;
+}
+
+void add_dims(CLI::App* sub, gg::TinyModelSpec& s, const std::string& prefix) {
+  sub->add_option("--" + prefix + "n-embd", s.n_embd, "embedding length")->capture_default_str();
+  sub->add_option("--" + prefix + "n-layer", s.n_layer, "block count")->capture_default_str();
+  sub->add_option("--" + prefix + "n-head", s.n_head, "attention heads")->capture_default_str();
+  sub->add_option("--" + prefix + "n-head-kv", s.n_head_kv, "KV heads")->capture_default_str();
+  sub->add_option("--" + prefix + "n-ff", s.n_ff, "feed-forward length")->capture_default_str();
+  sub->add_option("--" + prefix + "n-vocab", s.n_vocab, "vocabulary size (>= 260)")->capture_default_str();
+}
+
+// The base dims for an adapter: from an existing model file when --base is given.
+kevlaya::Status base_from_file(const std::filesystem::path& file, gg::TinyModelSpec& s) {
+  auto m = gg::inspect(file);
+  if (!m) return m.error();
+  s.n_embd = m->n_embd;
+  s.n_layer = m->n_layer;
+  s.n_head = m->n_head;
+  s.n_head_kv = m->n_head_kv;
+  s.n_ff = m->n_ff;
+  s.n_vocab = m->n_vocab;
+  s.n_ctx_train = m->n_ctx_train;
+  s.name = m->name;
+  return kevlaya::ok_status();
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// kev-tiny + laya-tiny + two adapters for Kev: the stand-in models of the project.
+int standins(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  gg::TinyModelSpec kev;
+  kev.name = "kev-tiny";
+  kev.n_embd = 128;
+  kev.n_layer = 4;
+  kev.n_head = 4;
+  kev.n_head_kv = 2;
+  kev.n_ff = 256;
+  kev.n_ctx_train = 4096;
+  kev.n_vocab = 384;
+  kev.tensor_type = 1;  // F16
+  kev.seed = 1;
+  gg::TinyModelSpec laya;
+  laya.name = "laya-tiny";
+  laya.n_embd = 64;
+  laya.n_layer = 2;
+  laya.n_head = 4;
+  laya.n_head_kv = 2;
+  laya.n_ff = 128;
+  laya.n_ctx_train = 2048;
+  laya.n_vocab = 320;
+  laya.seed = 2;
+  gg::TinyLoraSpec a{8, 16.0f, {"attn_q", "attn_v"}, 101};
+  gg::TinyLoraSpec b{8, 16.0f, {"attn_q", "attn_v", "ffn_up"}, 202};
+  int rc = report(gg::write_tiny_model(dir / "kev-tiny.gguf", kev), dir / "kev-tiny.gguf");
+  if (rc == 0) rc = report(gg::write_tiny_model(dir / "laya-tiny.gguf", laya), dir / "laya-tiny.gguf");
+  if (rc == 0) rc = report(gg::write_tiny_lora(dir / "kev-lora-a.gguf", kev, a), dir / "kev-lora-a.gguf");
+  if (rc == 0) rc = report(gg::write_tiny_lora(dir / "kev-lora-b.gguf", kev, b), dir / "kev-lora-b.gguf");
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kevlaya-tiny-gguf: write tiny llama GGUF models and LoRA adapters"};
+  app.require_subcommand(1);
+  int rc = 0;
+
+  gg::TinyModelSpec model;
+  std::filesystem::path model_out;
+  bool f16 = false;
+  std::uint64_t big_mib = 0;
+  auto* m = app.add_subcommand("model", "write a llama model");
+  m->add_option("--out", model_out, "output file")->required();
+  add_dims(m, model, "");
+  m->add_option("--n-ctx", model.n_ctx_train, "training context length")->capture_default_str();
+  m->add_option("--seed", model.seed, "weight seed")->capture_default_str();
+  m->add_option("--name", model.name, "general.name")->capture_default_str();
+  m->add_flag("--f16", f16, "F16 weights (default F32)");
+  m->add_option("--big-mib", big_mib, "ignore the dims: an F16 model of about N MiB (benchmarks)");
+  m->callback([&] {
+    if (big_mib > 0) {
+      const std::string name = model.name;
+      model = gg::big_model_spec(big_mib, model.seed);
+      if (m->count("--name")) model.name = name;
+    } else if (f16) {
+      model.tensor_type = 1;
+    }
+    rc = report(gg::write_tiny_model(model_out, model), model_out);
+  });
+
+  gg::TinyModelSpec base;
+  gg::TinyLoraSpec lora;
+  std::filesystem::path lora_out, base_file;
+  std::string targets = "attn_q,attn_v";
+  auto* l = app.add_subcommand("lora", "write a LoRA adapter for a base model");
+  l->add_option("--out", lora_out, "output file")->required();
+  l->add_option("--base", base_file, "base model GGUF (its dims override --base-n-*)")->check(CLI::ExistingFile);
+  add_dims(l, base, "base-");
+  l->add_option("--rank", lora.rank, "LoRA rank")->capture_default_str();
+  l->add_option("--alpha", lora.alpha, "adapter.lora.alpha")->capture_default_str();
+  l->add_option("--targets", targets, "comma-separated per-layer weights")->capture_default_str();
+  l->add_option("--seed", lora.seed, "weight seed")->capture_default_str();
+  l->callback([&] {
+    lora.targets = split_csv(targets);
+    kevlaya::Status s = base_file.empty() ? kevlaya::ok_status() : base_from_file(base_file, base);
+    rc = report(s ? gg::write_tiny_lora(lora_out, base, lora) : s, lora_out);
+  });
+
+  std::filesystem::path dir;
+  auto* st = app.add_subcommand("standins", "write kev-tiny, laya-tiny and two Kev adapters");
+  st->add_option("--dir", dir, "output folder")->required();
+  st->callback([&] { rc = standins(dir); });
+
+  CLI11_PARSE(app, argc, argv);
+  return rc;
 }
