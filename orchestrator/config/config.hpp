@@ -197,6 +197,7 @@ struct LoadResult {
   Config config;
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in file order
   bool ok() const;                       // no error-severity diagnostic
+  std::size_t error_count() const;       // number of error-severity diagnostics
 };
 
 // Loads kevlaya.yaml (or defaults when `file` is empty: profiles/ and pipelines/ next to cwd)
@@ -213,5 +214,27 @@ std::string expand_env(const std::string& in, std::string* err);
 // Profile -> child argv (pure). `port` is the port chosen for this spawn; `host` the bind host.
 // Reference Kev profile: llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
+
+// Same as build_argv with the port written as given text (e.g. "<port>" for display).
+std::vector<std::string> build_argv_text(const Profile& p, const std::string& host,
+                                         const std::string& port_text);
+
+// One argv as a single line a POSIX shell would split back into the same words.
+std::string shell_join(const std::vector<std::string>& argv);
+
+// A path for messages: relative to the current directory when below it, else absolute.
+std::string display_path(const fs::path& p);
+
+// Names as written in YAML ("llama-server", "co-resident", "verify").
+const char* to_string(Backend b);
+const char* to_string(Residency r);
+const char* to_string(StageRole r);
+
+// Allowed KV cache types for cache_type_k / cache_type_v (llama.cpp b10470).
+inline const std::vector<std::string>& kv_cache_types() {
+  static const std::vector<std::string> t = {"f32",  "f16",  "bf16", "q8_0", "q4_0",
+                                             "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  return t;
+}
 
 }  // namespace kevlaya::config

@@ -1,0 +1,108 @@
+// Internals shared by the config loaders: one YAML document with its diagnostics sink, typed
+// readers that turn bad values into diagnostics, and the per-kind parsers. Not for other modules.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace kevlaya::config::detail {
+
+// One YAML file: its text (kept for placeholder locations) and parsed root.
+class Doc {
+ public:
+  Doc(const fs::path& file, std::vector<Diagnostic>& out);
+  // Reads the file, validates UTF-8 and parses; false (with a diagnostic) on failure.
+  bool load();
+  const YAML::Node& root() const { return root_; }
+  const fs::path& file() const { return file_; }  // absolute, normalized
+  fs::path dir() const { return file_.parent_path(); }
+  const std::string& text() const { return text_; }
+  SourceLoc loc(const YAML::Node& n) const;   // the node's line:col, or the whole file
+  SourceLoc loc_at(std::size_t byte_pos) const;
+  void error(const SourceLoc& at, std::string msg);
+  void error(const YAML::Node& at, std::string msg) { error(loc(at), std::move(msg)); }
+  void warn(const YAML::Node& at, std::string msg);
+  bool has_errors() const { return errors_ > 0; }
+
+ private:
+  bool check_utf8();
+  void report_parse_error(int line0, int col0, const std::string& msg);
+  fs::path file_;
+  std::vector<Diagnostic>& out_;
+  std::string text_;
+  YAML::Node root_;
+  int errors_ = 0;
+};
+
+// How a node reads in messages: `string "lots"`, `number 2.5`, `a list`, `nothing`.
+std::string describe(const YAML::Node& n);
+
+// Typed readers: return nullopt after recording a diagnostic at the node. Strings are env-expanded.
+std::optional<std::string> read_string(Doc& d, const std::string& key, const YAML::Node& n);
+std::optional<std::int64_t> read_int(Doc& d, const std::string& key, const YAML::Node& n,
+                                     std::int64_t lo, std::int64_t hi);
+std::optional<double> read_number(Doc& d, const std::string& key, const YAML::Node& n, double lo,
+                                  double hi);
+std::optional<bool> read_bool(Doc& d, const std::string& key, const YAML::Node& n);
+std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML::Node& n,
+                                     const std::vector<std::string>& allowed);
+// A list of strings; a single scalar is accepted as a one-element list when `scalar_ok`.
+std::optional<std::vector<std::string>> read_string_list(Doc& d, const std::string& key,
+                                                         const YAML::Node& n, bool scalar_ok);
+std::optional<std::map<std::string, std::string>> read_string_map(Doc& d, const std::string& key,
+                                                                  const YAML::Node& n);
+// A path relative to the document's folder, made absolute ("~/" = $HOME).
+std::optional<fs::path> read_path(Doc& d, const std::string& key, const YAML::Node& n);
+
+// Assign-if-valid shorthands for struct fields.
+void set_int(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo, std::int64_t hi,
+             int& dst);
+void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo,
+               std::int64_t hi, std::int64_t& dst);
+void set_string(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst);
+void set_bool(Doc& d, const std::string& key, const YAML::Node& n, bool& dst);
+
+// One known key of a mapping and what to do with its value.
+struct Field {
+  std::string name;
+  std::function<void(const YAML::Node& value)> read;
+};
+// Visits a mapping: reports a non-mapping, duplicate keys and unknown keys (with a suggestion),
+// and calls each known field's reader. `what` names the mapping in messages ("profile", "health").
+bool walk_map(Doc& d, const std::string& what, const YAML::Node& map,
+              const std::vector<Field>& fields);
+
+// Closest candidate by edit distance, if close enough to be a plausible typo.
+std::optional<std::string> suggest(std::string_view word, const std::vector<std::string>& candidates);
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Where extra facts about a profile were written, for cross-document checks.
+struct ProfileLocs {
+  SourceLoc name;
+  std::vector<SourceLoc> alias;  // parallel to Profile::alias
+  SourceLoc port;
+};
+struct StageLocs {
+  SourceLoc model;
+};
+struct PipelineLocs {
+  SourceLoc name;
+  std::vector<StageLocs> stages;
+};
+
+// Per-kind parsers over a loaded document; append to `out` only when the document is usable.
+void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs);
+void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs>& locs);
+void parse_orchestrator(Doc& d, OrchestratorCfg& out, bool& pipelines_dir_set);
+
+// Fills the directory fields of `o` with defaults relative to `base`.
+void default_dirs(OrchestratorCfg& o, const fs::path& base);
+
+}  // namespace kevlaya::config::detail

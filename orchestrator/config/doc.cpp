@@ -1,0 +1,131 @@
+// Reading one YAML file: bytes -> UTF-8 check -> yaml-cpp parse, every failure as file:line:col.
+#include <fstream>
+#include <sstream>
+
+#include "config/detail.hpp"
+
+namespace kevlaya::config::detail {
+
+namespace {
+
+// Length of the UTF-8 sequence starting at s[i], or 0 when the bytes there are not valid UTF-8
+// (overlong forms, surrogates and code points above U+10FFFF are invalid too).
+std::size_t utf8_seq_len(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) { n = 3; lo = 0xA0; }
+  else if (c == 0xED) { n = 3; hi = 0x9F; }
+  else if (c >= 0xE1 && c <= 0xEF) n = 3;
+  else if (c == 0xF0) { n = 4; lo = 0x90; }
+  else if (c == 0xF4) { n = 4; hi = 0x8F; }
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+bool is_blank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+}  // namespace
+
+Doc::Doc(const fs::path& file, std::vector<Diagnostic>& out)
+    : file_(fs::absolute(file).lexically_normal()), out_(out) {}
+
+SourceLoc Doc::loc(const YAML::Node& n) const {
+  const YAML::Mark m = n.Mark();
+  if (m.is_null() || m.line < 0) return SourceLoc{display_path(file_), 0, 0};
+  return SourceLoc{display_path(file_), m.line + 1, m.column + 1};
+}
+
+SourceLoc Doc::loc_at(std::size_t byte_pos) const {
+  int line = 1, col = 1;
+  for (std::size_t i = 0; i < byte_pos && i < text_.size(); ++i) {
+    if (text_[i] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return SourceLoc{display_path(file_), line, col};
+}
+
+void Doc::error(const SourceLoc& at, std::string msg) {
+  ++errors_;
+  out_.push_back(Diagnostic{Severity::error, at, std::move(msg)});
+}
+
+void Doc::warn(const YAML::Node& at, std::string msg) {
+  out_.push_back(Diagnostic{Severity::warning, loc(at), std::move(msg)});
+}
+
+bool Doc::check_utf8() {
+  for (std::size_t i = 0; i < text_.size();) {
+    const std::size_t n = utf8_seq_len(text_, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text_[i]));
+      error(loc_at(i), std::string("invalid UTF-8 (byte ") + hex +
+                           "); configuration files must be UTF-8 text");
+      return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+// yaml-cpp reports tab indentation as "illegal map value" somewhere near; name the real cause.
+void Doc::report_parse_error(int line0, int col0, const std::string& msg) {
+  std::vector<std::string> lines;
+  std::istringstream in(text_);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (int l = line0; l >= 0 && l >= line0 - 1 && l < static_cast<int>(lines.size()); --l) {
+    const std::string& s = lines[static_cast<std::size_t>(l)];
+    const auto lead = s.find_first_not_of(" \t");
+    const auto tab = s.find('\t');
+    if (tab != std::string::npos && (lead == std::string::npos || tab < lead)) {
+      error(SourceLoc{display_path(file_), l + 1, static_cast<int>(tab) + 1},
+            "tab character in indentation; YAML indentation must use spaces");
+      return;
+    }
+  }
+  if (line0 < 0) {
+    error(SourceLoc{display_path(file_), 0, 0}, "YAML syntax error: " + msg);
+    return;
+  }
+  error(SourceLoc{display_path(file_), line0 + 1, col0 + 1}, "YAML syntax error: " + msg);
+}
+
+bool Doc::load() {
+  std::ifstream f(file_, std::ios::binary);
+  if (!f) {
+    error(SourceLoc{display_path(file_), 0, 0},
+          fs::exists(file_) ? "cannot read file" : "file not found");
+    return false;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  text_ = ss.str();
+  if (!check_utf8()) return false;
+  if (is_blank(text_)) {
+    error(SourceLoc{display_path(file_), 1, 1}, "empty document");
+    return false;
+  }
+  try {
+    root_ = YAML::Load(text_);
+  } catch (const YAML::Exception& e) {
+    report_parse_error(e.mark.is_null() ? -1 : e.mark.line, e.mark.column, e.msg);
+    return false;
+  }
+  if (root_.IsNull()) {  // only comments
+    error(SourceLoc{display_path(file_), 1, 1}, "empty document");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace kevlaya::config::detail

@@ -1,0 +1,284 @@
+// kevlaya.yaml -> OrchestratorCfg, and load(): the orchestrator file plus every profile and
+// pipeline it points to, with the checks that span documents (names, aliases, model references).
+#include <algorithm>
+#include <map>
+
+#include "config/detail.hpp"
+
+namespace kevlaya::config {
+
+namespace detail {
+
+namespace {
+
+constexpr std::int64_t kMaxPort = 65535;
+constexpr std::int64_t kBig = INT64_MAX;
+
+void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
+  walk_map(d, "gpu", n, {
+      {"vram_mib", [&](const YAML::Node& v) {
+         if (v.IsScalar() && v.Scalar() == "auto") { g.vram_mib.reset(); return; }
+         if (!v.IsScalar()) { d.error(v, "gpu.vram_mib: expected an integer or 'auto', got " + describe(v)); return; }
+         if (auto x = read_int(d, "gpu.vram_mib", v, 1, kBig)) g.vram_mib = *x;
+       }},
+      {"reserve_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.reserve_mib", v, 0, kBig, g.reserve_mib); }},
+      {"overhead_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.overhead_mib", v, 0, kBig, g.overhead_mib); }},
+  });
+}
+
+void read_sections(Doc& d, const std::string& name, const YAML::Node& v, OrchestratorCfg& o) {
+  if (name == "listen") {
+    walk_map(d, "listen", v, {
+        {"host", [&](const YAML::Node& x) { set_string(d, "listen.host", x, o.listen.host); }},
+        {"port", [&](const YAML::Node& x) { set_int(d, "listen.port", x, 1, kMaxPort, o.listen.port); }},
+    });
+  } else if (name == "queue") {
+    walk_map(d, "queue", v, {
+        {"max_depth", [&](const YAML::Node& x) { set_int(d, "queue.max_depth", x, 1, 1 << 20, o.queue.max_depth); }},
+        {"max_wait_s", [&](const YAML::Node& x) { set_int(d, "queue.max_wait_s", x, 1, 86400, o.queue.max_wait_s); }},
+    });
+  } else if (name == "scheduling") {
+    auto& s = o.scheduling;
+    walk_map(d, "scheduling", v, {
+        {"max_wait_before_swap_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.max_wait_before_swap_ms", x, 0, 3600000, s.max_wait_before_swap_ms); }},
+        {"min_residency_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.min_residency_ms", x, 0, 3600000, s.min_residency_ms); }},
+        {"drain_timeout_s", [&](const YAML::Node& x) { set_int(d, "scheduling.drain_timeout_s", x, 0, 86400, s.drain_timeout_s); }},
+    });
+  } else if (name == "prefetch") {
+    walk_map(d, "prefetch", v, {
+        {"enabled", [&](const YAML::Node& x) { set_bool(d, "prefetch.enabled", x, o.prefetch.enabled); }},
+        {"min_available_mib", [&](const YAML::Node& x) { set_int64(d, "prefetch.min_available_mib", x, 0, kBig, o.prefetch.min_available_mib); }},
+    });
+  } else if (name == "limits") {
+    auto& l = o.limits;
+    walk_map(d, "limits", v, {
+        {"max_body_bytes", [&](const YAML::Node& x) { set_int64(d, "limits.max_body_bytes", x, 1, kBig, l.max_body_bytes); }},
+        {"max_connections", [&](const YAML::Node& x) { set_int(d, "limits.max_connections", x, 1, 1 << 20, l.max_connections); }},
+        {"read_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.read_timeout_s", x, 1, 86400, l.read_timeout_s); }},
+        {"idle_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.idle_timeout_s", x, 1, 86400, l.idle_timeout_s); }},
+    });
+  }
+}
+
+}  // namespace
+
+void default_dirs(OrchestratorCfg& o, const fs::path& base) {
+  o.profiles_dir = (base / "profiles").lexically_normal();
+  o.pipelines_dir = (base / "pipelines").lexically_normal();
+  o.state_dir = (base / "var/state").lexically_normal();
+  o.log_dir = (base / "var/log").lexically_normal();
+}
+
+void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
+  o.file = d.file();
+  o.loc = d.loc(d.root());
+  default_dirs(o, d.dir());
+  const auto dir = [&](const char* key, fs::path& dst) {
+    return [&d, key, &dst](const YAML::Node& v) { if (auto p = read_path(d, key, v)) dst = *p; };
+  };
+  const auto section = [&](const char* key) {
+    return [&d, key, &o](const YAML::Node& v) { read_sections(d, key, v, o); };
+  };
+  std::optional<YAML::Node> api_keys;
+  walk_map(d, "orchestrator config", d.root(), {
+      {"profiles_dir", dir("profiles_dir", o.profiles_dir)},
+      {"pipelines_dir", [&](const YAML::Node& v) { pipelines_dir_set = true; dir("pipelines_dir", o.pipelines_dir)(v); }},
+      {"state_dir", dir("state_dir", o.state_dir)},
+      {"log_dir", dir("log_dir", o.log_dir)},
+      {"gpu", [&](const YAML::Node& v) { read_gpu(d, v, o.gpu); }},
+      {"listen", section("listen")},
+      {"api_keys", [&](const YAML::Node& v) {
+         api_keys.emplace(v);
+         if (auto k = read_string_list(d, "api_keys", v, false)) o.api_keys = *k;
+       }},
+      {"queue", section("queue")},
+      {"residency", [&](const YAML::Node& v) {
+         if (auto r = read_enum(d, "residency", v, {"auto", "rotate", "co-resident"}))
+           o.residency = *r == "rotate" ? Residency::rotate
+                         : *r == "co-resident" ? Residency::co_resident : Residency::auto_;
+       }},
+      {"scheduling", section("scheduling")},
+      {"prefetch", section("prefetch")},
+      {"limits", section("limits")},
+  });
+  if (api_keys && std::any_of(o.api_keys.begin(), o.api_keys.end(),
+                              [](const std::string& k) { return k.empty(); }))
+    d.error(*api_keys, "api_keys: an API key must not be empty (is an environment variable unset?)");
+  const bool loopback = o.listen.host == "127.0.0.1" || o.listen.host == "localhost" ||
+                        o.listen.host == "::1";
+  if (!loopback && o.api_keys.empty())
+    d.warn(d.root(), "listening on " + o.listen.host + " without api_keys: anyone who can reach "
+                     "this address can use the models");
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Doc;
+
+// The YAML files of a folder, sorted so that diagnostics and load order are stable.
+std::vector<fs::path> yaml_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto ext = e.path().extension();
+    if ((ext == ".yaml" || ext == ".yml") && e.is_regular_file(ec)) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct Loaded {
+  std::vector<detail::ProfileLocs> profile_locs;
+  std::vector<detail::PipelineLocs> pipeline_locs;
+};
+
+void add_error(LoadResult& r, SourceLoc at, std::string msg) {
+  r.diagnostics.push_back(Diagnostic{Severity::error, std::move(at), std::move(msg)});
+}
+
+std::string where(const SourceLoc& l) {
+  return l.file + (l.line > 0 ? ":" + std::to_string(l.line) + ":" + std::to_string(l.col) : "");
+}
+
+// Names and aliases must identify exactly one profile: a request names a model by either.
+void check_profile_names(LoadResult& r, const Loaded& l) {
+  const auto& ps = r.config.profiles;
+  std::map<std::string, std::pair<std::size_t, SourceLoc>> owner;  // name/alias -> profile, where
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const auto [it, fresh] = owner.emplace(ps[i].name, std::pair{i, l.profile_locs[i].name});
+    if (!fresh) {
+      const SourceLoc first = it->second.second, second = l.profile_locs[i].name;
+      add_error(r, first, "duplicate profile name '" + ps[i].name + "' (also defined at " + where(second) + ")");
+      add_error(r, second, "duplicate profile name '" + ps[i].name + "' (also defined at " + where(first) + ")");
+    }
+  }
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    for (std::size_t a = 0; a < ps[i].alias.size(); ++a) {
+      const std::string& name = ps[i].alias[a];
+      const SourceLoc at = l.profile_locs[i].alias[a];
+      const auto [it, fresh] = owner.emplace(name, std::pair{i, at});
+      if (fresh) continue;
+      if (it->second.first == i) {
+        r.diagnostics.push_back(Diagnostic{Severity::warning, at, "alias '" + name +
+                                           "' repeats a name of profile '" + ps[i].name + "'"});
+        continue;
+      }
+      add_error(r, at, "alias '" + name + "' of profile '" + ps[i].name + "' collides with profile '" +
+                           ps[it->second.first].name + "' (" + where(it->second.second) + ")");
+    }
+  }
+}
+
+void check_ports(LoadResult& r, const Loaded& l) {
+  const auto& ps = r.config.profiles;
+  std::map<int, std::size_t> used;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (!ps[i].port) continue;
+    const SourceLoc at = l.profile_locs[i].port;
+    if (*ps[i].port == r.config.orch.listen.port)
+      add_error(r, at, "port " + std::to_string(*ps[i].port) + " of profile '" + ps[i].name +
+                           "' is the orchestrator's listen port");
+    const auto [it, fresh] = used.emplace(*ps[i].port, i);
+    if (!fresh)
+      r.diagnostics.push_back(Diagnostic{Severity::warning, at, "profiles '" + ps[it->second].name +
+          "' and '" + ps[i].name + "' share port " + std::to_string(*ps[i].port) +
+          "; they can never run at the same time"});
+  }
+}
+
+void check_pipelines(LoadResult& r, const Loaded& l) {
+  std::vector<std::string> known;
+  for (const auto& p : r.config.profiles) {
+    known.push_back(p.name);
+    known.insert(known.end(), p.alias.begin(), p.alias.end());
+  }
+  std::map<std::string, SourceLoc> names;
+  for (std::size_t i = 0; i < r.config.pipelines.size(); ++i) {
+    const Pipeline& pl = r.config.pipelines[i];
+    const SourceLoc at = l.pipeline_locs[i].name;
+    const auto [it, fresh] = names.emplace(pl.name, at);
+    if (!fresh)
+      add_error(r, at, "duplicate pipeline name '" + pl.name + "' (also defined at " + where(it->second) + ")");
+    for (std::size_t s = 0; s < pl.stages.size(); ++s) {
+      const Stage& st = pl.stages[s];
+      if (st.model.empty() || r.config.find_profile(st.model)) continue;
+      add_error(r, l.pipeline_locs[i].stages[s].model, "stage '" + st.name + "' names unknown model '" +
+                                                           st.model + "'" + detail::did_you_mean(st.model, known));
+    }
+  }
+}
+
+void load_dir(LoadResult& r, Loaded& l, const fs::path& dir, bool profiles) {
+  for (const auto& f : yaml_files(dir)) {
+    Doc d(f, r.diagnostics);
+    if (!d.load()) continue;
+    if (profiles) detail::parse_profile(d, r.config.profiles, l.profile_locs);
+    else detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
+  }
+}
+
+void sort_diagnostics(LoadResult& r) {
+  std::stable_sort(r.diagnostics.begin(), r.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.loc.file, a.loc.line, a.loc.col) <
+                            std::tie(b.loc.file, b.loc.line, b.loc.col);
+                   });
+}
+
+}  // namespace
+
+LoadResult load(const fs::path& orchestrator_file) {
+  LoadResult r;
+  Loaded l;
+  bool pipelines_dir_set = false;
+  if (orchestrator_file.empty()) {
+    detail::default_dirs(r.config.orch, fs::current_path());
+  } else {
+    Doc d(orchestrator_file, r.diagnostics);
+    if (!d.load()) return r;
+    detail::parse_orchestrator(d, r.config.orch, pipelines_dir_set);
+  }
+  const auto& o = r.config.orch;
+  const SourceLoc top{o.file.empty() ? std::string("(defaults)") : display_path(o.file), 0, 0};
+  if (!fs::is_directory(o.profiles_dir)) {
+    add_error(r, top, "profiles directory not found: " + o.profiles_dir.string());
+  } else {
+    load_dir(r, l, o.profiles_dir, true);
+    if (yaml_files(o.profiles_dir).empty())
+      r.diagnostics.push_back(Diagnostic{Severity::warning, top, "no profiles (*.yaml) in " +
+                                                                     o.profiles_dir.string()});
+  }
+  if (fs::is_directory(o.pipelines_dir)) load_dir(r, l, o.pipelines_dir, false);
+  else if (pipelines_dir_set)
+    add_error(r, top, "pipelines directory not found: " + o.pipelines_dir.string());
+  check_profile_names(r, l);
+  check_ports(r, l);
+  check_pipelines(r, l);
+  sort_diagnostics(r);
+  return r;
+}
+
+LoadResult load_profile_file(const fs::path& file) {
+  LoadResult r;
+  Loaded l;
+  detail::default_dirs(r.config.orch, fs::absolute(file).parent_path());
+  Doc d(file, r.diagnostics);
+  if (d.load()) detail::parse_profile(d, r.config.profiles, l.profile_locs);
+  check_profile_names(r, l);
+  sort_diagnostics(r);
+  return r;
+}
+
+LoadResult load_pipeline_file(const fs::path& file) {
+  LoadResult r;
+  Loaded l;
+  detail::default_dirs(r.config.orch, fs::absolute(file).parent_path());
+  Doc d(file, r.diagnostics);
+  if (d.load()) detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
+  sort_diagnostics(r);
+  return r;
+}
+
+}  // namespace kevlaya::config

@@ -1,0 +1,220 @@
+// profiles/NAME.yaml -> Profile. Every field is checked where it is written; conflicts between
+// fields (backend vs url/command) are checked once the whole document is read.
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "config/detail.hpp"
+
+namespace kevlaya::config::detail {
+
+namespace {
+
+constexpr std::int64_t kMinCtx = 256;
+constexpr std::int64_t kMaxCtx = 1 << 20;
+constexpr std::int64_t kMaxLayers = 100000;
+constexpr std::int64_t kMaxPort = 65535;
+
+bool valid_name(const std::string& s) {
+  static const std::regex re("[A-Za-z0-9][A-Za-z0-9._-]*");
+  return std::regex_match(s, re);
+}
+
+void read_ngl(Doc& d, const YAML::Node& n, int& dst) {
+  if (n.IsScalar() && n.Scalar() == "all") {
+    dst = -1;
+    return;
+  }
+  if (!n.IsScalar()) {
+    d.error(n, "ngl: expected an integer or 'all', got " + describe(n));
+    return;
+  }
+  const auto v = read_int(d, "ngl", n, INT64_MIN, INT64_MAX);
+  if (!v) return;
+  if (*v < 0 || *v > kMaxLayers) {
+    d.error(n, "ngl must be a number of layers >= 0 or 'all', got " + std::to_string(*v));
+    return;
+  }
+  dst = static_cast<int>(*v);
+}
+
+void read_health(Doc& d, const YAML::Node& n, HealthCfg& h) {
+  walk_map(d, "health", n, {
+      {"path", [&](const YAML::Node& v) {
+         set_string(d, "health.path", v, h.path);
+         if (!h.path.empty() && h.path[0] != '/') d.error(v, "health.path must start with '/'");
+       }},
+      {"first_probe_ms", [&](const YAML::Node& v) { set_int(d, "health.first_probe_ms", v, 1, 60000, h.first_probe_ms); }},
+      {"interval_ms", [&](const YAML::Node& v) { set_int(d, "health.interval_ms", v, 1, 60000, h.interval_ms); }},
+      {"probe_timeout_ms", [&](const YAML::Node& v) { set_int(d, "health.probe_timeout_ms", v, 1, 600000, h.probe_timeout_ms); }},
+      {"startup_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.startup_timeout_s", v, 1, 86400, h.startup_timeout_s); }},
+      {"stall_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.stall_timeout_s", v, 1, 86400, h.stall_timeout_s); }},
+  });
+}
+
+void read_restart(Doc& d, const YAML::Node& n, RestartCfg& r) {
+  walk_map(d, "restart", n, {
+      {"max_restarts", [&](const YAML::Node& v) { set_int(d, "restart.max_restarts", v, 0, 1000, r.max_restarts); }},
+      {"window_s", [&](const YAML::Node& v) { set_int(d, "restart.window_s", v, 1, 86400, r.window_s); }},
+      {"backoff_initial_ms", [&](const YAML::Node& v) { set_int(d, "restart.backoff_initial_ms", v, 0, 3600000, r.backoff_initial_ms); }},
+      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "restart.backoff_max_s", v, 0, 86400, r.backoff_max_s); }},
+      {"cooldown_s", [&](const YAML::Node& v) { set_int(d, "restart.cooldown_s", v, 0, 86400, r.cooldown_s); }},
+  });
+}
+
+void read_lora(Doc& d, const YAML::Node& n, std::vector<LoraSpec>& out) {
+  if (!n.IsSequence()) {
+    d.error(n, "lora: expected a list of {name, path, scale}, got " + describe(n));
+    return;
+  }
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string key = "lora[" + std::to_string(i) + "]";
+    LoraSpec l;
+    bool has_path = false;
+    walk_map(d, key, n[i], {
+        {"name", [&](const YAML::Node& v) { set_string(d, key + ".name", v, l.name); }},
+        {"path", [&](const YAML::Node& v) {
+           if (auto p = read_path(d, key + ".path", v)) {
+             l.path = *p;
+             has_path = true;
+             const std::string s = p->string();
+             if (s.find_first_of(":,") != std::string::npos)  // --lora-scaled FNAME:SCALE,...
+               d.error(v, key + ".path must not contain ':' or ',' (llama-server's --lora-scaled "
+                               "cannot express them): " + s);
+             else if (!fs::is_regular_file(*p))
+               d.error(v, "LoRA file not found: " + s);
+           }
+         }},
+        {"scale", [&](const YAML::Node& v) {
+           if (auto s = read_number(d, key + ".scale", v, -100, 100)) l.scale = *s;
+         }},
+    });
+    if (!n[i].IsMap()) continue;
+    if (!has_path) {
+      d.error(n[i], key + ": missing required key 'path'");
+      continue;
+    }
+    if (l.name.empty()) l.name = l.path.stem().string();
+    out.push_back(std::move(l));
+  }
+}
+
+void read_cache_type(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst) {
+  if (auto v = read_enum(d, key, n, kv_cache_types())) dst = *v;
+}
+
+// Keys whose values the orchestrator owns; setting them again in extra_args breaks supervision.
+void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string>& args) {
+  static const std::set<std::string> owned = {"--port", "--host"};
+  static const std::set<std::string> set_here = {"-m", "--model", "-ngl", "--gpu-layers",
+                                                 "--n-gpu-layers", "-c", "--ctx-size", "-np",
+                                                 "--parallel", "-a", "--alias"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string flag = args[i].substr(0, args[i].find('='));
+    const YAML::Node at = n.IsSequence() && i < n.size() ? n[i] : n;
+    if (owned.count(flag))
+      d.error(at, "extra_args sets '" + flag + "', which kevlaya-orch chooses for each spawn; "
+                  "use the profile's 'port' or the orchestrator's listen settings instead");
+    else if (set_here.count(flag))
+      d.warn(at, "extra_args repeats '" + flag + "', which the profile already sets; the later "
+                 "value wins in llama-server, prefer the profile key");
+  }
+}
+
+}  // namespace
+
+void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs) {
+  const YAML::Node& root = d.root();
+  Profile p;
+  ProfileLocs pl;
+  p.loc = d.loc(root);
+  p.name = d.file().stem().string();
+  pl.name = p.loc;
+  // Optional, not plain Node: assigning to a Node overwrites the node it refers to.
+  std::optional<YAML::Node> model_node, backend_node, alias_node;
+  bool has_model = false;
+  const bool ok = walk_map(d, "profile", root, {
+      {"name", [&](const YAML::Node& v) {
+         set_string(d, "name", v, p.name);
+         pl.name = d.loc(v);
+         if (!valid_name(p.name))
+           d.error(v, "name must be letters, digits, '.', '_' or '-', got '" + p.name + "'");
+       }},
+      {"backend", [&](const YAML::Node& v) {
+         backend_node.emplace(v);
+         if (auto b = read_enum(d, "backend", v, {"llama-server", "command", "remote"}))
+           p.backend = *b == "command" ? Backend::command
+                       : *b == "remote" ? Backend::remote : Backend::llama_server;
+       }},
+      {"binary", [&](const YAML::Node& v) { set_string(d, "binary", v, p.binary); }},
+      {"model", [&](const YAML::Node& v) {
+         model_node.emplace(v);
+         if (auto m = read_path(d, "model", v)) { p.model = *m; has_model = true; }
+       }},
+      {"quant", [&](const YAML::Node& v) { set_string(d, "quant", v, p.quant); }},
+      {"ngl", [&](const YAML::Node& v) { read_ngl(d, v, p.ngl); }},
+      {"ctx", [&](const YAML::Node& v) { set_int(d, "ctx", v, kMinCtx, kMaxCtx, p.ctx); }},
+      {"parallel", [&](const YAML::Node& v) { set_int(d, "parallel", v, 1, 256, p.parallel); }},
+      {"batch", [&](const YAML::Node& v) { set_int(d, "batch", v, 1, kMaxCtx, p.batch); }},
+      {"cache_type_k", [&](const YAML::Node& v) { read_cache_type(d, "cache_type_k", v, p.cache_type_k); }},
+      {"cache_type_v", [&](const YAML::Node& v) { read_cache_type(d, "cache_type_v", v, p.cache_type_v); }},
+      {"flash_attn", [&](const YAML::Node& v) { if (auto b = read_bool(d, "flash_attn", v)) p.flash_attn = *b; }},
+      {"lora", [&](const YAML::Node& v) { read_lora(d, v, p.lora); }},
+      {"alias", [&](const YAML::Node& v) {
+         alias_node.emplace(v);
+         if (auto a = read_string_list(d, "alias", v, true)) p.alias = *a;
+       }},
+      {"extra_args", [&](const YAML::Node& v) {
+         if (auto a = read_string_list(d, "extra_args", v, false)) {
+           p.extra_args = *a;
+           check_extra_args(d, v, p.extra_args);
+         }
+       }},
+      {"env", [&](const YAML::Node& v) { if (auto m = read_string_map(d, "env", v)) p.env = *m; }},
+      {"port", [&](const YAML::Node& v) {
+         pl.port = d.loc(v);
+         if (auto n = read_int(d, "port", v, 1, kMaxPort)) p.port = static_cast<int>(*n);
+       }},
+      {"command", [&](const YAML::Node& v) { if (auto c = read_string_list(d, "command", v, false)) p.command = *c; }},
+      {"url", [&](const YAML::Node& v) { set_string(d, "url", v, p.url); }},
+      {"health", [&](const YAML::Node& v) { read_health(d, v, p.health); }},
+      {"stop", [&](const YAML::Node& v) {
+         walk_map(d, "stop", v, {{"grace_s", [&](const YAML::Node& g) {
+                    if (auto s = read_number(d, "stop.grace_s", g, 0, 3600)) p.stop.grace_s = *s;
+                  }}});
+       }},
+      {"restart", [&](const YAML::Node& v) { read_restart(d, v, p.restart); }},
+      {"shared_base", [&](const YAML::Node& v) { if (auto b = read_bool(d, "shared_base", v)) p.shared_base = *b; }},
+      {"slot_cache", [&](const YAML::Node& v) {
+         walk_map(d, "slot_cache", v, {
+             {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},
+             {"max_bytes", [&](const YAML::Node& m) { set_int64(d, "slot_cache.max_bytes", m, 0, INT64_MAX, p.slot_cache.max_bytes); }},
+         });
+       }},
+  });
+  if (!ok) return;
+  const YAML::Node at = backend_node ? *backend_node : root;
+  if (p.backend == Backend::remote && p.url.empty())
+    d.error(at, "backend 'remote' needs 'url' (the base URL of a server kevlaya-orch does not start)");
+  if (p.backend != Backend::remote && !p.url.empty())
+    d.error(at, "'url' is only used with backend 'remote'");
+  if (p.backend == Backend::command && p.command.empty())
+    d.error(at, "backend 'command' needs 'command' (the argv template to start the server)");
+  if (p.backend != Backend::command && !p.command.empty())
+    d.error(at, "'command' is only used with backend 'command'");
+  if (p.backend == Backend::llama_server && !model_node)
+    d.error(root, "missing required key 'model' (path of the .gguf file, relative to this file)");
+  if (has_model && p.backend != Backend::remote && !fs::is_regular_file(p.model))
+    d.error(*model_node, "model file not found: " + p.model.string());
+  for (std::size_t i = 0; i < p.alias.size(); ++i) {
+    const YAML::Node& a = *alias_node;
+    pl.alias.push_back(a.IsSequence() && i < a.size() ? d.loc(a[i]) : d.loc(a));
+    if (!valid_name(p.alias[i]))
+      d.error(pl.alias.back(), "alias must be letters, digits, '.', '_' or '-', got '" +
+                                   p.alias[i] + "'");
+  }
+  out.push_back(std::move(p));
+  locs.push_back(std::move(pl));
+}
+
+}  // namespace kevlaya::config::detail
