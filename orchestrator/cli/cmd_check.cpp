@@ -1,23 +1,161 @@
+// `check [CONFIG]`: validate everything and print a one-screen summary.
+// `args PROFILE`: print the exact child command line a profile produces.
+#include <yaml-cpp/yaml.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.hpp"
+#include "config/config.hpp"
 
 namespace kevlaya::cli {
 
+namespace cfg = kevlaya::config;
+
+namespace {
+
+// Children are reached only through the orchestrator, so they listen on loopback.
+constexpr const char* kChildHost = "127.0.0.1";
+
+enum class Kind { orchestrator, profile, pipeline };
+
+// A lone profile or pipeline file may be checked too; its top-level keys say which it is.
+Kind guess_kind(const std::string& path) {
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    if (!root.IsMap()) return Kind::orchestrator;
+    if (root["stages"]) return Kind::pipeline;
+    for (const char* k : {"model", "backend", "ngl", "ctx", "url", "command", "binary"})
+      if (root[k]) return Kind::profile;
+  } catch (const YAML::Exception&) {
+    // The loader reports the syntax error with its location.
+  }
+  return Kind::orchestrator;
+}
+
+// No CONFIG: ./kevlaya.yaml when present, else the defaults (profiles/ and pipelines/ here).
+cfg::LoadResult load_any(const std::string& path) {
+  if (path.empty()) return cfg::load(cfg::fs::exists("kevlaya.yaml") ? "kevlaya.yaml" : "");
+  if (cfg::fs::is_directory(path)) return cfg::load(cfg::fs::path(path) / "kevlaya.yaml");
+  switch (guess_kind(path)) {
+    case Kind::profile: return cfg::load_profile_file(path);
+    case Kind::pipeline: return cfg::load_pipeline_file(path);
+    case Kind::orchestrator: break;
+  }
+  return cfg::load(path);
+}
+
+void print_diagnostics(const cfg::LoadResult& r) {
+  for (const auto& d : r.diagnostics) std::cerr << d.format() << '\n';
+}
+
+std::string ngl_text(int ngl) { return ngl < 0 ? "all" : std::to_string(ngl); }
+
+void print_profiles(std::ostream& out, const cfg::Config& c) {
+  out << "profiles (" << c.profiles.size() << "):\n";
+  for (const auto& p : c.profiles) {
+    out << "  " << p.name;
+    if (!p.alias.empty()) {
+      out << " (alias";
+      for (const auto& a : p.alias) out << ' ' << a;
+      out << ')';
+    }
+    if (p.backend == cfg::Backend::remote) {
+      out << "  remote " << p.url << '\n';
+      continue;
+    }
+    out << "  " << (p.model.empty() ? "-" : p.model.filename().string());
+    if (!p.quant.empty()) out << ' ' << p.quant;
+    out << "  ngl " << ngl_text(p.ngl) << "  ctx " << p.ctx << "  np " << p.parallel;
+    if (p.backend == cfg::Backend::command) out << "  (command)";
+    if (!p.lora.empty()) out << "  lora " << p.lora.size();
+    out << '\n';
+  }
+}
+
+void print_pipelines(std::ostream& out, const cfg::Config& c) {
+  out << "pipelines (" << c.pipelines.size() << "):\n";
+  for (const auto& pl : c.pipelines) {
+    out << "  " << pl.name << ":";
+    for (std::size_t i = 0; i < pl.stages.size(); ++i)
+      out << (i ? " ->" : "") << ' ' << pl.stages[i].name << '(' << pl.stages[i].model << ')';
+    out << "  max_rounds " << pl.max_rounds << '\n';
+  }
+}
+
+void print_summary(std::ostream& out, const cfg::LoadResult& r) {
+  const auto& c = r.config;
+  const auto& o = c.orch;
+  if (!o.file.empty()) out << "config: " << cfg::display_path(o.file) << '\n';
+  out << "listen: " << o.listen.host << ':' << o.listen.port
+      << (o.api_keys.empty() ? " (no api keys)" : " (api keys: " + std::to_string(o.api_keys.size()) + ")")
+      << "  residency: " << cfg::to_string(o.residency) << "  gpu: "
+      << (o.gpu.vram_mib ? std::to_string(*o.gpu.vram_mib) + " MiB" : std::string("auto"))
+      << '\n';
+  print_profiles(out, c);
+  print_pipelines(out, c);
+}
+
+}  // namespace
+
 void add_check(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("check", "(not implemented yet)");
-  sub->callback([&g] {
-    std::cerr << "kevlaya-orch check: not implemented yet\n";
-    g.exit_code = kExitFailure;
+  auto* sub = app.add_subcommand(
+      "check", "Validate the configuration (kevlaya.yaml, profiles, pipelines) and summarize it");
+  auto path = std::make_shared<std::string>();
+  sub->add_option("CONFIG", *path,
+                  "kevlaya.yaml, a folder holding one, or a single profile/pipeline file "
+                  "(default: ./kevlaya.yaml, else profiles/ and pipelines/ here)");
+  sub->footer("Prints every problem as file:line:col: error: message on stderr.\n"
+              "Exit status: 0 when valid (warnings allowed), 1 otherwise.");
+  sub->callback([&g, path] {
+    const auto r = load_any(*path);
+    print_diagnostics(r);
+    print_summary(std::cout, r);
+    const std::size_t errors = r.error_count();
+    const std::size_t warnings = r.diagnostics.size() - errors;
+    std::cout << (errors ? "invalid: " : "ok: ") << errors << " error(s), " << warnings
+              << " warning(s)\n";
+    g.exit_code = errors ? kExitFailure : kExitOk;
   });
 }
 
 void add_args(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("args", "(not implemented yet)");
-  sub->callback([&g] {
-    std::cerr << "kevlaya-orch args: not implemented yet\n";
+  auto* sub = app.add_subcommand("args", "Print the command line that starts a profile's server");
+  struct Opts {
+    std::string profile, config;
+    int port = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  sub->add_option("PROFILE", o->profile, "profile name or alias")->required();
+  sub->add_option("--config,-c", o->config, "kevlaya.yaml (default: ./kevlaya.yaml, else defaults)");
+  sub->add_option("--port,-p", o->port, "port to show (default: the profile's, else PORT)")
+      ->check(CLI::Range(1, 65535));
+  sub->footer("The output is shell-quoted for reading and copying; kevlaya-orch itself passes the\n"
+              "words as an argv vector, never through a shell.");
+  sub->callback([&g, o] {
+    const auto r = load_any(o->config);
+    print_diagnostics(r);
     g.exit_code = kExitFailure;
+    if (!r.ok()) return;
+    const cfg::Profile* p = r.config.find_profile(o->profile);
+    if (!p) {
+      std::cerr << "kevlaya-orch args: no profile named '" << o->profile << "'\n";
+      return;
+    }
+    if (p->backend == cfg::Backend::remote) {
+      std::cout << "# profile '" << p->name << "' is remote (" << p->url << "); nothing is started\n";
+      g.exit_code = kExitOk;
+      return;
+    }
+    const std::string port = o->port ? std::to_string(o->port)
+                             : p->port ? std::to_string(*p->port) : "PORT";
+    std::vector<std::string> words;
+    for (const auto& [k, v] : p->env) words.push_back(k + "=" + v);
+    std::string line = cfg::shell_join(words);
+    const std::string argv = cfg::shell_join(cfg::build_argv_text(*p, kChildHost, port));
+    std::cout << (line.empty() ? argv : line + ' ' + argv) << '\n';
+    g.exit_code = kExitOk;
   });
 }
 

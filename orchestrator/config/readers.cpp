@@ -79,6 +79,7 @@ const std::map<std::string, std::string>& synonyms() {
       {"batch_size", "batch"},   {"flash-attn", "flash_attn"}, {"fa", "flash_attn"},
       {"args", "extra_args"},    {"aliases", "alias"},      {"loras", "lora"},
       {"model_path", "model"},   {"prompt", "user"},        {"temp", "temperature"},
+      {"choices", "candidates"}, {"options", "candidates"},
   };
   return m;
 }

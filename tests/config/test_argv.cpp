@@ -1,0 +1,96 @@
+#include <catch2/catch.hpp>
+
+#include "config/fixture.hpp"
+
+using namespace kevlaya::test;
+
+namespace {
+
+cfg::Profile kev() {
+  cfg::Profile p;
+  p.name = "kev";
+  p.model = "/models/kev-7b.Q4_K_S.gguf";
+  p.ngl = 32;
+  p.ctx = 2048;
+  p.parallel = 1;
+  return p;
+}
+
+using Argv = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("argv: the reference Kev profile gives the golden command", "[config]") {
+  CHECK(cfg::build_argv(kev(), "127.0.0.1", 8101) ==
+        Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "32", "-c", "2048",
+             "-np", "1", "--host", "127.0.0.1", "--port", "8101", "--alias", "kev"});
+}
+
+TEST_CASE("argv: the reference Kev profile file gives the golden command", "[config]") {
+  TempDir d("cfg");
+  write_text(d / "profiles/kev.yaml", read_text(source_dir() / "profiles/kev.yaml"));
+  write_text(d / "models/kev-7b.Q4_K_S.gguf", "x");
+  ::unsetenv("KEVLAYA_MODELS");
+  const auto r = cfg::load_profile_file(d / "profiles/kev.yaml");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  const std::string model = (d.path() / "models/kev-7b.Q4_K_S.gguf").string();
+  CHECK(cfg::build_argv(r.config.profiles[0], "127.0.0.1", 8101) ==
+        Argv{"llama-server", "-m", model, "-ngl", "32", "-c", "2048", "-np", "1", "--host",
+             "127.0.0.1", "--port", "8101", "--alias", "kev"});
+}
+
+TEST_CASE("argv: optional flags follow in a fixed order", "[config]") {
+  auto p = kev();
+  p.ngl = -1;
+  p.batch = 256;
+  p.cache_type_k = "q8_0";
+  p.cache_type_v = "q4_0";
+  p.flash_attn = false;
+  p.lora = {{"a", "/l/a.gguf", 0.5}, {"b", "/l/b.gguf", 1.0}};
+  p.alias = {"decider"};
+  p.extra_args = {"--temp", "0.2", "--system-prompt", "two words"};
+  CHECK(cfg::build_argv(p, "127.0.0.1", 9) ==
+        Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "all", "-c", "2048",
+             "-np", "1", "--host", "127.0.0.1", "--port", "9", "--alias", "kev", "-b", "256",
+             "-ctk", "q8_0", "-ctv", "q4_0", "-fa", "off", "--lora-scaled", "/l/a.gguf:0.5",
+             "--lora-scaled", "/l/b.gguf:1", "--temp", "0.2", "--system-prompt", "two words"});
+  p.flash_attn = true;
+  const auto on = cfg::build_argv(p, "127.0.0.1", 9);
+  CHECK(std::find(on.begin(), on.end(), "on") != on.end());
+}
+
+TEST_CASE("argv: a command backend fills its template", "[config]") {
+  auto p = kev();
+  p.backend = cfg::Backend::command;
+  p.command = {"/opt/srv dir/server", "--model={model}", "--listen", "{host}:{port}", "-c", "{ctx}",
+               "-ngl", "{ngl}", "--name", "{alias}"};
+  CHECK(cfg::build_argv(p, "127.0.0.1", 7000) ==
+        Argv{"/opt/srv dir/server", "--model=/models/kev-7b.Q4_K_S.gguf", "--listen",
+             "127.0.0.1:7000", "-c", "2048", "-ngl", "32", "--name", "kev"});
+}
+
+TEST_CASE("argv: remote profiles start nothing", "[config]") {
+  auto p = kev();
+  p.backend = cfg::Backend::remote;
+  p.url = "http://x";
+  CHECK(cfg::build_argv(p, "127.0.0.1", 1).empty());
+}
+
+TEST_CASE("argv: shell_join quotes only what needs it", "[config]") {
+  CHECK(cfg::shell_join({"llama-server", "-m", "/a b/c.gguf", "it's", "", "x=1"}) ==
+        "llama-server -m '/a b/c.gguf' 'it'\\''s' '' x=1");
+}
+
+TEST_CASE("argv: expand_env handles defaults, escapes and errors", "[config]") {
+  ::setenv("KEVLAYA_T1", "v", 1);
+  ::unsetenv("KEVLAYA_T2");
+  std::string err;
+  CHECK(cfg::expand_env("a${KEVLAYA_T1}b${KEVLAYA_T2:-d}c$${X}", &err) == "avbdc${X}");
+  CHECK(err.empty());
+  cfg::expand_env("${KEVLAYA_T2}", &err);
+  CHECK(err.find("'KEVLAYA_T2' is not set") != std::string::npos);
+  err.clear();
+  cfg::expand_env("${bad-name}", &err);
+  CHECK(err.find("invalid variable reference '${bad-name}'") != std::string::npos);
+}

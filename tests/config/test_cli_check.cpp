@@ -1,0 +1,83 @@
+#include <catch2/catch.hpp>
+
+#include "config/fixture.hpp"
+
+using namespace kevlaya::test;
+
+namespace {
+
+// A copy of the repository's tiny sample tree, with dummy model files.
+void copy_tiny(const TempDir& d) {
+  for (const char* f : {"kevlaya.tiny.yaml", "profiles/tiny/kev.yaml", "profiles/tiny/laya.yaml",
+                        "pipelines/decide-verify.yaml"})
+    write_text(d / f, read_text(source_dir() / f));
+  write_text(d / "var/models/kev-tiny.gguf", "GGUF");
+  write_text(d / "var/models/laya-tiny.gguf", "GGUF");
+}
+
+std::string orch(const TempDir& d, const std::string& args) {
+  return "cd '" + d.path().string() + "' && " + orch_binary().string() + " " + args;
+}
+
+}  // namespace
+
+TEST_CASE("cli check: the tiny sample config is valid and summarized", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  const auto r = run_command(orch(d, "check kevlaya.tiny.yaml"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("listen: 127.0.0.1:8080") != std::string::npos);
+  CHECK(r.output.find("kev  kev-tiny.gguf  ngl 0  ctx 512  np 1") != std::string::npos);
+  CHECK(r.output.find("decide-verify: decide(kev) -> verify(laya)  max_rounds 3") != std::string::npos);
+  CHECK(r.output.find("ok: 0 error(s), 0 warning(s)") != std::string::npos);
+}
+
+TEST_CASE("cli check: every problem is printed and the exit status is 1", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  write_text(d / "profiles/tiny/kev.yaml", "name: kev\nmodel: ../../var/models/kev-tiny.gguf\nctx: \"lots\"\nngl: -5\n");
+  const auto r = run_command(orch(d, "check kevlaya.tiny.yaml"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("profiles/tiny/kev.yaml:3:6: error: ctx: expected an integer, got string \"lots\"") != std::string::npos);
+  CHECK(r.output.find("profiles/tiny/kev.yaml:4:6: error: ngl must be a number of layers >= 0 or 'all', got -5") != std::string::npos);
+  CHECK(r.output.find("invalid: 2 error(s)") != std::string::npos);
+}
+
+TEST_CASE("cli check: a single profile or pipeline file can be checked", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  CHECK(run_command(orch(d, "check profiles/tiny/kev.yaml")).exit_code == 0);
+  CHECK(run_command(orch(d, "check pipelines/decide-verify.yaml")).exit_code == 0);
+  write_text(d / "bad.yaml", "stages:\n  - {name: decide, model: kev, user: \"{{nope}}\"}\n");
+  const auto r = run_command(orch(d, "check bad.yaml"));
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("bad.yaml:2:39: error: unknown placeholder '{{nope}}'") != std::string::npos);
+}
+
+TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  write_text(d / "profiles/tiny/laya.yaml",
+             "name: laya\nbinary: /opt/my server/llama-server\nmodel: ../../var/models/laya-tiny.gguf\n"
+             "alias: verifier\nctx: 512\nenv: {CUDA_VISIBLE_DEVICES: \"0\"}\n");
+  const auto r = run_command(orch(d, "args verifier --config kevlaya.tiny.yaml --port 8123"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string model = (d.path() / "var/models/laya-tiny.gguf").string();
+  CHECK(r.output == "CUDA_VISIBLE_DEVICES=0 '/opt/my server/llama-server' -m " + model +
+                        " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya\n");
+  const auto unknown = run_command(orch(d, "args nobody --config kevlaya.tiny.yaml"));
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.output.find("no profile named 'nobody'") != std::string::npos);
+}
+
+TEST_CASE("cli check and args have --help", "[cli]") {
+  const auto c = run_command(orch_binary().string() + " check --help");
+  CHECK(c.exit_code == 0);
+  CHECK(c.output.find("file:line:col") != std::string::npos);
+  const auto a = run_command(orch_binary().string() + " args --help");
+  CHECK(a.exit_code == 0);
+  CHECK(a.output.find("PROFILE") != std::string::npos);
+}
