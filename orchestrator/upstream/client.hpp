@@ -1,15 +1,22 @@
 // HTTP/1.1 client to a child server (llama-server or any OpenAI-compatible one).
 // Beast stays inside upstream/*.cpp; callers see plain values. Every call has a deadline and
-// returns errors as values (Errc::timeout, Errc::upstream_error, Errc::child_crashed on reset).
+// returns errors as values: connection refused / reset / EOF before a complete response ->
+// Errc::upstream_error (message names host:port), deadline or idle timeout -> Errc::timeout.
+// Executor contract: pass a strand or the executor of a single-threaded io_context (the timer,
+// the socket and cancellation all run on it).
 #pragma once
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <utility>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -22,6 +29,7 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 struct Endpoint {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
+  std::string to_string() const;  // "host:port"
 };
 
 struct Request {
@@ -42,5 +50,50 @@ struct Response {
 // Performs one request on a fresh connection (loopback connects are ~20 µs; keep-alive pooling
 // is an optimisation for later). Never throws for network errors.
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req);
+
+// Lets another coroutine (or thread) abort a stream, e.g. when the downstream client went away.
+// cancel() closes the upstream connection, so the child sees the disconnect and stops generating.
+class CancelToken {
+ public:
+  void cancel();                 // idempotent, callable from any thread
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Used by stream(): `hook` runs once, on cancel() (at once if already cancelled).
+  void set_hook(std::function<void()> hook);
+  void clear_hook();             // the stream ended; later cancels do nothing
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;  // guards hook_ only: cancel() may race the stream's start/end
+  std::function<void()> hook_;
+};
+
+struct StreamCallbacks {
+  // Called once with the status line and headers, before any body byte. Return false to stop.
+  std::function<asio::awaitable<bool>(int status, const Headers& headers)> on_head;
+  // Called with decoded body bytes as they arrive (chunked framing already removed). The view
+  // is valid until the returned awaitable completes. Return false to stop (closes upstream).
+  std::function<asio::awaitable<bool>(std::string_view bytes)> on_chunk;
+};
+
+struct StreamOptions {
+  std::chrono::milliseconds deadline{300000};    // whole exchange
+  std::chrono::milliseconds idle_timeout{30000};  // max silence between two reads
+};
+
+struct StreamResult {
+  int status = 0;               // 0 if cancelled before the head arrived
+  std::uint64_t body_bytes = 0; // bytes handed to on_chunk
+  bool complete = false;        // the whole response was read
+  bool cancelled = false;       // ended by CancelToken::cancel()
+  bool stopped = false;         // a callback returned false
+};
+
+// Sends `req` on a fresh connection and hands the response body to the callbacks as it arrives
+// (for SSE pass-through). Cancel and callback stops are results, not errors; network failures
+// and timeouts are errors. `req.timeout` is ignored in favour of `opt`. `cancel` may be null.
+asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint ep, Request req,
+                                             StreamCallbacks cb, StreamOptions opt,
+                                             std::shared_ptr<CancelToken> cancel);
 
 }  // namespace kevlaya::upstream
