@@ -1,0 +1,166 @@
+// Log parsing and the measurement store. The log lines are llama.cpp b10470's:
+//   load_tensors: offloaded N/M layers to GPU                     (llama-model.cpp, GPU builds only)
+//   load_tensors: <BUF> model buffer size = X MiB                 (llama-model.cpp)
+//   llama_kv_cache: <BUF> KV buffer size = X MiB                  (llama-kv-cache.cpp)
+//   sched_reserve: <BUF> compute buffer size = X MiB              (llama-context.cpp)
+//   llama_adapter_lora_init_impl: <BUF> LoRA buffer size = X MiB  (llama-adapter.cpp)
+#include "ledger/calibration.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <system_error>
+
+namespace kevlaya::ledger {
+namespace {
+
+constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
+constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
+constexpr const char* kStoreName = "ledger-measurements.json";
+
+std::uint64_t mib_to_bytes(const std::string& mib) {
+  return static_cast<std::uint64_t>(std::stod(mib) * static_cast<double>(kMiB) + 0.5);
+}
+
+void add(std::optional<std::uint64_t>& line, std::uint64_t bytes) { line = line.value_or(0) + bytes; }
+
+void add_buffer(Measured& m, const std::string& kind, const std::string& buf, std::uint64_t bytes) {
+  const bool host = is_host_buffer(buf);
+  if (kind == "model") add(host ? m.weights_cpu : m.weights_gpu, bytes);
+  if (kind == "KV") add(host ? m.kv_cpu : m.kv_gpu, bytes);
+  if (kind == "compute") add(host ? m.compute_cpu : m.compute_gpu, bytes);
+  if (kind == "LoRA") add(host ? m.adapters_cpu : m.adapters_gpu, bytes);
+}
+
+std::uint64_t fnv(std::uint64_t h, const char* data, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+const std::pair<const char*, std::optional<std::uint64_t> Measured::*> kLines[] = {
+    {"weights_gpu", &Measured::weights_gpu}, {"weights_cpu", &Measured::weights_cpu},
+    {"kv_gpu", &Measured::kv_gpu},           {"kv_cpu", &Measured::kv_cpu},
+    {"compute_gpu", &Measured::compute_gpu}, {"compute_cpu", &Measured::compute_cpu},
+    {"adapters_gpu", &Measured::adapters_gpu}, {"adapters_cpu", &Measured::adapters_cpu},
+};
+
+}  // namespace
+
+bool is_host_buffer(std::string_view name) {
+  const bool cpu = name.substr(0, 3) == "CPU";
+  const bool host = name.size() >= 5 && name.substr(name.size() - 5) == "_Host";
+  return cpu || host;
+}
+
+Measured parse_log(std::string_view log) {
+  static const std::regex kLoadStart(R"(load_tensors: loading model tensors)");
+  static const std::regex kOffloaded(R"(load_tensors: offloaded (\d+)/(\d+) layers to GPU)");
+  static const std::regex kBuffer(R"(:\s+(\S+)\s+(model|KV|compute|LoRA) buffer size =\s+([0-9.]+) MiB)");
+  Measured m;
+  std::size_t pos = 0;
+  while (pos < log.size()) {
+    const std::size_t eol = std::min(log.find('\n', pos), log.size());
+    const std::string line(log.substr(pos, eol - pos));
+    pos = eol + 1;
+    std::smatch g;
+    if (std::regex_search(line, kLoadStart)) {
+      m = Measured{};  // a reload (sleep/resume) allocates everything again
+    } else if (std::regex_search(line, g, kOffloaded)) {
+      m.layers_offloaded = static_cast<std::uint32_t>(std::stoul(g[1]));
+      m.layers_total = static_cast<std::uint32_t>(std::stoul(g[2]));
+    } else if (std::regex_search(line, g, kBuffer)) {
+      add_buffer(m, g[2], g[1], mib_to_bytes(g[3]));
+    }
+  }
+  return m;
+}
+
+Result<std::string> fingerprint_file(const std::filesystem::path& model) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(model, ec);
+  if (ec) return make_error(Errc::io_error, "cannot read " + model.string() + ": " + ec.message());
+  std::ifstream in(model, std::ios::binary);
+  if (!in) return make_error(Errc::io_error, "cannot open " + model.string());
+  std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(size, kMiB)), '\0');
+  std::uint64_t h = fnv(kFnvOffset, reinterpret_cast<const char*>(&size), sizeof size);
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  h = fnv(h, chunk.data(), static_cast<std::size_t>(in.gcount()));
+  in.seekg(static_cast<std::streamoff>(size - chunk.size()));
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  h = fnv(h, chunk.data(), static_cast<std::size_t>(in.gcount()));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(hex);
+}
+
+std::string measurement_key(const std::string& fingerprint, const Flags& f, const std::vector<AdapterInput>& adapters) {
+  std::string k = fingerprint + " " + flags_key(f);
+  for (const auto& a : adapters) k += " lora=" + std::filesystem::path(a.path).filename().string();
+  return k;
+}
+
+std::filesystem::path store_path(const std::filesystem::path& state_dir) { return state_dir / kStoreName; }
+
+nlohmann::json measured_to_json(const Measured& m) {
+  nlohmann::json j = nlohmann::json::object();
+  if (m.layers_offloaded) j["layers_offloaded"] = *m.layers_offloaded;
+  if (m.layers_total) j["layers_total"] = *m.layers_total;
+  for (const auto& [name, member] : kLines) {
+    if (m.*member) j[name] = *(m.*member);
+  }
+  return j;
+}
+
+Measured measured_from_json(const nlohmann::json& j) {
+  Measured m;
+  if (j.contains("layers_offloaded")) m.layers_offloaded = j.at("layers_offloaded").get<std::uint32_t>();
+  if (j.contains("layers_total")) m.layers_total = j.at("layers_total").get<std::uint32_t>();
+  for (const auto& [name, member] : kLines) {
+    if (j.contains(name)) m.*member = j.at(name).get<std::uint64_t>();
+  }
+  return m;
+}
+
+Result<std::map<std::string, Measured>> load_store(const std::filesystem::path& file) {
+  std::map<std::string, Measured> store;
+  std::ifstream in(file);
+  if (!in) return store;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& [key, value] : j.at("measurements").items()) store[key] = measured_from_json(value);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(Errc::io_error, file.string() + ": not a measurement store: " + e.what(),
+                      "delete the file; measurements are recorded again on the next start");
+  }
+  return store;
+}
+
+Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store) {
+  nlohmann::json j;
+  j["version"] = 1;
+  j["measurements"] = nlohmann::json::object();
+  for (const auto& [key, m] : store) j["measurements"][key] = measured_to_json(m);
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  const auto tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out.flush()) return make_error(Errc::io_error, "cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) return make_error(Errc::io_error, "cannot replace " + file.string() + ": " + ec.message());
+  return ok_status();
+}
+
+Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m) {
+  auto store = load_store(store_path(state_dir));
+  if (!store) return store.error();
+  (*store)[key] = m;
+  return save_store(store_path(state_dir), *store);
+}
+
+}  // namespace kevlaya::ledger

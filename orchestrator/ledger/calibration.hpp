@@ -1,0 +1,42 @@
+// Calibration: what a real llama-server said it allocated (parsed from its log), stored per
+// (model fingerprint, flags) under state_dir so later plans show estimate vs measured.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/error.hpp"
+#include "ledger/ledger.hpp"
+
+namespace kevlaya::ledger {
+
+// Parses llama-server's startup log (needs --log-verbosity 4 at b10470 for the buffer lines).
+// Buffers are summed per side: names starting "CPU" or ending "_Host" are host memory, every
+// other buffer (CUDA0, ROCm0, Vulkan0, Metal...) is GPU. A second model load starts over.
+Measured parse_log(std::string_view log);
+
+// True for host-memory buffer names ("CPU", "CPU_Mapped", "CUDA_Host", ...).
+bool is_host_buffer(std::string_view name);
+
+// Cheap model fingerprint: FNV-1a 64 of the size plus the first and last MiB, as hex.
+Result<std::string> fingerprint_file(const std::filesystem::path& model);
+// Store key: fingerprint + flags_key + adapter file names.
+std::string measurement_key(const std::string& fingerprint, const Flags& f, const std::vector<AdapterInput>& adapters);
+
+// <state_dir>/ledger-measurements.json
+std::filesystem::path store_path(const std::filesystem::path& state_dir);
+// Missing file = empty store; a corrupt file is an error naming it.
+Result<std::map<std::string, Measured>> load_store(const std::filesystem::path& file);
+// Writes atomically (temp file + rename).
+Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store);
+// load + insert/replace + save.
+Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m);
+
+// JSON form of a Measured (bytes; absent lines omitted), shared with `plan --json`.
+nlohmann::json measured_to_json(const Measured& m);
+Measured measured_from_json(const nlohmann::json& j);
+
+}  // namespace kevlaya::ledger

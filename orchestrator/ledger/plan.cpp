@@ -1,0 +1,301 @@
+// Residency planning over "units": a unit is one child, serving one profile or a shared-base group.
+#include "ledger/plan.hpp"
+
+#include <algorithm>
+
+namespace kevlaya::ledger {
+namespace {
+
+constexpr double kHeadroomWarn = 0.10;   // warn when less than 10% of the budget is left
+constexpr std::size_t kMaxUnitsForSubsets = 10;  // 2^10 priced combinations at most
+constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
+
+struct Unit {
+  std::vector<std::size_t> members;  // indices into the inputs
+  std::vector<AdapterInput> adapters;
+  Bill bill;
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead) {
+  Bill b = estimate(p.model, p.output_tied, p.flags, adapters, overhead);
+  if (p.measured) {
+    b = apply_measured(b, *p.measured);
+    if (adapters.size() != p.adapters.size()) {  // a group loads more adapters than were measured
+      b.adapters_gpu = 0;
+      for (const auto& a : adapters) b.adapters_gpu += a.bytes;
+    }
+  }
+  return b;
+}
+
+std::string biggest_line(const Bill& b) {
+  const std::pair<const char*, std::uint64_t> lines[] = {
+      {"weights", b.weights_gpu}, {"KV cache", b.kv_gpu}, {"compute buffer", b.compute_gpu},
+      {"runtime overhead", b.overhead_gpu}, {"LoRA adapters", b.adapters_gpu}};
+  const auto* it = std::max_element(std::begin(lines), std::end(lines),
+                                    [](const auto& x, const auto& y) { return x.second < y.second; });
+  return std::string(it->first) + " (" + format_mib(it->second) + " MiB)";
+}
+
+bool fits(const ProfileInput& p, const Flags& f, const PlanOptions& opt) {
+  return estimate(p.model, p.output_tied, f, p.adapters, opt.overhead).total_gpu() <= opt.budget;
+}
+
+// Largest ctx (multiple of 256, at the profile's ngl) and largest ngl (at its ctx) that fit.
+void suggest(const ProfileInput& p, const PlanOptions& opt, ProfileBill& out) {
+  Flags f = p.flags;
+  const int ctx = f.ctx > 0 ? f.ctx : static_cast<int>(p.model.n_ctx_train);
+  for (int c = (ctx - 1) / kCtxStep * kCtxStep; c >= kCtxStep; c -= kCtxStep) {
+    f.ctx = c;
+    if (fits(p, f, opt)) {
+      out.suggest_ctx = c;
+      break;
+    }
+  }
+  f = p.flags;
+  const int all = static_cast<int>(p.model.n_layer) + 1;
+  for (int n = (f.ngl < 0 || f.ngl > all ? all : f.ngl) - 1; n >= 0; --n) {
+    f.ngl = n;
+    if (fits(p, f, opt)) {
+      out.suggest_ngl = n;
+      break;
+    }
+  }
+}
+
+std::string refusal(const ProfileBill& pb, std::uint64_t budget) {
+  std::string msg = "cannot fit even alone: needs " + format_mib(pb.effective.total_gpu()) + " MiB of GPU memory, budget " +
+                    format_mib(budget) + " MiB; biggest line: " + pb.too_big;
+  if (pb.suggest_ctx) msg += "; would fit with ctx " + std::to_string(*pb.suggest_ctx);
+  if (pb.suggest_ngl) msg += std::string(pb.suggest_ctx ? " or" : "; would fit with") + " ngl " + std::to_string(*pb.suggest_ngl);
+  if (!pb.suggest_ctx && !pb.suggest_ngl) msg += "; no smaller ctx or ngl fits either";
+  return msg;
+}
+
+ProfileBill price_profile(const ProfileInput& p, const PlanOptions& opt) {
+  ProfileBill pb;
+  pb.name = p.name;
+  pb.estimate = estimate(p.model, p.output_tied, p.flags, p.adapters, opt.overhead);
+  pb.measured = p.measured;
+  pb.effective = effective_bill(p, p.adapters, opt.overhead);
+  pb.fits_alone = pb.effective.total_gpu() <= opt.budget;
+  if (!pb.fits_alone) {
+    pb.too_big = biggest_line(pb.effective);
+    suggest(p, opt, pb);
+  }
+  return pb;
+}
+
+std::vector<Unit> form_units(const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills,
+                             bool group) {
+  std::vector<Unit> units;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (!bills[i].fits_alone) continue;
+    auto it = std::find_if(units.begin(), units.end(), [&](const Unit& u) {
+      return group && can_share(in[u.members.front()], in[i]);
+    });
+    if (it == units.end()) {
+      units.push_back(Unit{{i}, {}, {}});
+      it = std::prev(units.end());
+    } else {
+      it->members.push_back(i);
+    }
+    for (const auto& a : in[i].adapters) {
+      const bool seen = std::any_of(it->adapters.begin(), it->adapters.end(),
+                                    [&](const AdapterInput& x) { return x.path == a.path; });
+      if (!seen) it->adapters.push_back(a);
+    }
+  }
+  return units;
+}
+
+SharedBaseGroup make_group(const Unit& u, const std::vector<ProfileInput>& in) {
+  SharedBaseGroup g;
+  g.adapters = u.adapters;
+  for (const auto i : u.members) {
+    g.members.push_back(in[i].name);
+    auto& scales = g.scales[in[i].name];
+    for (std::size_t id = 0; id < u.adapters.size(); ++id) {
+      double s = 0;  // every other adapter is sent explicitly at 0 so none leaks between profiles
+      for (const auto& a : in[i].adapters) {
+        if (a.path == u.adapters[id].path) s = a.scale;
+      }
+      scales.push_back({static_cast<int>(id), s});
+    }
+  }
+  return g;
+}
+
+std::vector<std::string> names_of(const std::vector<const Unit*>& units, const std::vector<ProfileInput>& in) {
+  std::vector<std::string> names;
+  for (const auto* u : units) {
+    for (const auto i : u->members) names.push_back(in[i].name);
+  }
+  return names;
+}
+
+SetBill price_set(const std::vector<const Unit*>& units, const std::vector<ProfileInput>& in, std::uint64_t budget) {
+  SetBill s;
+  s.profiles = names_of(units, in);
+  s.children = static_cast<int>(units.size());
+  for (const auto* u : units) s.total_gpu += u->bill.total_gpu();
+  s.fits = s.total_gpu <= budget;
+  return s;
+}
+
+// Prices every combination of two or more units; returns the index masks that fit.
+std::vector<unsigned> price_combinations(const std::vector<Unit>& units, const std::vector<ProfileInput>& in,
+                                         std::uint64_t budget, Plan& plan) {
+  std::vector<unsigned> fitting;
+  if (units.size() > kMaxUnitsForSubsets) return fitting;
+  for (unsigned mask = 1; mask < (1U << units.size()); ++mask) {
+    std::vector<const Unit*> chosen;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      if (mask & (1U << i)) chosen.push_back(&units[i]);
+    }
+    if (chosen.size() < 2) continue;
+    plan.sets.push_back(price_set(chosen, in, budget));
+    if (plan.sets.back().fits) fitting.push_back(mask);
+  }
+  return fitting;
+}
+
+// Allowed sets in rotate mode: each unit alone, unless a fitting combination contains it; only
+// maximal combinations are kept.
+void rotate_sets(const std::vector<Unit>& units, const std::vector<unsigned>& fitting,
+                 const std::vector<ProfileInput>& in, Plan& plan) {
+  std::vector<unsigned> masks;
+  for (const auto m : fitting) {
+    const bool dominated = std::any_of(fitting.begin(), fitting.end(),
+                                       [&](unsigned o) { return o != m && (o & m) == m; });
+    if (!dominated) masks.push_back(m);
+  }
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const bool covered = std::any_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); });
+    if (!covered) masks.push_back(1U << i);
+  }
+  for (const auto m : masks) {
+    std::vector<const Unit*> chosen;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      if (m & (1U << i)) chosen.push_back(&units[i]);
+    }
+    plan.allowed_sets.push_back(names_of(chosen, in));
+  }
+}
+
+void warn_headroom(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in) {
+  for (const auto& set : plan.allowed_sets) {
+    std::uint64_t total = 0;
+    for (const auto& u : units) {
+      if (std::find(set.begin(), set.end(), in[u.members.front()].name) != set.end()) total += u.bill.total_gpu();
+    }
+    const double left = static_cast<double>(plan.budget) - static_cast<double>(total);
+    if (total <= plan.budget && left < kHeadroomWarn * static_cast<double>(plan.budget)) {
+      plan.diagnostics.push_back({config::Severity::warning, join(set, "+"),
+                                  "only " + format_mib(plan.budget - total) + " MiB headroom (under 10% of the " +
+                                      format_mib(plan.budget) + " MiB budget); a longer prompt or driver update may not fit"});
+    }
+  }
+}
+
+void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in,
+                 const PlanOptions& opt) {
+  std::vector<const Unit*> all;
+  for (const auto& u : units) all.push_back(&u);
+  const SetBill everything = price_set(all, in, opt.budget);
+  const auto fitting = price_combinations(units, in, opt.budget, plan);
+  if (opt.residency == config::Residency::rotate) {
+    plan.mode = Mode::rotate;
+    for (const auto& u : units) plan.allowed_sets.push_back(names_of({&u}, in));
+    return;
+  }
+  if (opt.residency == config::Residency::co_resident || everything.fits) {
+    plan.mode = units.size() == 1 && units.front().members.size() > 1 ? Mode::shared_base : Mode::co_resident;
+    if (!all.empty()) plan.allowed_sets.push_back(everything.profiles);
+    if (!everything.fits) {
+      plan.diagnostics.push_back({config::Severity::error, join(everything.profiles, "+"),
+                                  "residency: co-resident, but together they need " + format_mib(everything.total_gpu) +
+                                      " MiB of the " + format_mib(opt.budget) + " MiB budget"});
+    }
+    return;
+  }
+  plan.mode = Mode::rotate;
+  rotate_sets(units, fitting, in, plan);
+}
+
+}  // namespace
+
+std::string to_string(Mode m) {
+  switch (m) {
+    case Mode::co_resident: return "co-resident";
+    case Mode::shared_base: return "shared-base";
+    case Mode::rotate: return "rotate";
+  }
+  return "rotate";
+}
+
+bool Plan::ok() const {
+  return std::none_of(diagnostics.begin(), diagnostics.end(),
+                      [](const PlanDiagnostic& d) { return d.severity == config::Severity::error; });
+}
+
+const SharedBaseGroup* Plan::group_of(const std::string& profile) const {
+  for (const auto& g : groups) {
+    if (std::find(g.members.begin(), g.members.end(), profile) != g.members.end()) return &g;
+  }
+  return nullptr;
+}
+
+std::string share_key(const config::Profile& p) {
+  std::string k = p.model.string() + "|" + p.binary + "|" + std::to_string(static_cast<int>(p.backend)) + "|" +
+                  std::to_string(p.ngl) + "|" + std::to_string(p.ctx) + "|" + std::to_string(p.parallel) + "|" +
+                  std::to_string(p.batch) + "|" + p.cache_type_k + "|" + p.cache_type_v + "|" +
+                  (p.flash_attn ? (*p.flash_attn ? "fa" : "nofa") : "fa-auto");
+  for (const auto& a : p.extra_args) k += "|" + a;
+  for (const auto& [name, value] : p.env) k += "|" + name + "=" + value;
+  return k;
+}
+
+bool can_share(const ProfileInput& a, const ProfileInput& b) {
+  if (a.shared_base == false || b.shared_base == false) return false;
+  return a.model.path == b.model.path && a.share_key == b.share_key;
+}
+
+Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
+  Plan plan;
+  plan.budget = opt.budget;
+  for (const auto& p : in) {
+    plan.profiles.push_back(price_profile(p, opt));
+    if (!plan.profiles.back().fits_alone) {
+      plan.diagnostics.push_back({config::Severity::error, p.name, refusal(plan.profiles.back(), opt.budget)});
+    }
+  }
+  auto units = form_units(in, plan.profiles, opt.residency == config::Residency::auto_);
+  const auto price = [&] {
+    for (auto& u : units) u.bill = effective_bill(in[u.members.front()], u.adapters, opt.overhead);
+  };
+  price();
+  const bool group_too_big = std::any_of(units.begin(), units.end(), [&](const Unit& u) {
+    return u.members.size() > 1 && u.bill.total_gpu() > opt.budget;
+  });
+  if (group_too_big) {  // every adapter at once does not fit: separate children instead
+    plan.diagnostics.push_back({config::Severity::warning, "shared-base",
+                                "the shared base with every adapter loaded does not fit; profiles keep separate children"});
+    units = form_units(in, plan.profiles, false);
+    price();
+  }
+  for (const auto& u : units) {
+    if (u.members.size() > 1) plan.groups.push_back(make_group(u, in));
+  }
+  decide_mode(plan, units, in, opt);
+  warn_headroom(plan, units, in);
+  return plan;
+}
+
+}  // namespace kevlaya::ledger

@@ -1,0 +1,83 @@
+// Residency planner: which profiles may be alive together on the GPU, and which share one child
+// (same base model, LoRA adapters selected per request). Pure: the budget comes in as a number.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ledger/ledger.hpp"
+
+namespace kevlaya::ledger {
+
+enum class Mode { co_resident, shared_base, rotate };
+std::string to_string(Mode m);
+
+struct PlanOptions {
+  std::uint64_t budget = 0;    // bytes: gpu.vram_mib (or NVML total) minus reserve_mib
+  std::uint64_t overhead = 0;  // bytes per child: gpu.overhead_mib
+  config::Residency residency = config::Residency::auto_;
+};
+
+// One {id, scale} of llama-server's per-request `lora` field.
+struct LoraScale {
+  int id = 0;
+  double scale = 0;
+};
+
+// Profiles served by one child that loads every adapter of the group (ids = argv order).
+struct SharedBaseGroup {
+  std::vector<std::string> members;                        // profile names, config order
+  std::vector<AdapterInput> adapters;                      // union, in id order
+  std::map<std::string, std::vector<LoraScale>> scales;    // member -> the `lora` field to send
+};
+
+// A verdict on one profile, priced as if alone (with its own adapters).
+struct ProfileBill {
+  std::string name;
+  Bill estimate;
+  std::optional<Measured> measured;
+  Bill effective;  // estimate with measured lines substituted; what decisions use
+  bool fits_alone = true;
+  std::string too_big;                  // the biggest bill line when it does not fit
+  std::optional<int> suggest_ctx;       // largest ctx (multiple of 256) that fits at this ngl
+  std::optional<int> suggest_ngl;       // largest ngl that fits at this ctx
+};
+
+// A set of children alive together.
+struct SetBill {
+  std::vector<std::string> profiles;  // every profile the set serves
+  int children = 0;
+  std::uint64_t total_gpu = 0;
+  bool fits = false;
+};
+
+struct PlanDiagnostic {
+  config::Severity severity = config::Severity::warning;
+  std::string subject;  // profile name, or set "kev+laya"
+  std::string message;
+};
+
+struct Plan {
+  Mode mode = Mode::rotate;
+  std::uint64_t budget = 0;
+  std::vector<ProfileBill> profiles;
+  std::vector<SharedBaseGroup> groups;
+  std::vector<SetBill> sets;                             // candidate resident sets (all combinations priced)
+  std::vector<std::vector<std::string>> allowed_sets;    // what the supervisor may keep alive together
+  std::vector<PlanDiagnostic> diagnostics;
+  bool ok() const;                                       // no error diagnostic (nothing refused)
+  const SharedBaseGroup* group_of(const std::string& profile) const;  // nullptr = own child
+};
+
+// Decides the plan. Profiles that cannot fit alone are refused (error + suggestions) and left
+// out of every allowed set.
+Plan make_plan(const std::vector<ProfileInput>& profiles, const PlanOptions& opt);
+
+// Two profiles may share one child: same model, same share_key, neither opted out.
+bool can_share(const ProfileInput& a, const ProfileInput& b);
+// share_key for a profile: every setting but the adapters that reaches the child's argv.
+std::string share_key(const config::Profile& p);
+
+}  // namespace kevlaya::ledger
