@@ -1,0 +1,62 @@
+// Drives the built stand-in over real processes and sockets: spawn with args, read its log,
+// signal it, wait for its exit, and a small blocking HTTP/1.1 client (Connection: close).
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kevlaya::test {
+
+using namespace std::chrono_literals;
+
+class StandinProcess {
+ public:
+  // Starts the stand-in with `args`; stderr+stdout go to `log_path`. `env` entries are added.
+  StandinProcess(const std::vector<std::string>& args, std::filesystem::path log_path,
+                 const std::map<std::string, std::string>& env = {});
+  ~StandinProcess();
+  StandinProcess(const StandinProcess&) = delete;
+  StandinProcess& operator=(const StandinProcess&) = delete;
+
+  // Waits until the log contains `needle`; false on timeout or when the process exited first.
+  bool wait_for_log(const std::string& needle, std::chrono::milliseconds limit = 20s);
+  // Waits for "listening on http://H:P" and returns P (0 on failure).
+  int wait_ready(std::chrono::milliseconds limit = 20s);
+  // Exit status (code, or 128+signal) once the process ended within `limit`.
+  std::optional<int> wait_exit(std::chrono::milliseconds limit = 20s);
+  void send_signal(int sig) const;
+  std::string log() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::filesystem::path log_path_;
+  std::optional<int> status_;
+};
+
+struct HttpReply {
+  int status = 0;  // 0 = no answer (connection failed / closed / timeout)
+  std::string headers;
+  std::string body;  // de-chunked
+};
+
+// One request on a fresh connection; waits at most `limit` for the whole answer.
+HttpReply http_request(int port, const std::string& method, const std::string& path, const std::string& body = "",
+                       const std::vector<std::string>& headers = {}, std::chrono::milliseconds limit = 20s);
+
+// Sends a request and reads until `needle` shows up in the raw bytes; returns what was read so far.
+std::string read_until(int port, const std::string& raw_request, const std::string& needle,
+                       std::chrono::milliseconds limit = 20s);
+
+// "data: ..." payloads of an SSE body, in order.
+std::vector<std::string> sse_events(const std::string& body);
+
+// Exact path of the GGUF used by the stand-in tests.
+std::string model_path();
+
+}  // namespace kevlaya::test
