@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <vector>
 
 namespace kevlaya::upstream {
@@ -247,7 +248,9 @@ asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCa
   if (ec) co_return fail(ec, "write");
 
   parser_.header_limit(kMaxHeader);
-  parser_.body_limit(boost::none);  // streams may be long; the deadline bounds them
+  // Streams may be long; the deadline bounds them. Not boost::none: Beast 1.74 then rejects
+  // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
+  parser_.body_limit(std::numeric_limits<std::uint64_t>::max());
   arm_timer();
   co_await http::async_read_header(conn_->s, buf_, parser_, ec_token(ec));
   if ((result_.cancelled = cancelled())) co_return ended();

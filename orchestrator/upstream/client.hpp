@@ -4,6 +4,8 @@
 // Errc::upstream_error (message names host:port), deadline or idle timeout -> Errc::timeout.
 // Executor contract: pass a strand or the executor of a single-threaded io_context (the timer,
 // the socket and cancellation all run on it).
+// GCC 12 pitfall: never pass a braced temporary (`co_await fetch(ex, ep, Request{...})`) inside a
+// co_await expression: GCC 12.2 relocates it bitwise into the frame (ASan: bad-free). Name it first.
 #pragma once
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 

@@ -1,0 +1,392 @@
+// upstream::fetch / upstream::stream against a scripted loopback server in this file.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "upstream/client.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using namespace kevlaya;
+using namespace kevlaya::upstream;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kGenerous = 10s;  // test deadlines: only hit if the code under test is broken
+StreamOptions generous() { return StreamOptions{kGenerous, kGenerous}; }
+
+// A one-shot event: wait() suspends until set() (a timer that never expires, cancelled to wake).
+class Event {
+ public:
+  explicit Event(asio::io_context& io) : t_(io, asio::steady_timer::time_point::max()) {}
+  void set() {
+    set_ = true;
+    t_.cancel();
+  }
+  asio::awaitable<void> wait() {
+    while (!set_) {
+      error_code ec;
+      co_await t_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+ private:
+  asio::steady_timer t_;
+  bool set_ = false;
+};
+
+// Loopback listener whose behaviour each test scripts as a coroutine.
+struct TestServer {
+  explicit TestServer(asio::io_context& io) : acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
+  Endpoint endpoint() const { return Endpoint{"127.0.0.1", acc.local_endpoint().port()}; }
+  tcp::acceptor acc;
+};
+
+// Reads one request (head + Content-Length body) and returns it whole.
+asio::awaitable<std::string> read_request(tcp::socket& s) {
+  std::string data;
+  auto n = co_await asio::async_read_until(s, asio::dynamic_buffer(data), "\r\n\r\n", asio::use_awaitable);
+  std::size_t len = 0;
+  auto pos = data.find("Content-Length: ");
+  if (pos != std::string::npos && pos < n) len = std::stoul(data.substr(pos + 16));
+  if (data.size() < n + len)
+    co_await asio::async_read(s, asio::dynamic_buffer(data), asio::transfer_exactly(n + len - data.size()),
+                              asio::use_awaitable);
+  co_return data;
+}
+
+asio::awaitable<void> send(tcp::socket& s, std::string text) {
+  co_await asio::async_write(s, asio::buffer(text), asio::use_awaitable);
+}
+
+std::string chunk(const std::string& payload) {
+  char len[16];
+  std::snprintf(len, sizeof len, "%zx\r\n", payload.size());
+  return len + payload + "\r\n";
+}
+
+// Waits until the peer closes the connection; true if it did (EOF or reset).
+asio::awaitable<bool> peer_closes(tcp::socket& s) {
+  char byte;
+  error_code ec;
+  co_await s.async_read_some(asio::buffer(&byte, 1), asio::redirect_error(asio::use_awaitable, ec));
+  co_return ec == asio::error::eof || ec == asio::error::connection_reset;
+}
+
+// Runs the coroutines to completion, rethrowing the first exception (e.g. a failed REQUIRE).
+template <class... Coros>
+void run_all(asio::io_context& io, Coros&&... coros) {
+  std::exception_ptr first;
+  auto done = [&](std::exception_ptr e) {
+    if (e && !first) first = e;
+  };
+  (asio::co_spawn(io, std::forward<Coros>(coros), done), ...);
+  io.run_for(kGenerous * 2);
+  if (first) std::rethrow_exception(first);
+}
+
+const std::string kChunkedHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+}  // namespace
+
+TEST_CASE("fetch returns status, headers and body and sends the request body", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  std::string seen;
+  std::optional<Result<Response>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        seen = co_await read_request(s);
+        co_await send(s, "HTTP/1.1 201 Created\r\nX-Test: yes\r\nContent-Length: 5\r\n\r\nhello");
+      },
+      [&]() -> asio::awaitable<void> {
+        Request r{"POST", "/v1/chat/completions", R"({"a":1})", {{"X-Trace", "t1"}}, 5s};
+        got = co_await fetch(io.get_executor(), srv.endpoint(), r);
+      });
+  REQUIRE(got);
+  REQUIRE(got->ok());
+  CHECK((*got)->status == 201);
+  CHECK((*got)->body == "hello");
+  CHECK((*got)->header("x-test") == "yes");
+  CHECK((*got)->header("missing").empty());
+  CHECK(seen.rfind("POST /v1/chat/completions HTTP/1.1\r\n", 0) == 0);
+  CHECK(seen.find("Content-Type: application/json") != std::string::npos);
+  CHECK(seen.find("X-Trace: t1") != std::string::npos);
+  CHECK(seen.substr(seen.size() - 7) == R"({"a":1})");
+}
+
+TEST_CASE("fetch decodes a chunked response", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  std::optional<Result<Response>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("ab") + chunk("cde") + "0\r\n\r\n");
+      },
+      [&]() -> asio::awaitable<void> {
+        Request r;  // named: GCC 12 miscompiles braced temporaries inside co_await
+        got = co_await fetch(io.get_executor(), srv.endpoint(), r);
+      });
+  REQUIRE(got->ok());
+  CHECK((*got)->body == "abcde");
+}
+
+TEST_CASE("fetch times out when the server never answers", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event release(io);
+  std::optional<Result<Response>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await release.wait();  // hold the connection open, silent
+      },
+      [&]() -> asio::awaitable<void> {
+        Request r;
+        r.timeout = 100ms;
+        got = co_await fetch(io.get_executor(), srv.endpoint(), r);
+        release.set();
+      });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::timeout);
+  CHECK(got->error().message.find(srv.endpoint().to_string()) != std::string::npos);
+}
+
+TEST_CASE("fetch reports connection refused with host:port", "[upstream]") {
+  asio::io_context io;
+  std::uint16_t port = 0;
+  {
+    TestServer closed(io);  // take a free port, then release it so nothing listens there
+    port = closed.endpoint().port;
+  }
+  std::optional<Result<Response>> got;
+  run_all(io, [&]() -> asio::awaitable<void> {
+    Endpoint ep{"127.0.0.1", port};
+    Request r;
+    got = co_await fetch(io.get_executor(), ep, r);
+  });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::upstream_error);
+  CHECK(got->error().message.find("refused") != std::string::npos);
+  CHECK(got->error().message.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+}
+
+TEST_CASE("fetch reports a connection closed before the response", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  std::optional<Result<Response>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort");
+        s.close();
+      },
+      [&]() -> asio::awaitable<void> {
+        Request r;  // named: GCC 12 miscompiles braced temporaries inside co_await
+        got = co_await fetch(io.get_executor(), srv.endpoint(), r);
+      });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::upstream_error);
+  CHECK(got->error().message.find("closed the connection") != std::string::npos);
+}
+
+TEST_CASE("stream delivers each chunk before the server sends the next", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event first_seen(io);
+  std::vector<std::string> chunks;
+  int head_status = 0;
+  std::string content_type;
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("data: one\n\n"));
+        co_await first_seen.wait();  // the second chunk exists only after the client saw the first
+        co_await send(s, chunk("data: two\n\n") + "0\r\n\r\n");
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_head = [&](int st, const Headers& h) -> asio::awaitable<bool> {
+          head_status = st;
+          for (auto& [k, v] : h)
+            if (k == "Content-Type") content_type = v;
+          co_return true;
+        };
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          chunks.emplace_back(b);
+          first_seen.set();
+          co_return true;
+        };
+        Request r{"POST", "/x", "{}", {}, 1s};
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
+      });
+  REQUIRE(got->ok());
+  CHECK((*got)->complete);
+  CHECK((*got)->status == 200);
+  CHECK(head_status == 200);
+  CHECK(content_type == "text/event-stream");
+  CHECK(chunks == std::vector<std::string>{"data: one\n\n", "data: two\n\n"});
+  CHECK((*got)->body_bytes == 22);
+}
+
+TEST_CASE("stream cancel from another coroutine closes the upstream connection", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event first_seen(io);
+  auto token = std::make_shared<CancelToken>();
+  bool server_saw_close = false;
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("data: one\n\n"));
+        server_saw_close = co_await peer_closes(s);  // would hang forever without the cancel
+      },
+      [&]() -> asio::awaitable<void> {  // plays the HTTP door noticing its client went away
+        co_await first_seen.wait();
+        token->cancel();
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_chunk = [&](std::string_view) -> asio::awaitable<bool> {
+          first_seen.set();
+          co_return true;
+        };
+        Request r;
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), token);
+      });
+  REQUIRE(got->ok());
+  CHECK((*got)->cancelled);
+  CHECK_FALSE((*got)->complete);
+  CHECK(server_saw_close);
+}
+
+TEST_CASE("stream stops and closes when on_chunk returns false", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  bool server_saw_close = false;
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("stop here"));
+        server_saw_close = co_await peer_closes(s);
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_chunk = [](std::string_view) -> asio::awaitable<bool> { co_return false; };
+        Request r;
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
+      });
+  REQUIRE(got->ok());
+  CHECK((*got)->stopped);
+  CHECK(server_saw_close);
+}
+
+TEST_CASE("stream idle timeout fires when the server goes silent mid-body", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event release(io);
+  std::optional<Result<StreamResult>> got;
+  std::string received;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("partial"));
+        co_await release.wait();
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          received += b;
+          co_return true;
+        };
+        Request r;
+        StreamOptions opt{kGenerous, 100ms};
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, opt, nullptr);
+        release.set();
+      });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::timeout);
+  CHECK(got->error().message.find("sent nothing for 100 ms") != std::string::npos);
+  CHECK(received == "partial");
+}
+
+TEST_CASE("stream with a cancelled token never connects", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  auto token = std::make_shared<CancelToken>();
+  token->cancel();
+  std::optional<Result<StreamResult>> got;
+  run_all(io, [&]() -> asio::awaitable<void> {
+    Request r;
+    StreamCallbacks cb;
+    StreamOptions opt;
+    got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, opt, token);
+  });
+  REQUIRE(got->ok());
+  CHECK((*got)->cancelled);
+  CHECK((*got)->status == 0);
+}
+
+TEST_CASE("stream passes a Content-Length body and an error status through", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  std::string body;
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\n\r\nloading");
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          body += b;
+          co_return true;
+        };
+        Request r;
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
+      });
+  INFO((got->ok() ? std::string() : got->error().message));
+  REQUIRE(got->ok());
+  CHECK((*got)->status == 503);
+  CHECK((*got)->complete);
+  CHECK(body == "loading");
+}
