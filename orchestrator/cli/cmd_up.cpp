@@ -1,16 +1,125 @@
+// `kevlaya-orch up CONFIG PROFILE... [--cycle N]`: start the given profiles one at a time (the
+// last one stays resident), optionally rotate through them N times, print every switch with its
+// phases, and stay in the foreground until SIGINT/SIGTERM (graceful stop; a second signal kills).
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "config/config.hpp"
+#include "supervisor/process_effects.hpp"
+#include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
 
+namespace {
+
+namespace asio = boost::asio;
+namespace sv = kevlaya::supervisor;
+
+struct UpArgs {
+  std::string config;
+  std::vector<std::string> profiles;
+  int cycle = 0;
+};
+
+void print_switch(const sv::SwitchRecord& r) {
+  std::cout << "switch " << (r.from.empty() ? "-" : r.from) << " -> " << r.to << (r.ok ? "" : " FAILED")
+            << ": drain " << r.drain_ms << " ms, stop " << r.stop_ms << " ms, vram " << r.vram_wait_ms
+            << " ms, spawn->listening " << r.spawn_to_listening_ms << " ms, detect " << r.detect_ms
+            << " ms, total " << r.total_ms << " ms" << std::endl;
+}
+
+void print_error(const std::string& profile, const Error& e) {
+  std::cerr << "kevlaya-orch up: " << profile << ": " << to_string(e.code) << ": " << e.message << "\n";
+  if (!e.hint.empty()) std::cerr << "  hint: " << e.hint << "\n";
+  for (const auto& l : e.detail) std::cerr << "  | " << l << "\n";
+}
+
+// Brings each profile up in turn, `rounds` times. Returns how many starts failed.
+asio::awaitable<int> rotate(sv::Supervisor& sup, const UpArgs& a, int rounds) {
+  constexpr auto kReadyWait = std::chrono::minutes(10);
+  int failed = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& p : a.profiles) {
+      auto st = co_await sup.ensure_ready(p, std::chrono::steady_clock::now() + kReadyWait);
+      if (!st.ok()) {
+        print_error(p, st.error());
+        ++failed;
+      }
+    }
+  }
+  co_return failed;
+}
+
+int run_up(const UpArgs& a) {
+  auto loaded = config::load(a.config);
+  for (const auto& d : loaded.diagnostics) std::cerr << d.format() << "\n";
+  if (!loaded.ok()) return kExitFailure;
+  for (const auto& p : a.profiles) {
+    if (!loaded.config.find_profile(p)) {
+      std::cerr << "kevlaya-orch up: unknown profile '" << p << "'\n";
+      return kExitFailure;
+    }
+  }
+  asio::io_context ioc;  // run on this (main) thread: PDEATHSIG of the children is tied to it
+  auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config.orch);
+  if (effects->stale_killed() > 0)
+    std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
+  sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects));
+  sup.on_switch(print_switch);
+
+  int exit_code = kExitOk;
+  int signals = 0;
+  asio::signal_set sigs(ioc, SIGINT, SIGTERM);
+  std::function<void()> arm = [&] {
+    sigs.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      if (++signals > 1) std::_Exit(kExitInterrupted);  // children die with us (PDEATHSIG)
+      std::cout << "stopping (again to kill)..." << std::endl;
+      exit_code = kExitInterrupted;
+      asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        co_await sup.shutdown();
+        ioc.stop();
+      }, asio::detached);
+      arm();
+    });
+  };
+  arm();
+  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    int failed = co_await rotate(sup, a, std::max(1, a.cycle));
+    if (failed == static_cast<int>(a.profiles.size()) * std::max(1, a.cycle)) {
+      exit_code = kExitFailure;  // nothing ever came up: no point staying in the foreground
+      co_await sup.shutdown();
+      ioc.stop();
+      co_return;
+    }
+    std::cout << "up; Ctrl-C to stop" << std::endl;
+  }, asio::detached);
+  ioc.run();
+  return exit_code;
+}
+
+}  // namespace
+
 void add_up(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("up", "(not implemented yet)");
-  sub->callback([&g] {
-    std::cerr << "kevlaya-orch up: not implemented yet\n";
-    g.exit_code = kExitFailure;
-  });
+  auto args = std::make_shared<UpArgs>();
+  auto* sub = app.add_subcommand("up", "start profiles one at a time and stay in the foreground");
+  sub->add_option("config", args->config, "orchestrator config (kevlaya.yaml)")->required();
+  sub->add_option("profiles", args->profiles, "profiles to start, in order")->required();
+  sub->add_option("--cycle", args->cycle, "rotate through the profiles N times (prints each switch)")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([&g, args] { g.exit_code = run_up(*args); });
 }
 
 }  // namespace kevlaya::cli

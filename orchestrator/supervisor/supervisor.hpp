@@ -10,6 +10,7 @@
 // Thread-safety: every public method may be called from any thread/executor; they post to the
 // supervisor's strand. Leases may be destroyed anywhere (release is posted).
 #pragma once
+#include <utility>  // before asio: awaitable.hpp uses std::exchange
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -83,7 +84,7 @@ class Effects {
   virtual ~Effects() = default;
   // Spawns the profile's child and waits until it is healthy (or fails, classified). `on_exit` is
   // called once (from any executor) if the child later exits without being asked to.
-  virtual asio::awaitable<Result<StartReport>> start(const config::Profile& p, ExitCallback on_exit) = 0;
+  virtual asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) = 0;
   // Stops the child (SIGTERM group, grace, SIGKILL, reap, VRAM wait). Never fails; no-op if absent.
   virtual asio::awaitable<StopReport> stop(const std::string& profile) = 0;
 };

@@ -53,6 +53,12 @@ struct StartReport {
   std::int64_t total_ms = 0;               // spawn -> ready
 };
 
+struct StartOutcome {
+  std::optional<StartReport> report;  // set on success
+  ChildFailure failure;               // set on failure
+  bool ok() const { return report.has_value(); }
+};
+
 struct StopReport {
   std::int64_t stop_ms = 0;       // SIGTERM -> reaped
   std::int64_t vram_wait_ms = 0;  // reaped -> GPU memory back (0 without NVIDIA GPU)

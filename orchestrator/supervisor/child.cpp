@@ -1,0 +1,413 @@
+// Child process lifecycle. Boost.Process v1 only spawns (then the child is detached); exit is
+// observed through a pidfd (readable when the process exits) and reaped with waitpid.
+#include "supervisor/child.hpp"
+
+#include <signal.h>
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <atomic>
+#include <deque>
+
+#include "supervisor/state_file.hpp"
+#include "upstream/client.hpp"
+
+namespace kevlaya::supervisor {
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using SClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kLogFileBytes = 5 * 1024 * 1024;
+constexpr std::size_t kLogFiles = 3;
+constexpr auto kPipeDrainWait = milliseconds(300);   // exit -> last log lines read
+constexpr auto kExitPoll = milliseconds(20);         // fallback when pidfd_open is unavailable
+constexpr auto kKillReapWait = std::chrono::seconds(10);
+
+std::int64_t ms_between(SClock::time_point a, SClock::time_point b) {
+  return std::chrono::duration_cast<milliseconds>(b - a).count();
+}
+
+// Runs in the forked child before exec: own process group (so signals reach the whole tree) and
+// SIGKILL when the spawning thread dies (so a SIGKILLed orchestrator leaves nothing behind).
+struct GroupAndDeathSignal : bp::extend::handler {
+  pid_t parent;
+  template <class Exec>
+  void on_exec_setup(Exec&) const {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
+  }
+};
+
+bp::environment child_env(const config::Profile& p) {
+  bp::environment env = boost::this_process::environment();
+  std::vector<std::string> drop;
+  for (const auto& e : env) {
+    const std::string name = e.get_name();
+    bool inherited_llama = name.rfind("LLAMA_ARG_", 0) == 0 || name == "LLAMA_SERVER_ROUTER_PORT";
+    if (inherited_llama && !p.env.count(name)) drop.push_back(name);
+  }
+  for (const auto& n : drop) env.erase(n);
+  for (const auto& [k, v] : p.env) env[k] = v;
+  return env;
+}
+
+fs::path resolve_binary(const std::string& bin) {
+  if (bin.find('/') != std::string::npos) return bin;
+  return bp::search_path(bin).string();
+}
+
+}  // namespace
+
+fs::path child_log_path(const fs::path& log_dir, const std::string& profile) {
+  return log_dir / (profile + ".log");
+}
+
+class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
+ public:
+  Impl(asio::io_context& ioc, ChildOptions opts)
+      : ioc_(ioc), strand_(asio::make_strand(ioc)), opts_(std::move(opts)), wake_(strand_) {}
+  ~Impl() { kill_and_reap_sync(); }
+
+  asio::awaitable<StartOutcome> start();
+  asio::awaitable<StopReport> stop();
+  void kill_and_reap_sync();
+
+  asio::io_context& ioc_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  ChildOptions opts_;
+  ChildState state_ = ChildState::stopped;
+  std::atomic<int> pid_{0};
+  std::atomic<bool> reaped_{true};
+  int exit_code_ = -1;
+  int signal_ = 0;
+  int open_pipes_ = 0;
+  bool stop_requested_ = false;
+  std::optional<SClock::time_point> listening_at_;
+  SClock::time_point last_line_at_{};
+  std::deque<std::string> tail_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<bp::async_pipe> out_, err_;
+  std::unique_ptr<asio::posix::stream_descriptor> pidfd_;
+  asio::steady_timer wake_;
+  ChildRecord record_;
+  std::function<void(ChildFailure)> on_exit_;
+
+ private:
+  std::optional<ChildFailure> spawn();
+  void open_log();
+  void on_line(std::string line);
+  asio::awaitable<void> read_lines(bp::async_pipe* pipe);
+  asio::awaitable<void> watch_exit();
+  void record_exit(int status);
+  asio::awaitable<void> sleep_until(SClock::time_point t);
+  asio::awaitable<bool> probe();
+  asio::awaitable<ChildFailure> fail_start(FailureKind kind, std::string msg, std::string hint);
+  asio::awaitable<ChildFailure> exit_failure();
+  std::vector<std::string> tail() const { return {tail_.begin(), tail_.end()}; }
+  void wake() { wake_.cancel(); }
+};
+
+void Child::Impl::open_log() {
+  if (opts_.log_dir.empty()) return;
+  std::error_code ec;
+  fs::create_directories(opts_.log_dir, ec);
+  try {
+    auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_st>(
+        child_log_path(opts_.log_dir, opts_.profile.name).string(), kLogFileBytes, kLogFiles);
+    log_ = std::make_shared<spdlog::logger>(opts_.profile.name, sink);
+    log_->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %v");
+    log_->flush_on(spdlog::level::trace);
+  } catch (const spdlog::spdlog_ex& e) {
+    spdlog::warn("{}: cannot open log file: {}", opts_.profile.name, e.what());
+  }
+}
+
+std::optional<ChildFailure> Child::Impl::spawn() {
+  auto argv = config::build_argv(opts_.profile, opts_.host, opts_.port);
+  fs::path exe = resolve_binary(opts_.profile.binary);
+  if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
+    ChildFailure f;
+    f.kind = FailureKind::binary_not_found;
+    f.message = "server binary not found or not executable: " + opts_.profile.binary;
+    f.hint = "set `binary` in the profile to the llama-server path";
+    return f;
+  }
+  out_ = std::make_unique<bp::async_pipe>(ioc_);
+  err_ = std::make_unique<bp::async_pipe>(ioc_);
+  std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  std::error_code ec;
+  bp::child c(bp::exe = exe.string(), bp::args = args, bp::env = child_env(opts_.profile),
+              bp::std_in < bp::null, bp::std_out > *out_, bp::std_err > *err_, bp::limit_handles,
+              GroupAndDeathSignal{{}, ::getpid()}, ec);
+  if (ec) {
+    ChildFailure f;
+    f.kind = FailureKind::binary_not_found;
+    f.message = "cannot start " + exe.string() + ": " + ec.message();
+    f.hint = "check that the binary exists and is executable";
+    return f;
+  }
+  pid_ = c.id();
+  reaped_ = false;
+  c.detach();  // we observe and reap the process ourselves
+  record_ = ChildRecord{pid_, pid_, proc_start_time(pid_), opts_.profile.name, {exe.string()}};
+  record_.argv.insert(record_.argv.end(), args.begin(), args.end());
+  if (!opts_.state_dir.empty() && !write_state(opts_.state_dir, record_))
+    spdlog::warn("{}: cannot write state file in {}", opts_.profile.name, opts_.state_dir.string());
+  return std::nullopt;
+}
+
+void Child::Impl::on_line(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  last_line_at_ = SClock::now();
+  if (!listening_at_ && line.find("listening on") != std::string::npos) {
+    listening_at_ = last_line_at_;
+    wake();  // probe at once instead of waiting for the next interval
+  }
+  if (log_) log_->info("{}", line);
+  tail_.push_back(std::move(line));
+  while (tail_.size() > opts_.tail_lines) tail_.pop_front();
+}
+
+asio::awaitable<void> Child::Impl::read_lines(bp::async_pipe* pipe) {
+  auto self = shared_from_this();
+  std::string buf;
+  for (;;) {
+    boost::system::error_code ec;
+    std::size_t n = co_await asio::async_read_until(*pipe, asio::dynamic_buffer(buf), '\n',
+                                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (!buf.empty()) on_line(std::move(buf));
+      break;
+    }
+    on_line(buf.substr(0, n));
+    buf.erase(0, n);
+  }
+  --open_pipes_;
+  wake();
+}
+
+void Child::Impl::record_exit(int status) {
+  reaped_ = true;
+  if (WIFEXITED(status)) exit_code_ = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) signal_ = WTERMSIG(status);
+  if (!opts_.state_dir.empty()) remove_state(opts_.state_dir, record_);
+}
+
+asio::awaitable<void> Child::Impl::watch_exit() {
+  auto self = shared_from_this();
+  int status = 0;
+  if (pidfd_) {
+    boost::system::error_code ec;
+    co_await pidfd_->async_wait(asio::posix::descriptor_base::wait_read,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;  // descriptor closed: the destructor kills and reaps
+    ::waitpid(pid_, &status, 0);  // readable pidfd: the process has exited, this returns at once
+  } else {
+    asio::steady_timer t(strand_);
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      t.expires_after(kExitPoll);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  }
+  record_exit(status);
+  bool unexpected = state_ == ChildState::ready && !stop_requested_;
+  if (unexpected) {
+    // Give the pipes a moment so the failure carries the last lines the child wrote.
+    co_await sleep_until(SClock::now() + kPipeDrainWait);
+    state_ = ChildState::failed;
+    auto f = classify_exit(exit_code_, signal_, tail());
+    f.message = "child exited unexpectedly: " + f.message;
+    spdlog::warn("{}: {}", opts_.profile.name, f.message);
+    if (on_exit_) on_exit_(std::move(f));
+  }
+  wake();
+}
+
+// Waits until `t` or until something wakes us (a log line, an exit, a closed pipe).
+asio::awaitable<void> Child::Impl::sleep_until(SClock::time_point t) {
+  boost::system::error_code ec;
+  wake_.expires_at(t);
+  co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+asio::awaitable<bool> Child::Impl::probe() {
+  upstream::Endpoint ep;
+  ep.host = (opts_.host == "0.0.0.0" || opts_.host.empty()) ? "127.0.0.1" : opts_.host;
+  ep.port = static_cast<std::uint16_t>(opts_.port);
+  upstream::Request req;
+  req.target = opts_.profile.health.path;
+  req.timeout = milliseconds(opts_.profile.health.probe_timeout_ms);
+  auto res = co_await upstream::fetch(strand_, ep, req);
+  co_return res.ok() && res->status == 200;  // 503 = still loading
+}
+
+asio::awaitable<ChildFailure> Child::Impl::exit_failure() {
+  auto until = SClock::now() + kPipeDrainWait;
+  while (open_pipes_ > 0 && SClock::now() < until) co_await sleep_until(until);
+  co_return classify_exit(exit_code_, signal_, tail());
+}
+
+asio::awaitable<ChildFailure> Child::Impl::fail_start(FailureKind kind, std::string msg, std::string hint) {
+  co_await stop();
+  ChildFailure f;
+  f.kind = kind;
+  f.message = std::move(msg);
+  f.hint = std::move(hint);
+  f.exit_code = exit_code_;
+  f.signal = signal_;
+  f.log_tail = tail();
+  co_return f;
+}
+
+asio::awaitable<StartOutcome> Child::Impl::start() {
+  auto self = shared_from_this();
+  const auto& h = opts_.profile.health;
+  state_ = ChildState::starting;
+  open_log();
+  auto spawned_at = SClock::now();
+  last_line_at_ = spawned_at;
+  if (auto f = spawn()) {
+    state_ = ChildState::failed;
+    co_return StartOutcome{std::nullopt, std::move(*f)};
+  }
+  int fd = ::pidfd_open(pid_, 0);
+  if (fd >= 0) pidfd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
+  open_pipes_ = 2;
+  asio::co_spawn(strand_, read_lines(out_.get()), asio::detached);
+  asio::co_spawn(strand_, read_lines(err_.get()), asio::detached);
+  asio::co_spawn(strand_, watch_exit(), asio::detached);
+
+  const auto deadline = spawned_at + std::chrono::seconds(h.startup_timeout_s);
+  auto next_probe = spawned_at + milliseconds(h.first_probe_ms);
+  bool probed_after_listening = false;
+  for (;;) {
+    if (reaped_) {
+      state_ = ChildState::failed;
+      auto f = co_await exit_failure();
+      co_return StartOutcome{std::nullopt, std::move(f)};
+    }
+    auto now = SClock::now();
+    // (Messages are built outside co_await: GCC 12 miscompiles array temporaries there.)
+    if (now >= deadline) {
+      std::string msg = "not healthy within " + std::to_string(h.startup_timeout_s) + " s (startup_timeout_s)";
+      std::string hint = "raise health.startup_timeout_s, or check the log for a hang";
+      auto f = co_await fail_start(FailureKind::startup_timeout, std::move(msg), std::move(hint));
+      co_return StartOutcome{std::nullopt, std::move(f)};
+    }
+    if (now >= last_line_at_ + std::chrono::seconds(h.stall_timeout_s)) {
+      std::string msg = "no output for " + std::to_string(h.stall_timeout_s) + " s while starting (stall_timeout_s)";
+      std::string hint = "the server hangs while loading; check the log";
+      auto f = co_await fail_start(FailureKind::stalled, std::move(msg), std::move(hint));
+      co_return StartOutcome{std::nullopt, std::move(f)};
+    }
+    bool listening_now = listening_at_ && !probed_after_listening;
+    if (now >= next_probe || listening_now) {
+      probed_after_listening = probed_after_listening || listening_at_.has_value();
+      if (co_await probe()) break;
+      next_probe = SClock::now() + milliseconds(h.interval_ms);
+      continue;
+    }
+    auto stall_at = last_line_at_ + std::chrono::seconds(h.stall_timeout_s);
+    co_await sleep_until(std::min(std::min(next_probe, deadline), stall_at));
+  }
+  if (reaped_) {
+    state_ = ChildState::failed;
+    auto f = co_await exit_failure();
+    co_return StartOutcome{std::nullopt, std::move(f)};
+  }
+  state_ = ChildState::ready;
+  auto ready_at = SClock::now();
+  StartReport r;
+  r.endpoint.host = opts_.host;
+  r.endpoint.port = static_cast<std::uint16_t>(opts_.port);
+  r.pid = pid_;
+  r.total_ms = ms_between(spawned_at, ready_at);
+  r.spawn_to_listening_ms = ms_between(spawned_at, listening_at_.value_or(ready_at));
+  r.detect_ms = listening_at_ ? ms_between(*listening_at_, ready_at) : 0;
+  StartOutcome out;
+  out.report = r;
+  co_return out;
+}
+
+asio::awaitable<StopReport> Child::Impl::stop() {
+  auto self = shared_from_this();
+  StopReport rep;
+  stop_requested_ = true;
+  if (!reaped_) {
+    state_ = ChildState::stopping;
+    auto t0 = SClock::now();
+    ::kill(-pid_, SIGTERM);
+    auto grace = milliseconds(static_cast<std::int64_t>(opts_.profile.stop.grace_s * 1000));
+    while (!reaped_ && SClock::now() < t0 + grace) co_await sleep_until(t0 + grace);
+    if (!reaped_) {
+      spdlog::warn("{}: still alive {:.1f} s after SIGTERM, sending SIGKILL", opts_.profile.name,
+                   opts_.profile.stop.grace_s);
+      ::kill(-pid_, SIGKILL);
+      rep.killed = true;
+      auto until = SClock::now() + kKillReapWait;
+      while (!reaped_ && SClock::now() < until) co_await sleep_until(until);
+    }
+    rep.stop_ms = ms_between(t0, SClock::now());
+  }
+  rep.exit_code = exit_code_;
+  rep.signal = signal_;
+  boost::system::error_code ec;
+  if (out_) out_->close(ec);
+  if (err_) err_->close(ec);
+  state_ = ChildState::stopped;
+  co_return rep;
+}
+
+void Child::Impl::kill_and_reap_sync() {
+  if (reaped_ || pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  if (!opts_.state_dir.empty()) remove_state(opts_.state_dir, record_);
+}
+
+std::shared_ptr<Child> Child::create(asio::io_context& ioc, ChildOptions opts) {
+  return std::make_shared<Child>(std::make_shared<Impl>(ioc, std::move(opts)));
+}
+
+Child::~Child() {
+  // The exit watcher keeps Impl alive until the process exits; make sure it does.
+  if (!impl_->reaped_ && impl_->pid_ > 0) ::kill(-impl_->pid_, SIGKILL);
+}
+
+asio::awaitable<StartOutcome> Child::start() {
+  co_return co_await asio::co_spawn(impl_->strand_, impl_->start(), asio::use_awaitable);
+}
+
+asio::awaitable<StopReport> Child::stop() {
+  co_return co_await asio::co_spawn(impl_->strand_, impl_->stop(), asio::use_awaitable);
+}
+
+void Child::on_unexpected_exit(std::function<void(ChildFailure)> cb) {
+  asio::post(impl_->strand_, [impl = impl_, cb = std::move(cb)]() mutable { impl->on_exit_ = std::move(cb); });
+}
+
+int Child::pid() const { return impl_->pid_; }
+const ChildOptions& Child::options() const { return impl_->opts_; }
+
+}  // namespace kevlaya::supervisor

@@ -1,0 +1,92 @@
+// Lease and the public Supervisor facade: each call hops onto the supervisor's strand.
+#include <optional>
+#include <utility>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "supervisor/supervisor_impl.hpp"
+
+namespace kevlaya::supervisor {
+
+Lease::Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms)
+    : s_(std::move(s)), queue_ms_(queue_ms), switch_ms_(switch_ms) {}
+
+Lease& Lease::operator=(Lease&& o) noexcept {
+  if (this != &o) {
+    release();
+    s_ = std::move(o.s_);
+    queue_ms_ = o.queue_ms_;
+    switch_ms_ = o.switch_ms_;
+    lora_ = std::move(o.lora_);
+  }
+  return *this;
+}
+
+Lease::~Lease() { release(); }
+
+bool Lease::crashed() const { return s_ && s_->crashed.load(std::memory_order_acquire); }
+
+Error Lease::crash_error() const {
+  if (!crashed()) return make_error(Errc::internal, "lease has not crashed");
+  return s_->crash;
+}
+
+void Lease::release() {
+  if (!s_) return;
+  if (auto owner = s_->owner.lock()) {
+    asio::post(owner->strand_, [owner, profile = s_->profile, id = s_->id] {
+      owner->on_release(profile, id);
+    });
+  }
+  s_.reset();
+}
+
+Supervisor::Supervisor(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+                       SupervisorOptions opts)
+    : impl_(std::make_shared<SupervisorImpl>(ex, std::move(cfg), std::move(effects), std::move(opts))) {}
+
+Supervisor::~Supervisor() = default;
+
+namespace {
+
+// Boost 1.74's co_spawn needs a default-constructible result; Result<T> has none.
+template <class T>
+asio::awaitable<std::optional<T>> wrap(asio::awaitable<T> a) {
+  co_return std::optional<T>(co_await std::move(a));
+}
+
+}  // namespace
+
+asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias, Clock::time_point deadline) {
+  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline)),
+                                   asio::use_awaitable);
+  co_return std::move(*r);
+}
+
+asio::awaitable<Status> Supervisor::ensure_ready(std::string model_or_alias, Clock::time_point deadline) {
+  auto lease = co_await acquire(std::move(model_or_alias), deadline);
+  if (!lease) co_return lease.error();
+  lease->release();
+  co_return ok_status();
+}
+
+asio::awaitable<Status> Supervisor::unload() {
+  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->unload()), asio::use_awaitable);
+  co_return std::move(*r);
+}
+
+asio::awaitable<Snapshot> Supervisor::snapshot() {
+  co_return co_await asio::co_spawn(impl_->strand_, impl_->snapshot(), asio::use_awaitable);
+}
+
+asio::awaitable<void> Supervisor::shutdown() {
+  co_await asio::co_spawn(impl_->strand_, impl_->shutdown(), asio::use_awaitable);
+}
+
+void Supervisor::on_switch(std::function<void(const SwitchRecord&)> cb) {
+  asio::post(impl_->strand_, [impl = impl_, cb = std::move(cb)]() mutable { impl->on_switch_ = std::move(cb); });
+}
+
+}  // namespace kevlaya::supervisor

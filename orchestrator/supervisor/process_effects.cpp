@@ -1,0 +1,106 @@
+#include "supervisor/process_effects.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "supervisor/nvml.hpp"
+#include "supervisor/state_file.hpp"
+
+namespace kevlaya::supervisor {
+
+namespace {
+
+constexpr int kPortAttempts = 3;
+constexpr auto kVramWaitMax = std::chrono::seconds(5);
+constexpr auto kVramPoll = std::chrono::milliseconds(20);
+// "Back near its level": within this much of the free memory measured before the start.
+constexpr std::uint64_t kVramSlackBytes = 128ULL << 20;
+
+}  // namespace
+
+int pick_free_port(const std::string& host) {
+  asio::io_context ioc;
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host.empty() || host == "0.0.0.0" ? "127.0.0.1" : host, ec);
+  if (ec) addr = asio::ip::address_v4::loopback();
+  asio::ip::tcp::acceptor acc(ioc);
+  acc.open(addr.is_v6() ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), ec);
+  if (ec) return 0;
+  acc.bind({addr, 0}, ec);
+  if (ec) return 0;
+  return acc.local_endpoint().port();
+}
+
+ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch)
+    : ioc_(ioc), orch_(orch) {
+  if (!orch_.state_dir.empty()) stale_killed_ = reap_stale(orch_.state_dir);
+}
+
+ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
+
+asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, ExitCallback on_exit) {
+  if (auto m = nvml::memory()) free_before_[p.name] = m->free;
+  StartOutcome out;
+  for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
+    ChildOptions o;
+    o.profile = p;
+    o.host = "127.0.0.1";  // children are reached only through the orchestrator
+    o.port = p.port ? *p.port : pick_free_port(o.host);
+    o.log_dir = orch_.log_dir;
+    o.state_dir = orch_.state_dir;
+    auto child = Child::create(ioc_, o);
+    child->on_unexpected_exit(on_exit);
+    children_[p.name] = child;
+    out = co_await child->start();
+    if (out.ok()) {
+      out.report->attempts = attempt;
+      co_return out;
+    }
+    bool still_wanted = children_.count(p.name) && children_[p.name] == child;
+    if (still_wanted) children_.erase(p.name);
+    if (out.failure.kind != FailureKind::port_in_use || p.port || !still_wanted) break;
+    spdlog::warn("{}: port {} was taken, retrying on another port ({}/{})", p.name, o.port, attempt,
+                 kPortAttempts);
+  }
+  co_return out;
+}
+
+asio::awaitable<StopReport> ProcessEffects::stop(const std::string& profile) {
+  auto it = children_.find(profile);
+  if (it == children_.end()) co_return StopReport{};
+  auto child = it->second;
+  children_.erase(it);
+  StopReport rep = co_await child->stop();
+  auto base = free_before_.find(profile);
+  if (base != free_before_.end()) {
+    rep.vram_wait_ms = co_await wait_for_vram(base->second);
+    free_before_.erase(base);
+  }
+  co_return rep;
+}
+
+// Polls NVML until free memory is back near `baseline_free` (the driver frees a dead process's
+// memory asynchronously), bounded: after kVramWaitMax proceed with a warning.
+asio::awaitable<std::int64_t> ProcessEffects::wait_for_vram(std::uint64_t baseline_free) {
+  auto t0 = std::chrono::steady_clock::now();
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    auto m = nvml::memory();
+    if (!m || m->free + kVramSlackBytes >= baseline_free) break;
+    if (std::chrono::steady_clock::now() - t0 >= kVramWaitMax) {
+      spdlog::warn("GPU memory not back after {} s ({} MiB free, {} MiB before); starting anyway",
+                   kVramWaitMax.count(), m->free >> 20, baseline_free >> 20);
+      break;
+    }
+    timer.expires_after(kVramPoll);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  co_return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+}  // namespace kevlaya::supervisor

@@ -1,0 +1,153 @@
+#include "supervisor/scheduler.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace kevlaya::supervisor {
+
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Phase = SchedChild::Phase;
+
+bool contains(const std::vector<std::string>& set, const std::string& name) {
+  return std::find(set.begin(), set.end(), name) != set.end();
+}
+
+void earliest(std::optional<SchedClock::time_point>& wake, SchedClock::time_point t) {
+  if (!wake || t < *wake) wake = t;
+}
+
+// Live children that must go for `target` to start: those outside the allowed set that contains
+// the target and keeps the most of what is alive now.
+std::vector<const SchedChild*> victims_for(const SchedInput& in, const std::string& target) {
+  std::vector<const SchedChild*> out;
+  const std::vector<std::string>* best = nullptr;
+  std::size_t best_overlap = 0;
+  for (const auto& set : in.allowed_sets) {
+    if (!contains(set, target)) continue;
+    std::size_t overlap = 0;
+    for (const auto& c : in.children) overlap += contains(set, c.profile) ? 1 : 0;
+    if (!best || overlap > best_overlap) {
+      best = &set;
+      best_overlap = overlap;
+    }
+  }
+  for (const auto& c : in.children) {
+    if (!best || !contains(*best, c.profile)) out.push_back(&c);
+  }
+  return out;
+}
+
+struct Target {
+  std::string profile;
+  SchedClock::time_point head_enqueued;
+};
+
+std::optional<Target> pick_target(const SchedInput& in) {
+  for (const auto& r : in.queue) {
+    bool live = std::any_of(in.children.begin(), in.children.end(),
+                            [&](const SchedChild& c) { return c.profile == r.profile; });
+    if (!live) return Target{r.profile, r.enqueued};
+  }
+  return std::nullopt;
+}
+
+bool has_queued(const SchedInput& in, const std::string& profile) {
+  return std::any_of(in.queue.begin(), in.queue.end(),
+                     [&](const SchedRequest& r) { return r.profile == profile; });
+}
+
+// Decides what to do with one child that stands in the target's way. Returns true when the child
+// must receive no new requests (draining or about to stop).
+bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Decision& d) {
+  if (v.phase != Phase::ready) return v.phase == Phase::stopping;  // wait for its event
+  const auto& cfg = in.cfg;
+  if (!v.draining_since) {
+    auto resident_until = v.ready_since + milliseconds(cfg.min_residency_ms);
+    if (in.now < resident_until) {
+      earliest(d.wake_at, resident_until);
+      return false;
+    }
+    auto forced_at = t.head_enqueued + milliseconds(cfg.max_wait_before_swap_ms);
+    if (has_queued(in, v.profile) && in.now < forced_at) {
+      earliest(d.wake_at, forced_at);  // keep grouping work for the resident model
+      return false;
+    }
+  }
+  if (v.in_flight == 0) {
+    d.actions.push_back({Action::Kind::stop, v.profile, 0});
+    return true;
+  }
+  auto drain_start = v.draining_since.value_or(in.now);
+  auto drain_end = drain_start + seconds(cfg.drain_timeout_s);
+  if (!v.draining_since) d.actions.push_back({Action::Kind::drain, v.profile, 0});
+  if (in.now >= drain_end) {
+    d.actions.push_back({Action::Kind::stop, v.profile, 0});  // drain bounded: cut in-flight
+  } else {
+    earliest(d.wake_at, drain_end);
+  }
+  return true;
+}
+
+void release_ready(const SchedInput& in, const std::set<std::string>& closed, Decision& d) {
+  for (const auto& c : in.children) {
+    if (c.phase != Phase::ready || c.draining_since || closed.count(c.profile)) continue;
+    int free_slots = c.parallel - c.in_flight;
+    for (const auto& r : in.queue) {
+      if (free_slots <= 0) break;
+      if (r.profile != c.profile) continue;
+      d.actions.push_back({Action::Kind::release, c.profile, r.id});
+      --free_slots;
+    }
+  }
+}
+
+}  // namespace
+
+bool may_coreside(const std::vector<std::string>& profiles,
+                  const std::vector<std::vector<std::string>>& allowed_sets) {
+  std::set<std::string> uniq(profiles.begin(), profiles.end());
+  if (uniq.size() <= 1) return true;
+  return std::any_of(allowed_sets.begin(), allowed_sets.end(), [&](const auto& set) {
+    return std::all_of(uniq.begin(), uniq.end(), [&](const auto& p) { return contains(set, p); });
+  });
+}
+
+Decision decide(const SchedInput& in) {
+  Decision d;
+  std::set<std::string> closed;  // children that take no new requests this round
+  auto target = pick_target(in);
+  if (target) {
+    auto gate = in.not_before.find(target->profile);
+    bool gated = gate != in.not_before.end() && in.now < gate->second;
+    if (gated) earliest(d.wake_at, gate->second);
+    auto victims = victims_for(in, target->profile);
+    if (victims.empty() && !gated) {
+      d.actions.push_back({Action::Kind::start, target->profile, 0});
+    } else if (!gated) {
+      for (const auto* v : victims) {
+        if (evict_step(in, *v, *target, d)) closed.insert(v->profile);
+      }
+    }
+  }
+  // Draining children from earlier rounds stay closed even when the target changed.
+  for (const auto& c : in.children) {
+    if (c.draining_since && c.phase == Phase::ready) {
+      closed.insert(c.profile);
+      bool stopping = std::any_of(d.actions.begin(), d.actions.end(), [&](const Action& a) {
+        return a.kind == Action::Kind::stop && a.profile == c.profile;
+      });
+      if (!stopping && (c.in_flight == 0 || in.now >= *c.draining_since + seconds(in.cfg.drain_timeout_s))) {
+        d.actions.push_back({Action::Kind::stop, c.profile, 0});
+      } else if (!stopping) {
+        earliest(d.wake_at, *c.draining_since + seconds(in.cfg.drain_timeout_s));
+      }
+    }
+  }
+  release_ready(in, closed, d);
+  return d;
+}
+
+}  // namespace kevlaya::supervisor

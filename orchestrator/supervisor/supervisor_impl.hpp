@@ -1,0 +1,95 @@
+// Internal state of Supervisor (not part of the public API). Everything here is touched only on
+// `strand_`.
+#pragma once
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <deque>
+#include <list>
+#include <map>
+
+#include "supervisor/scheduler.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace kevlaya::supervisor {
+
+struct ProfState {
+  enum class Phase { none, starting, ready, stopping };
+  const config::Profile* profile = nullptr;
+  Phase phase = Phase::none;
+  upstream::Endpoint endpoint;
+  int pid = 0;
+  int in_flight = 0;
+  Clock::time_point ready_since{};
+  std::optional<Clock::time_point> draining_since;
+  std::map<std::uint64_t, std::weak_ptr<LeaseShared>> leases;  // held now
+  std::uint64_t gen = 0;                 // bumps on every start: stale exit events are ignored
+  std::deque<Clock::time_point> failures;  // crashes + failed starts within restart.window_s
+  int starts = 0;
+  int crashes = 0;
+  std::optional<ChildFailure> last_failure;
+  Clock::time_point failed_until{};  // cooldown end
+  Clock::time_point not_before{};    // restart backoff end
+  Clock::time_point became_ready_at{};
+};
+
+struct Waiter {
+  Waiter(asio::any_io_executor ex) : timer(ex) {}
+  std::uint64_t id = 0;
+  std::string profile;
+  Clock::time_point enqueued{};
+  Clock::time_point deadline{};
+  asio::steady_timer timer;
+  std::optional<Result<Lease>> result;
+};
+
+struct PendingSwitch {
+  SwitchRecord rec;
+  Clock::time_point started{};
+  std::optional<Clock::time_point> drain_start;
+};
+
+class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
+ public:
+  SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+                 SupervisorOptions opts);
+
+  asio::awaitable<Result<Lease>> acquire(std::string model, Clock::time_point deadline);
+  asio::awaitable<Status> unload();
+  asio::awaitable<Snapshot> snapshot();
+  asio::awaitable<void> shutdown();
+  void on_release(const std::string& profile, std::uint64_t lease_id);
+
+  asio::strand<asio::any_io_executor> strand_;
+  std::function<void(const SwitchRecord&)> on_switch_;
+
+ private:
+  void reschedule();
+  SchedInput sched_input(Clock::time_point now) const;
+  void apply(const Action& a, Clock::time_point now);
+  void release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now);
+  asio::awaitable<void> do_start(std::string name, std::uint64_t gen);
+  asio::awaitable<void> do_stop(std::string name);
+  void on_child_exit(const std::string& name, std::uint64_t gen, ChildFailure f);
+  void note_failure(ProfState& ps, Clock::time_point now);
+  void fail_queued(const std::string& profile, const Error& e);
+  void cut_leases(ProfState& ps, const Error& e);
+  void begin_switch(const std::string& from, Clock::time_point now);
+  void finish_switch(const std::string& to, const StartOutcome& out, Clock::time_point now);
+  void notify_watchers();
+  asio::awaitable<void> wait_change();
+  Effects::ExitCallback exit_callback(const std::string& name, std::uint64_t gen);
+
+  config::Config cfg_;
+  std::unique_ptr<Effects> effects_;
+  SupervisorOptions opts_;
+  std::map<std::string, ProfState> profs_;
+  std::deque<std::shared_ptr<Waiter>> queue_;
+  asio::steady_timer wake_;
+  std::list<asio::steady_timer*> watchers_;
+  std::optional<PendingSwitch> switch_;
+  std::deque<SwitchRecord> switches_;
+  std::uint64_t next_id_ = 1;
+  bool shutting_down_ = false;
+};
+
+}  // namespace kevlaya::supervisor

@@ -1,0 +1,196 @@
+// Scheduler decisions with plain values: no processes, no sleeps.
+#include <catch2/catch.hpp>
+
+#include "supervisor/scheduler.hpp"
+
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using K = Action::Kind;
+using Phase = SchedChild::Phase;
+
+namespace {
+
+const SchedClock::time_point t0 = SchedClock::time_point{} + 1000s;
+
+SchedInput base() {
+  SchedInput in;
+  in.cfg.max_wait_before_swap_ms = 2000;
+  in.cfg.min_residency_ms = 500;
+  in.cfg.drain_timeout_s = 60;
+  in.now = t0;
+  return in;
+}
+
+SchedChild ready(const std::string& p, int in_flight = 0, int parallel = 1,
+                 SchedClock::time_point since = t0 - 10s) {
+  SchedChild c;
+  c.profile = p;
+  c.phase = Phase::ready;
+  c.in_flight = in_flight;
+  c.parallel = parallel;
+  c.ready_since = since;
+  return c;
+}
+
+std::vector<Action> of_kind(const Decision& d, K k) {
+  std::vector<Action> out;
+  for (const auto& a : d.actions)
+    if (a.kind == k) out.push_back(a);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: empty state does nothing") {
+  auto d = decide(base());
+  CHECK(d.actions.empty());
+  CHECK_FALSE(d.wake_at);
+}
+
+TEST_CASE("scheduler: a request for a model with nothing alive starts it") {
+  auto in = base();
+  in.queue = {{1, "kev", t0}};
+  auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::start, "kev", 0});
+}
+
+TEST_CASE("scheduler: a ready child gets requests FIFO up to parallel") {
+  auto in = base();
+  in.children = {ready("kev", 1, 3)};
+  in.queue = {{1, "kev", t0}, {2, "laya", t0}, {3, "kev", t0}, {4, "kev", t0}};
+  in.now = t0;
+  auto rel = of_kind(decide(in), K::release);
+  REQUIRE(rel.size() == 2);
+  CHECK(rel[0].request == 1);
+  CHECK(rel[1].request == 3);
+}
+
+TEST_CASE("scheduler: a starting child makes requests wait without actions") {
+  auto in = base();
+  in.children = {ready("kev")};
+  in.children[0].phase = Phase::starting;
+  in.queue = {{1, "kev", t0}};
+  CHECK(decide(in).actions.empty());
+}
+
+TEST_CASE("scheduler: idle resident model is swapped out for a waiting one") {
+  auto in = base();
+  in.children = {ready("kev")};
+  in.queue = {{1, "laya", t0}};
+  auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+}
+
+TEST_CASE("scheduler: never starts a second model while the first is alive (one at a time)") {
+  auto in = base();
+  in.children = {ready("kev")};
+  in.children[0].phase = Phase::stopping;
+  in.queue = {{1, "laya", t0}};
+  CHECK(decide(in).actions.empty());
+}
+
+TEST_CASE("scheduler: min_residency prevents thrash") {
+  auto in = base();
+  in.children = {ready("kev", 0, 1, t0 - 100ms)};
+  in.queue = {{1, "laya", t0}};
+  auto d = decide(in);
+  CHECK(d.actions.empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 400ms);
+}
+
+TEST_CASE("scheduler: grouping keeps serving the resident model until the starvation guard") {
+  auto in = base();
+  in.children = {ready("kev", 1, 1)};
+  in.queue = {{1, "laya", t0 - 1s}, {2, "kev", t0 - 500ms}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::stop).empty());
+  CHECK(of_kind(d, K::drain).empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 1s);  // laya's head reaches max_wait_before_swap then
+
+  SECTION("a free slot serves the resident model's queued request") {
+    in.children[0].in_flight = 0;
+    auto rel = of_kind(decide(in), K::release);
+    REQUIRE(rel.size() == 1);
+    CHECK(rel[0].request == 2);
+  }
+  SECTION("once the other model waited long enough, the resident one drains") {
+    in.now = t0 + 1s;
+    auto d2 = decide(in);
+    CHECK(of_kind(d2, K::drain).size() == 1);
+    CHECK(of_kind(d2, K::release).empty());
+    CHECK(of_kind(d2, K::stop).empty());  // a request is still in flight
+  }
+}
+
+TEST_CASE("scheduler: never evicts a child with requests in flight before drain_timeout") {
+  auto in = base();
+  in.children = {ready("kev", 1, 1)};
+  in.children[0].draining_since = t0 - 10s;
+  in.queue = {{1, "laya", t0 - 20s}, {2, "kev", t0}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::stop).empty());
+  CHECK(of_kind(d, K::release).empty());  // draining: no new work
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 50s);
+
+  SECTION("in-flight done: stop") {
+    in.children[0].in_flight = 0;
+    CHECK(of_kind(decide(in), K::stop).size() == 1);
+  }
+  SECTION("drain timeout: stop anyway") {
+    in.now = t0 + 50s;
+    CHECK(of_kind(decide(in), K::stop).size() == 1);
+  }
+}
+
+TEST_CASE("scheduler: restart backoff delays the start") {
+  auto in = base();
+  in.queue = {{1, "kev", t0}};
+  in.not_before["kev"] = t0 + 750ms;
+  auto d = decide(in);
+  CHECK(d.actions.empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 750ms);
+  in.now = t0 + 750ms;
+  CHECK(of_kind(decide(in), K::start).size() == 1);
+}
+
+TEST_CASE("scheduler: allowed sets let models co-reside") {
+  auto in = base();
+  in.allowed_sets = {{"kev", "laya"}, {"big"}};
+  in.children = {ready("kev")};
+  in.queue = {{1, "laya", t0}};
+  auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+
+  SECTION("a model outside the set evicts both") {
+    in.children = {ready("kev"), ready("laya")};
+    in.queue = {{1, "big", t0}};
+    CHECK(of_kind(decide(in), K::stop).size() == 2);
+  }
+}
+
+TEST_CASE("scheduler: oldest waiting model is the next target") {
+  auto in = base();
+  in.children = {ready("a")};
+  in.queue = {{1, "c", t0 - 3s}, {2, "b", t0 - 1s}};
+  auto d = decide(in);
+  REQUIRE(of_kind(d, K::stop).size() == 1);
+  in.children.clear();
+  auto d2 = decide(in);
+  REQUIRE(d2.actions.size() == 1);
+  CHECK(d2.actions[0] == Action{K::start, "c", 0});
+}
+
+TEST_CASE("scheduler: may_coreside") {
+  CHECK(may_coreside({"a"}, {}));
+  CHECK(may_coreside({"a", "a"}, {}));
+  CHECK_FALSE(may_coreside({"a", "b"}, {}));
+  CHECK(may_coreside({"a", "b"}, {{"a", "b", "c"}}));
+  CHECK_FALSE(may_coreside({"a", "d"}, {{"a", "b", "c"}}));
+}

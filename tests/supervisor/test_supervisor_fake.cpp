@@ -1,0 +1,236 @@
+// Supervisor against fake Effects: no processes; the fake records starts/stops and checks that
+// two models that may not co-reside are never "alive" together.
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "supervisor/support.hpp"
+#include "supervisor/supervisor.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using kevlaya::test::in;
+using kevlaya::test::run_co;
+using kevlaya::test::sleep_for;
+
+namespace {
+
+struct FakeWorld {
+  std::vector<std::string> events;  // "start kev", "stop kev"
+  std::set<std::string> alive;
+  std::size_t max_alive = 0;
+  std::map<std::string, std::vector<ChildFailure>> start_failures;  // consumed per start
+  std::map<std::string, Effects::ExitCallback> exits;
+  std::chrono::milliseconds start_delay{5};
+  int next_port = 40000;
+};
+
+class FakeEffects : public Effects {
+ public:
+  explicit FakeEffects(FakeWorld& w) : w_(w) {}
+  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override {
+    w_.events.push_back("start " + p.name);
+    w_.alive.insert(p.name);
+    w_.max_alive = std::max(w_.max_alive, w_.alive.size());
+    co_await sleep_for(w_.start_delay);
+    StartOutcome out;
+    auto& fails = w_.start_failures[p.name];
+    if (!fails.empty()) {
+      out.failure = fails.front();
+      fails.erase(fails.begin());
+      w_.alive.erase(p.name);
+      co_return out;
+    }
+    w_.exits[p.name] = std::move(on_exit);
+    StartReport r;
+    r.endpoint.port = static_cast<std::uint16_t>(w_.next_port++);
+    r.pid = 1;
+    out.report = r;
+    co_return out;
+  }
+  asio::awaitable<StopReport> stop(const std::string& profile) override {
+    w_.events.push_back("stop " + profile);
+    co_await sleep_for(2ms);
+    w_.alive.erase(profile);
+    co_return StopReport{};
+  }
+
+ private:
+  FakeWorld& w_;
+};
+
+config::Config two_profiles() {
+  auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
+  kev.alias = {"decider"};
+  auto laya = test::fast_profile("laya", "x", "/m/laya.gguf");
+  return test::fast_config({kev, laya}, "/nonexistent");
+}
+
+struct Fixture {
+  asio::io_context ioc;
+  FakeWorld world;
+  Supervisor sup;
+  explicit Fixture(config::Config cfg = two_profiles())
+      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world)) {}
+};
+
+}  // namespace
+
+TEST_CASE("supervisor: acquire starts the model, switching stops the other first") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("decider", in(2s));  // alias resolves to kev
+    REQUIRE(a.ok());
+    CHECK(a->profile() == "kev");
+    CHECK(a->endpoint().port == 40000);
+    CHECK(a->switch_ms() >= 0);
+    a->release();
+    auto b = co_await f.sup.acquire("laya", in(2s));
+    REQUIRE(b.ok());
+    CHECK(b->profile() == "laya");
+    b->release();
+    auto snap = co_await f.sup.snapshot();
+    CHECK(snap.recent_switches.size() == 2);
+    CHECK(snap.recent_switches.back().from == "kev");
+    CHECK(snap.recent_switches.back().to == "laya");
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start laya", "stop laya"});
+  CHECK(f.world.max_alive == 1);
+}
+
+TEST_CASE("supervisor: never evicts a child with a lease in flight") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    bool laya_done = false;
+    asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> {
+      auto b = co_await f.sup.acquire("laya", in(2s));
+      CHECK(b.ok());
+      laya_done = true;
+    }, asio::detached);
+    co_await sleep_for(50ms);
+    CHECK_FALSE(laya_done);
+    CHECK(f.world.events == std::vector<std::string>{"start kev"});
+    a->release();
+    co_await sleep_for(100ms);
+    CHECK(laya_done);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.max_alive == 1);
+}
+
+TEST_CASE("supervisor: parallel=1 serves one lease at a time, FIFO") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    auto b = co_await f.sup.acquire("kev", in(60ms));
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().code == Errc::timeout);
+    a->release();
+    auto c = co_await f.sup.acquire("kev", in(1s));
+    CHECK(c.ok());
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev"});
+}
+
+TEST_CASE("supervisor: unknown model is not_found; after shutdown unavailable") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("nope", in(1s));
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.error().code == Errc::not_found);
+    co_await f.sup.shutdown();
+    auto b = co_await f.sup.acquire("kev", in(1s));
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().code == Errc::unavailable);
+  });
+}
+
+TEST_CASE("supervisor: a start failure reaches the waiting request with its hint") {
+  Fixture f;
+  ChildFailure oom = classify_exit(1, 0, {"ggml_backend_cuda_buffer_type_alloc_buffer: cudaMalloc failed: out of memory"});
+  f.world.start_failures["kev"] = {oom};
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.error().hint.find("reduce ctx or ngl") != std::string::npos);
+    CHECK(a.error().detail.size() == 1);
+    auto b = co_await f.sup.acquire("kev", in(2s));  // restarts after the backoff
+    CHECK(b.ok());
+    co_await f.sup.shutdown();
+  });
+}
+
+TEST_CASE("supervisor: a crash cuts the lease; the next request restarts the child") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    f.world.exits["kev"](classify_exit(-1, 11, {"boom"}));
+    co_await sleep_for(20ms);
+    REQUIRE(a->crashed());
+    CHECK(a->crash_error().code == Errc::child_crashed);
+    CHECK(a->crash_error().message.find("signal 11") != std::string::npos);
+    a->release();
+    auto b = co_await f.sup.acquire("kev", in(2s));
+    CHECK(b.ok());
+    auto snap = co_await f.sup.snapshot();
+    CHECK(snap.profiles.front().crashes == 1);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
+}
+
+TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") {
+  auto cfg = two_profiles();
+  cfg.profiles[0].restart.max_restarts = 2;
+  Fixture f(cfg);
+  f.world.start_failures["kev"] = std::vector<ChildFailure>(5, classify_exit(1, 0, {"error loading model"}));
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 3; ++i) {
+      auto a = co_await f.sup.acquire("kev", in(2s));
+      REQUIRE_FALSE(a.ok());
+      CHECK(a.error().code == (i < 2 ? Errc::bad_model : Errc::profile_failed));
+    }
+    auto b = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().code == Errc::profile_failed);
+    CHECK(b.error().retry_after_s > 0);
+    auto c = co_await f.sup.acquire("laya", in(2s));  // other profiles are unaffected
+    CHECK(c.ok());
+    auto snap = co_await f.sup.snapshot();
+    CHECK(snap.profiles.front().state == ChildState::failed);
+    co_await f.sup.shutdown();
+  });
+}
+
+TEST_CASE("supervisor: grouping serves queued requests of the resident model before swapping") {
+  auto cfg = two_profiles();
+  cfg.orch.scheduling.max_wait_before_swap_ms = 10000;
+  Fixture f(cfg);
+  std::vector<std::string> order;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto first = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(first.ok());
+    auto want = [&](std::string m) -> asio::awaitable<void> {
+      auto l = co_await f.sup.acquire(m, in(5s));
+      REQUIRE(l.ok());
+      order.push_back(m);
+      co_await sleep_for(5ms);
+    };
+    asio::co_spawn(f.ioc, want("laya"), asio::detached);
+    co_await sleep_for(5ms);
+    asio::co_spawn(f.ioc, want("kev"), asio::detached);
+    co_await sleep_for(5ms);
+    first->release();
+    co_await sleep_for(200ms);
+    co_await f.sup.shutdown();
+  });
+  CHECK(order == std::vector<std::string>{"kev", "laya"});
+  CHECK(f.world.max_alive == 1);
+}
