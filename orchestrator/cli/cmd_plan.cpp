@@ -1,16 +1,204 @@
+// `plan [CONFIG] [--json] [--vram-mib N]`: the VRAM ledger of every profile and resident set,
+// and the residency plan the supervisor will follow. Exit 1 when a profile cannot fit.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.hpp"
+#include "config/config.hpp"
+#include "ledger/calibration.hpp"
+#include "ledger/inputs.hpp"
+#include "ledger/plan.hpp"
+#include "supervisor/nvml.hpp"
 
 namespace kevlaya::cli {
+namespace {
+
+using ledger::Bill;
+using ledger::format_mib;
+using nlohmann::json;
+
+struct PlanArgs {
+  std::string config;
+  bool json = false;
+  std::optional<std::int64_t> vram_mib;
+};
+
+std::string opt_mib(const std::optional<std::uint64_t>& v) { return v ? format_mib(*v) : "-"; }
+
+std::string row(const std::string& name, const std::string& layers, const std::string& ctx,
+                const std::vector<std::string>& cells, const std::string& verdict) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-14s %7s %6s", name.c_str(), layers.c_str(), ctx.c_str());
+  std::string s = buf;
+  for (const auto& c : cells) {
+    std::snprintf(buf, sizeof buf, " %9s", c.c_str());
+    s += buf;
+  }
+  return s + "  " + verdict;
+}
+
+std::string verdict(std::uint64_t total, std::uint64_t budget) {
+  if (total > budget) return "NO (over by " + format_mib(total - budget) + " MiB)";
+  return "yes (" + std::to_string(static_cast<int>(100.0 * static_cast<double>(budget - total) /
+                                                     static_cast<double>(budget ? budget : 1))) +
+         "% headroom)";
+}
+
+std::vector<std::string> bill_cells(const Bill& b) {
+  return {format_mib(b.weights_gpu), format_mib(b.kv_gpu), format_mib(b.compute_gpu),
+          format_mib(b.overhead_gpu), format_mib(b.adapters_gpu), format_mib(b.total_gpu())};
+}
+
+void print_profiles(const ledger::Plan& plan) {
+  std::cout << row("profile", "layers", "ctx", {"weights", "KV", "compute", "overhead", "adapters", "total"}, "fits?")
+            << "\n";
+  for (const auto& p : plan.profiles) {
+    const auto& e = p.estimate;
+    const std::string off = std::to_string(e.offload.reported) + "/" + std::to_string(e.offload.total);
+    std::cout << row(p.name, off, std::to_string(e.kv.n_ctx), bill_cells(e),
+                     verdict(p.effective.total_gpu(), plan.budget) + (p.measured ? " (measured)" : ""))
+              << "\n";
+    if (p.measured) {
+      const auto& m = *p.measured;
+      std::cout << row("  measured", m.layers_offloaded ? std::to_string(*m.layers_offloaded) : "-", "",
+                       {opt_mib(m.weights_gpu), opt_mib(m.kv_gpu), opt_mib(m.compute_gpu), "", opt_mib(m.adapters_gpu),
+                        format_mib(p.effective.total_gpu())},
+                       "")
+                << "\n";
+    }
+  }
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+void print_plan(const ledger::Plan& plan, const ledger::Gathered& g) {
+  std::cout << "GPU budget: " << format_mib(plan.budget) << " MiB (MiB below; GPU side only)\n\n";
+  print_profiles(plan);
+  for (const auto& s : plan.sets) {
+    std::cout << row("set " + join(s.profiles, "+"), std::to_string(s.children) + " ch", "",
+                     {"", "", "", "", "", format_mib(s.total_gpu)}, verdict(s.total_gpu, plan.budget))
+              << "\n";
+  }
+  std::cout << "\nmode: " << ledger::to_string(plan.mode) << "\nallowed resident sets:";
+  for (const auto& s : plan.allowed_sets) std::cout << " [" << join(s, ", ") << "]";
+  std::cout << "\nshared-base groups:" << (plan.groups.empty() ? " none" : "") << "\n";
+  for (const auto& gr : plan.groups) {
+    std::cout << "  [" << join(gr.members, ", ") << "] one child, adapters:";
+    for (std::size_t i = 0; i < gr.adapters.size(); ++i) std::cout << " " << i << "=" << gr.adapters[i].name;
+    std::cout << "\n";
+    for (const auto& [member, scales] : gr.scales) {
+      std::cout << "    " << member << " sends lora:";
+      for (const auto& s : scales) std::cout << " {id " << s.id << ", scale " << s.scale << "}";
+      std::cout << "\n";
+    }
+  }
+  for (const auto& name : g.skipped) std::cout << "not priced (not a local llama-server model): " << name << "\n";
+  for (const auto& d : plan.diagnostics) {
+    std::cout << (d.severity == config::Severity::error ? "error: " : "warning: ") << d.subject << ": " << d.message
+              << "\n";
+  }
+}
+
+json bill_json(const Bill& b) {
+  return {{"weights_gpu", b.weights_gpu}, {"weights_cpu", b.weights_cpu}, {"kv_gpu", b.kv_gpu},
+          {"kv_cpu", b.kv_cpu},           {"compute_gpu", b.compute_gpu}, {"compute_cpu", b.compute_cpu},
+          {"overhead_gpu", b.overhead_gpu}, {"adapters_gpu", b.adapters_gpu}, {"total_gpu", b.total_gpu()},
+          {"layers_offloaded", b.offload.reported}, {"n_ctx", b.kv.n_ctx}, {"n_ctx_seq", b.kv.n_ctx_seq}};
+}
+
+json profile_json(const ledger::ProfileBill& p) {
+  json j = {{"name", p.name}, {"fits_alone", p.fits_alone}, {"estimate", bill_json(p.estimate)},
+            {"effective", bill_json(p.effective)},
+            {"measured", p.measured ? ledger::measured_to_json(*p.measured) : json(nullptr)}};
+  if (!p.fits_alone) j["too_big"] = p.too_big;
+  j["suggest_ctx"] = p.suggest_ctx ? json(*p.suggest_ctx) : json(nullptr);
+  j["suggest_ngl"] = p.suggest_ngl ? json(*p.suggest_ngl) : json(nullptr);
+  return j;
+}
+
+json group_json(const ledger::SharedBaseGroup& g) {
+  json adapters = json::array();
+  for (std::size_t i = 0; i < g.adapters.size(); ++i) {
+    adapters.push_back({{"id", i}, {"name", g.adapters[i].name}, {"path", g.adapters[i].path}});
+  }
+  json scales = json::object();
+  for (const auto& [member, list] : g.scales) {
+    scales[member] = json::array();
+    for (const auto& s : list) scales[member].push_back({{"id", s.id}, {"scale", s.scale}});
+  }
+  return {{"members", g.members}, {"adapters", adapters}, {"lora", scales}};
+}
+
+json plan_json(const ledger::Plan& plan, const ledger::Gathered& g) {
+  json j = {{"budget", plan.budget}, {"mode", ledger::to_string(plan.mode)}, {"ok", plan.ok()},
+            {"allowed_sets", plan.allowed_sets}, {"skipped", g.skipped}};
+  j["profiles"] = json::array();
+  for (const auto& p : plan.profiles) j["profiles"].push_back(profile_json(p));
+  j["sets"] = json::array();
+  for (const auto& s : plan.sets) {
+    j["sets"].push_back({{"profiles", s.profiles}, {"children", s.children}, {"total_gpu", s.total_gpu}, {"fits", s.fits}});
+  }
+  j["groups"] = json::array();
+  for (const auto& gr : plan.groups) j["groups"].push_back(group_json(gr));
+  j["diagnostics"] = json::array();
+  for (const auto& d : plan.diagnostics) {
+    j["diagnostics"].push_back({{"severity", d.severity == config::Severity::error ? "error" : "warning"},
+                                {"subject", d.subject}, {"message", d.message}});
+  }
+  return j;
+}
+
+config::LoadResult load_config(const std::string& path) {
+  if (path.empty()) return config::load(config::fs::exists("kevlaya.yaml") ? "kevlaya.yaml" : "");
+  if (config::fs::is_directory(path)) return config::load(config::fs::path(path) / "kevlaya.yaml");
+  return config::load(path);
+}
+
+int run_plan(const PlanArgs& a) {
+  const auto loaded = load_config(a.config);
+  for (const auto& d : loaded.diagnostics) std::cerr << d.format() << '\n';
+  if (!loaded.ok()) return kExitFailure;
+  const auto& cfg = loaded.config;
+  std::optional<std::uint64_t> nvml_total;
+  if (!a.vram_mib && !cfg.orch.gpu.vram_mib) {  // `auto`: ask the driver, outside the pure code
+    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
+  }
+  const auto budget = ledger::budget_bytes(cfg.orch.gpu, a.vram_mib, nvml_total);
+  if (!budget) {
+    std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N\n";
+    return kExitFailure;
+  }
+  const auto gathered = ledger::gather(cfg);
+  if (!gathered) {
+    std::cerr << "kevlaya-orch plan: " << gathered.error().message << '\n';
+    if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';
+    return kExitFailure;
+  }
+  const auto plan = ledger::make_plan(gathered->profiles, ledger::plan_options(cfg.orch, *budget));
+  if (a.json) {
+    std::cout << plan_json(plan, *gathered).dump(2) << '\n';
+  } else {
+    print_plan(plan, *gathered);
+  }
+  return plan.ok() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
 
 void add_plan(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("plan", "(not implemented yet)");
-  sub->callback([&g] {
-    std::cerr << "kevlaya-orch plan: not implemented yet\n";
-    g.exit_code = kExitFailure;
-  });
+  auto args = std::make_shared<PlanArgs>();
+  auto* sub = app.add_subcommand("plan", "VRAM ledger per profile and resident set, and the residency plan");
+  sub->add_option("config", args->config, "kevlaya.yaml (default: ./kevlaya.yaml)");
+  sub->add_flag("--json", args->json, "print the ledger and plan as JSON");
+  sub->add_option("--vram-mib", args->vram_mib, "GPU memory in MiB (overrides gpu.vram_mib and NVML)");
+  sub->callback([&g, args] { g.exit_code = run_plan(*args); });
 }
 
 }  // namespace kevlaya::cli

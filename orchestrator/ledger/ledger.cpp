@@ -77,6 +77,7 @@ Offload offload_split(std::uint32_t n_layer, int ngl) {
   o.output_gpu = n >= 1;
   o.repeating_gpu = n >= 1 ? static_cast<std::uint32_t>(n - 1) : 0;
   o.reported = static_cast<std::uint32_t>(n);
+  o.total = static_cast<std::uint32_t>(all);
   return o;
 }
 

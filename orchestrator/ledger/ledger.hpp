@@ -37,6 +37,7 @@ struct Offload {
   std::uint32_t repeating_gpu = 0;  // blocks on the GPU: [n_layer - repeating_gpu, n_layer)
   bool output_gpu = false;          // output.weight + output_norm on the GPU
   std::uint32_t reported = 0;       // N of "offloaded N/M layers to GPU"
+  std::uint32_t total = 0;          // M: n_layer + 1
 };
 Offload offload_split(std::uint32_t n_layer, int ngl);
 

@@ -1,0 +1,93 @@
+// Gathering the ledger's inputs from files (see inputs.hpp).
+#include "ledger/inputs.hpp"
+
+#include "ledger/calibration.hpp"
+
+namespace kevlaya::ledger {
+namespace {
+
+Error file_error(const std::string& profile, const std::string& what, const std::filesystem::path& path,
+                 const Error& e) {
+  Error out = make_error(Errc::bad_model, "profile " + profile + ": " + what + " " + path.string() + ": " + e.message,
+                         "check the profile's path; `kevlaya-orch inspect FILE` shows what is wrong with a file");
+  out.detail = e.detail;
+  return out;
+}
+
+Status add_adapters(const config::Profile& p, const gguf::File& base, ProfileInput& in) {
+  for (const auto& l : p.lora) {
+    const auto file = gguf::read_file(l.path);
+    if (!file) return file_error(p.name, "LoRA adapter", l.path, file.error());
+    const auto info = gguf::model_info(*file, l.path);
+    if (!info) return file_error(p.name, "LoRA adapter", l.path, info.error());
+    if (auto st = check_adapter(base, *file, l.path.filename().string()); !st) {
+      Error e = st.error();
+      e.message = "profile " + p.name + ": " + e.message;
+      return e;
+    }
+    in.adapters.push_back({l.name.empty() ? l.path.stem().string() : l.name, l.path.string(), info->tensor_bytes, l.scale});
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<Gathered> gather(const config::Config& cfg) {
+  Gathered g;
+  std::map<std::string, Measured> store;
+  if (!cfg.orch.state_dir.empty()) {
+    auto s = load_store(store_path(cfg.orch.state_dir));
+    if (s) store = std::move(*s);  // a corrupt store only loses the measured column
+  }
+  for (const auto& p : cfg.profiles) {
+    if (p.backend != config::Backend::llama_server || p.model.empty()) {
+      g.skipped.push_back(p.name);
+      continue;
+    }
+    const auto file = gguf::read_file(p.model);
+    if (!file) return file_error(p.name, "model", p.model, file.error());
+    const auto info = gguf::model_info(*file, p.model);
+    if (!info) return file_error(p.name, "model", p.model, info.error());
+    ProfileInput in;
+    in.name = p.name;
+    in.model = *info;
+    in.output_tied = output_is_tied(*file);
+    in.flags = flags_from_profile(p);
+    in.shared_base = p.shared_base;
+    in.share_key = share_key(p);
+    if (auto st = add_adapters(p, *file, in); !st) return st.error();
+    std::string key;
+    if (const auto fp = fingerprint_file(p.model)) {
+      key = measurement_key(*fp, in.flags, in.adapters);
+      if (const auto it = store.find(key); it != store.end()) in.measured = it->second;
+    }
+    g.keys.push_back(key);
+    g.profiles.push_back(std::move(in));
+  }
+  return g;
+}
+
+std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
+                                          std::optional<std::uint64_t> nvml_total_bytes) {
+  std::optional<std::uint64_t> total;
+  if (override_mib) {
+    total = static_cast<std::uint64_t>(std::max<std::int64_t>(*override_mib, 0)) * kMiB;
+  } else if (gpu.vram_mib) {
+    total = static_cast<std::uint64_t>(std::max<std::int64_t>(*gpu.vram_mib, 0)) * kMiB;
+  } else {
+    total = nvml_total_bytes;
+  }
+  if (!total) return std::nullopt;
+  const auto reserve = static_cast<std::uint64_t>(std::max<std::int64_t>(gpu.reserve_mib, 0)) * kMiB;
+  return *total > reserve ? *total - reserve : 0;
+}
+
+PlanOptions plan_options(const config::OrchestratorCfg& orch, std::uint64_t budget) {
+  PlanOptions o;
+  o.budget = budget;
+  o.overhead = static_cast<std::uint64_t>(std::max<std::int64_t>(orch.gpu.overhead_mib, 0)) * kMiB;
+  o.residency = orch.residency;
+  return o;
+}
+
+}  // namespace kevlaya::ledger

@@ -1,0 +1,33 @@
+// From a loaded Config to the ledger's inputs: reads each profile's GGUF (and its adapters),
+// checks adapters against their base, attaches stored measurements. The only file IO of the
+// planning path; `make_plan` itself stays pure.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "ledger/plan.hpp"
+
+namespace kevlaya::ledger {
+
+struct Gathered {
+  std::vector<ProfileInput> profiles;  // llama_server profiles, config order
+  std::vector<std::string> skipped;    // profiles the ledger cannot price (remote, command)
+  std::vector<std::string> keys;       // measurement key per profile (same order)
+};
+
+// Reads every llama_server profile's model and adapters. A missing or bad file, or an
+// incompatible adapter, is an error naming the profile and the file.
+Result<Gathered> gather(const config::Config& cfg);
+
+// The GPU budget in bytes: `override_mib` (--vram-mib), else gpu.vram_mib, else the NVML total
+// passed in by the caller; minus gpu.reserve_mib. nullopt when no total is known.
+std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
+                                          std::optional<std::uint64_t> nvml_total_bytes);
+
+// Plan options from the orchestrator config and a budget.
+PlanOptions plan_options(const config::OrchestratorCfg& orch, std::uint64_t budget);
+
+}  // namespace kevlaya::ledger

@@ -1,0 +1,205 @@
+// Residency planning: modes, overrides, shared-base groups, refusals and headroom warnings.
+#include <catch2/catch.hpp>
+
+#include "fixtures.hpp"
+#include "ledger/plan.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::ledger;
+using kevlaya::test::q4ks_3b_info;
+using kevlaya::test::q4ks_7b_info;
+
+namespace {
+constexpr std::uint64_t kOverhead = 450 * kMiB;
+using Sets = std::vector<std::vector<std::string>>;
+
+ProfileInput kev() {
+  ProfileInput p;
+  p.name = "kev";
+  p.model = q4ks_7b_info();
+  p.flags.ngl = 32;
+  p.flags.ctx = 2048;
+  p.share_key = "ngl=32 c=2048";
+  return p;
+}
+
+ProfileInput laya() {
+  ProfileInput p;
+  p.name = "laya";
+  p.model = q4ks_3b_info();
+  p.output_tied = true;
+  p.flags.ctx = 4096;
+  return p;
+}
+
+std::uint64_t alone(const ProfileInput& p) {
+  return estimate(p.model, p.output_tied, p.flags, p.adapters, kOverhead).total_gpu();
+}
+
+PlanOptions budget(std::uint64_t bytes, config::Residency r = config::Residency::auto_) {
+  return PlanOptions{bytes, kOverhead, r};
+}
+
+bool has(const Plan& p, config::Severity s, const std::string& needle) {
+  for (const auto& d : p.diagnostics) {
+    if (d.severity == s && d.message.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("plan: both fit together -> co-resident, one allowed set with both") {
+  const auto plan = make_plan({kev(), laya()}, budget(24 * 1024 * kMiB));
+  CHECK(plan.mode == Mode::co_resident);
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}});
+  CHECK(plan.ok());
+  REQUIRE(plan.sets.size() == 1);
+  CHECK(plan.sets[0].total_gpu == alone(kev()) + alone(laya()));
+  CHECK(plan.sets[0].fits);
+}
+
+TEST_CASE("plan: each fits alone but not together -> rotate, one at a time") {
+  const std::uint64_t b = std::max(alone(kev()), alone(laya())) + 1024 * kMiB;
+  REQUIRE(b < alone(kev()) + alone(laya()));
+  const auto plan = make_plan({kev(), laya()}, budget(b));
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"kev"}, {"laya"}});
+  CHECK(plan.ok());
+  REQUIRE(plan.sets.size() == 1);
+  CHECK_FALSE(plan.sets[0].fits);
+}
+
+TEST_CASE("plan: residency rotate overrides a co-resident fit") {
+  const auto plan = make_plan({kev(), laya()}, budget(24 * 1024 * kMiB, config::Residency::rotate));
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"kev"}, {"laya"}});
+}
+
+TEST_CASE("plan: residency co-resident that does not fit is an error") {
+  const std::uint64_t b = std::max(alone(kev()), alone(laya())) + 1024 * kMiB;
+  const auto plan = make_plan({kev(), laya()}, budget(b, config::Residency::co_resident));
+  CHECK(plan.mode == Mode::co_resident);
+  CHECK_FALSE(plan.ok());
+  CHECK(has(plan, config::Severity::error, "co-resident"));
+}
+
+TEST_CASE("plan: three children, the pair that fits is kept together in rotate mode") {
+  auto small = laya();
+  small.name = "tiny";
+  small.model.path = "/models/other-3b.gguf";
+  const std::uint64_t b = alone(laya()) + alone(small) + 64 * kMiB;
+  REQUIRE(b < alone(kev()) + alone(laya()));
+  REQUIRE(b >= alone(kev()));
+  const auto plan = make_plan({kev(), laya(), small}, budget(b));
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"laya", "tiny"}, {"kev"}});
+  CHECK(plan.sets.size() == 4);  // three pairs and the triple
+}
+
+TEST_CASE("plan: same base, different adapters -> one shared-base child with per-profile scales") {
+  auto a = kev();
+  auto b = kev();
+  b.name = "laya";
+  a.adapters = {{"kev-lora", "/l/kev.gguf", 20 * kMiB, 1.0}};
+  b.adapters = {{"laya-lora", "/l/laya.gguf", 30 * kMiB, 0.5}};
+  const auto plan = make_plan({a, b}, budget(6 * 1024 * kMiB));
+  CHECK(plan.mode == Mode::shared_base);
+  REQUIRE(plan.groups.size() == 1);
+  const auto& g = plan.groups[0];
+  CHECK(g.members == std::vector<std::string>{"kev", "laya"});
+  REQUIRE(g.adapters.size() == 2);
+  CHECK(g.adapters[0].path == "/l/kev.gguf");
+  REQUIRE(g.scales.at("kev").size() == 2);
+  CHECK(g.scales.at("kev")[0].id == 0);
+  CHECK(g.scales.at("kev")[0].scale == 1.0);
+  CHECK(g.scales.at("kev")[1].scale == 0.0);
+  CHECK(g.scales.at("laya")[0].scale == 0.0);
+  CHECK(g.scales.at("laya")[1].id == 1);
+  CHECK(g.scales.at("laya")[1].scale == 0.5);
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}});
+  CHECK(plan.group_of("laya") == &plan.groups[0]);
+  CHECK(plan.sets.empty());  // one child: nothing to combine
+}
+
+TEST_CASE("plan: shared_base false opts a profile out of the group") {
+  auto a = kev();
+  auto b = kev();
+  b.name = "laya";
+  b.shared_base = false;
+  const auto plan = make_plan({a, b}, budget(24 * 1024 * kMiB));
+  CHECK(plan.groups.empty());
+  CHECK(plan.mode == Mode::co_resident);
+  CHECK(plan.group_of("kev") == nullptr);
+}
+
+TEST_CASE("plan: different flags on the same model do not share a child") {
+  auto a = kev();
+  auto b = kev();
+  b.name = "laya";
+  b.flags.ctx = 4096;
+  b.share_key = "ngl=32 c=4096";
+  CHECK_FALSE(can_share(a, b));
+  CHECK(make_plan({a, b}, budget(24 * 1024 * kMiB)).groups.empty());
+}
+
+TEST_CASE("plan: a profile too big even alone is refused with the ngl that would fit") {
+  auto big = kev();
+  big.flags.ctx = 8192;
+  const std::uint64_t b = 3 * 1024 * kMiB;
+  const auto plan = make_plan({big, laya()}, budget(b));
+  CHECK_FALSE(plan.ok());
+  const auto& pb = plan.profiles[0];
+  CHECK_FALSE(pb.fits_alone);
+  CHECK(pb.too_big.find("weights") == 0);
+  REQUIRE(pb.suggest_ngl);
+  auto f = big.flags;
+  f.ngl = *pb.suggest_ngl;
+  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() <= b);
+  f.ngl = *pb.suggest_ngl + 1;
+  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() > b);
+  CHECK(has(plan, config::Severity::error, "ngl " + std::to_string(*pb.suggest_ngl)));
+  // the refused profile is in no allowed set; the other one still runs
+  CHECK(plan.allowed_sets == Sets{{"laya"}});
+}
+
+TEST_CASE("plan: a context too long is refused with the ctx that would fit") {
+  auto big = kev();
+  big.flags.ngl = -1;
+  big.flags.ctx = 32768;  // 4 GiB of KV on top of ~4 GiB of weights
+  const std::uint64_t b = 6 * 1024 * kMiB;
+  const auto plan = make_plan({big}, budget(b));
+  const auto& pb = plan.profiles[0];
+  REQUIRE_FALSE(pb.fits_alone);
+  CHECK(pb.too_big.find("KV cache") == 0);
+  REQUIRE(pb.suggest_ctx);
+  CHECK(*pb.suggest_ctx % 256 == 0);
+  auto f = big.flags;
+  f.ctx = *pb.suggest_ctx;
+  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() <= b);
+  f.ctx = *pb.suggest_ctx + 256;
+  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() > b);
+  CHECK(has(plan, config::Severity::error, "ctx " + std::to_string(*pb.suggest_ctx)));
+}
+
+TEST_CASE("plan: under 10% headroom warns, comfortable headroom does not") {
+  const std::uint64_t need = alone(kev());
+  const auto tight = make_plan({kev()}, budget(need + need / 20));
+  CHECK(tight.ok());
+  CHECK(has(tight, config::Severity::warning, "headroom"));
+  const auto roomy = make_plan({kev()}, budget(need * 2));
+  CHECK_FALSE(has(roomy, config::Severity::warning, "headroom"));
+}
+
+TEST_CASE("plan: a measurement decides over the estimate") {
+  auto p = kev();
+  const std::uint64_t need = alone(p);
+  const auto est = make_plan({p}, budget(need));
+  CHECK(est.ok());
+  Measured m;
+  m.compute_gpu = est.profiles[0].estimate.compute_gpu + 512 * kMiB;  // reality was bigger
+  p.measured = m;
+  const auto measured = make_plan({p}, budget(need));
+  CHECK_FALSE(measured.ok());
+  CHECK(measured.profiles[0].effective.compute_gpu == *m.compute_gpu);
+  CHECK(measured.profiles[0].estimate.compute_gpu == est.profiles[0].estimate.compute_gpu);
+}
