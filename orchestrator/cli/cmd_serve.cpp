@@ -1,16 +1,114 @@
+// `kevlaya-orch serve [CONFIG] [--host H] [--port P]`: the REST front door in the foreground.
+// SIGINT/SIGTERM: stop accepting, finish in-flight requests (bounded), stop every child, exit 0.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
+#include "config/config.hpp"
+#include "http/server.hpp"
+#include "supervisor/process_effects.hpp"
+#include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+struct ServeArgs {
+  std::string config;
+  std::optional<std::string> host;
+  std::optional<int> port;
+};
+
+bool is_loopback(const std::string& host) {
+  boost::system::error_code ec;
+  const auto a = asio::ip::make_address(host, ec);
+  return !ec && a.is_loopback();
+}
+
+int serve(const ServeArgs& args) {
+  auto loaded = config::load(args.config);
+  for (const auto& d : loaded.diagnostics) std::cerr << d.format() << "\n";
+  if (!loaded.ok()) return kExitFailure;
+  config::Config cfg = std::move(loaded.config);
+  if (args.host) cfg.orch.listen.host = *args.host;
+  if (args.port) cfg.orch.listen.port = *args.port;
+  auto opt = http::ServerOptions::from(cfg.orch);
+  if (!is_loopback(opt.host) && opt.api_keys.empty())
+    spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
+                 opt.host);
+
+  asio::io_context ioc(1);
+  // WIRING POINT (ledger): allowed_sets from ledger::make_plan once a shared CLI helper builds
+  // the plan; until then the supervisor keeps one child at a time (always safe).
+  supervisor::SupervisorOptions sopt;
+  supervisor::Supervisor sup(ioc.get_executor(), cfg,
+                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg.orch), sopt);
+  // WIRING POINT (pipeline): pass the pipeline engine's http::PipelineRunner adapter here; without
+  // it, /v1/pipelines/*/runs answers 503.
+  std::shared_ptr<http::PipelineRunner> runner;
+  http::Server door(ioc, sup, cfg, opt, runner);
+  auto port = door.listen();
+  if (!port) {
+    std::cerr << "kevlaya-orch serve: " << port.error().message << "\n";
+    if (!port.error().hint.empty()) std::cerr << "  hint: " << port.error().hint << "\n";
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "kevlaya: listening on http://%s:%u\n", opt.host.c_str(),
+               static_cast<unsigned>(*port));
+  std::fflush(stderr);
+  door.start();
+
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  bool stopping = false;
+  std::function<void(boost::system::error_code, int)> on_signal =
+      [&](boost::system::error_code ec, int sig) {
+        if (ec) return;
+        if (stopping) {  // a second signal: stop waiting for in-flight requests
+          spdlog::warn("second signal: stopping now");
+          ioc.stop();
+          return;
+        }
+        stopping = true;
+        spdlog::info("signal {}: draining requests, then stopping children", sig);
+        signals.async_wait(on_signal);
+        auto stop = [&]() -> asio::awaitable<void> {
+          co_await door.stop();
+          co_await sup.shutdown();
+          ioc.stop();
+        };
+        asio::co_spawn(ioc, std::move(stop), asio::detached);
+      };
+  signals.async_wait(on_signal);
+  ioc.run();
+  spdlog::info("kevlaya: stopped");
+  return kExitOk;
+}
+
+}  // namespace
 
 void add_serve(CLI::App& app, Globals& g) {
-  auto* sub = app.add_subcommand("serve", "(not implemented yet)");
-  sub->callback([&g] {
-    std::cerr << "kevlaya-orch serve: not implemented yet\n";
-    g.exit_code = kExitFailure;
-  });
+  auto args = std::make_shared<ServeArgs>();
+  auto* sub = app.add_subcommand(
+      "serve", "the REST front door (OpenAI-compatible routing with swaps, pipeline runs)");
+  sub->add_option("config", args->config, "kevlaya.yaml (default: profiles/ and pipelines/ here)");
+  sub->add_option("--host", args->host, "listen address (default: listen.host, 127.0.0.1)");
+  sub->add_option("--port", args->port, "listen port; 0 = any free port (default: listen.port)")
+      ->check(CLI::Range(0, 65535));
+  sub->callback([&g, args] { g.exit_code = serve(*args); });
 }
 
 }  // namespace kevlaya::cli

@@ -1,0 +1,153 @@
+// Internals of the REST door shared by server.cpp, router.cpp, proxy.cpp and runs.cpp (Beast
+// types live here, never in a public header). Everything in Door and Connection runs on the
+// door's one strand, so none of it needs a lock.
+#pragma once
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "http/errors.hpp"
+#include "http/metrics.hpp"
+#include "http/server.hpp"
+#include "upstream/client.hpp"
+
+namespace kevlaya::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using Clock = std::chrono::steady_clock;
+using Request = bhttp::request<bhttp::string_body>;
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+class Connection;
+class RunQueue;
+
+// Exponential moving average, for Retry-After estimates.
+struct Ewma {
+  double value = 0;
+  bool seeded = false;
+  void add(double x) {
+    value = seeded ? 0.8 * value + 0.2 * x : x;
+    seeded = true;
+  }
+};
+
+// The door's shared state (owned by Server, kept alive by every connection).
+class Door {
+ public:
+  Door(asio::io_context& ioc, supervisor::Supervisor& s, const config::Config& c, ServerOptions o,
+       std::shared_ptr<PipelineRunner> r);
+  ~Door();
+
+  void request_done();  // in_flight--, wakes a drain waiting for zero
+
+  asio::io_context& ioc;
+  Strand strand;
+  supervisor::Supervisor& sup;
+  const config::Config& cfg;
+  ServerOptions opt;
+  std::shared_ptr<PipelineRunner> runner;
+  Metrics metrics;
+  std::unique_ptr<RunQueue> runs;
+  Clock::time_point started_at = Clock::now();
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+  std::set<Connection*> conns;
+  int waiting = 0;    // model requests admitted at the door, not yet holding a lease
+  int in_flight = 0;  // requests being handled
+  bool draining = false;
+  asio::steady_timer drained;  // cancelled when in_flight reaches 0 while draining
+  Ewma request_s;              // lease hold time of recent model calls
+  Ewma switch_s;               // recent switch durations
+};
+
+// One client connection: reads requests within the limits, writes whole or chunked responses.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<Door> door, asio::ip::tcp::socket socket);
+  ~Connection();
+  asio::awaitable<void> run();  // the request loop, until close, timeout or shutdown
+
+  asio::awaitable<bool> send(Reply r);  // a whole response; false when the client is gone
+  // Chunked response head (flushed at once); false when the client is gone.
+  asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers);
+  asio::awaitable<bool> chunk(std::string_view data);         // one chunk, flushed
+  asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk
+  bool head_sent() const { return head_sent_; }
+  int status() const { return status_; }
+
+  // Cancels `token` if the client closes its end while the response is pending.
+  void watch_disconnect(std::shared_ptr<upstream::CancelToken> token);
+  void unwatch();
+  void close_if_idle();  // shutdown: closes a connection that is between requests
+  void close();          // shutdown deadline: closes it whatever it is doing
+
+ private:
+  asio::awaitable<std::optional<Request>> read_request();
+  asio::awaitable<void> linger_close();
+  asio::awaitable<bool> write_done(boost::system::error_code ec);
+
+  std::shared_ptr<Door> door_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool failed_ = false;
+  bool head_sent_ = false;
+  bool in_request_ = false;
+  int status_ = 0;
+  std::uint64_t watch_gen_ = 0;
+};
+
+// router.cpp: dispatches one request (auth, then the route); writes the whole response.
+asio::awaitable<void> route(Door& d, Request& req, Connection& c);
+void describe_metrics(Metrics& m);
+void record_switch(const std::shared_ptr<Door>& d, const supervisor::SwitchRecord& rec);
+
+// proxy.cpp: a model call (/v1/chat/completions, /v1/completions, /completion).
+asio::awaitable<void> model_call(Door& d, Request& req, Connection& c);
+int retry_after_estimate(const Door& d);
+
+// runs.cpp: pipeline runs, one task at a time.
+class RunQueue {
+ public:
+  explicit RunQueue(Door& d) : d_(d) {}
+  ~RunQueue();
+  asio::awaitable<void> post_run(Request& req, Connection& c, std::string name, bool async);
+  asio::awaitable<void> get_run(Connection& c, const std::string& id);
+
+ private:
+  struct Run;
+  asio::awaitable<void> work();
+  void remember(std::shared_ptr<Run> r);
+  Door& d_;
+  std::deque<std::shared_ptr<Run>> pending_;
+  std::map<std::string, std::shared_ptr<Run>> runs_;
+  std::deque<std::string> order_;  // run ids, oldest first (bounded history)
+  bool working_ = false;
+  std::uint64_t next_ = 1;
+};
+
+// Small helpers shared by the route files.
+std::string_view header(const Request& req, bhttp::field f);
+std::string_view header(const Request& req, std::string_view name);
+Reply json_reply(int status, const nlohmann::json& body, HeaderList headers = {});
+inline auto ec_token(boost::system::error_code& ec) {
+  return asio::redirect_error(asio::use_awaitable, ec);
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,51 @@
+// A small metrics registry with a hand-written Prometheus text exposition (format 0.0.4):
+// HELP/TYPE per family, counters named *_total, cumulative histogram buckets with +Inf, _sum and
+// _count, escaped label values. Not synchronised: the door touches it only on its strand.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kevlaya::http {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+class Metrics {
+ public:
+  enum class Type { counter, gauge, histogram };
+
+  // Declares a family (once, before use). Histograms need ascending finite bucket bounds.
+  void describe(const std::string& name, Type type, std::string help,
+                std::vector<double> buckets = {});
+  void inc(const std::string& name, const Labels& labels, double by = 1.0);  // counter
+  void set(const std::string& name, const Labels& labels, double value);     // gauge (or counter
+                                                                             // mirrored from a source)
+  void observe(const std::string& name, const Labels& labels, double value);  // histogram
+  void clear(const std::string& name);  // drops every series of a family (e.g. state gauges)
+
+  std::string render() const;  // the whole exposition, families in name order
+
+  static std::string escape_label(std::string_view v);  // \ " and newline escaped
+  static std::string format_value(double v);            // integers without exponent, +Inf, NaN
+
+ private:
+  struct Series {
+    double value = 0;
+    std::vector<std::uint64_t> bucket_counts;  // per bucket (not cumulative), last = +Inf
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  struct Family {
+    Type type = Type::counter;
+    std::string help;
+    std::vector<double> buckets;
+    std::map<Labels, Series> series;
+  };
+  Family& family(const std::string& name);
+  std::map<std::string, Family> families_;
+};
+
+}  // namespace kevlaya::http

@@ -1,0 +1,320 @@
+// Model calls: parse `model`, admit at the bounded door queue, acquire a lease (SSE keep-alives
+// while a swap is in progress), forward the body to the child and relay its answer chunk by chunk.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/co_spawn.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "http/detail.hpp"
+
+namespace kevlaya::http {
+namespace {
+
+using nlohmann::json;
+using supervisor::Lease;
+
+constexpr std::size_t kTailBytes = 64 * 1024;  // end of a stream kept to read its `timings`
+constexpr const char* kUnknownModel = "(unknown)";  // metrics label: never echo user input
+
+struct Call {
+  std::string requested;  // `model` as sent ("" when absent)
+  std::string profile;    // resolved profile name
+  bool stream = false;
+  json body;
+  std::string target;  // path forwarded to the child
+};
+
+// Counts a model request in the door queue until it holds a lease (or gives up).
+class Waiting {
+ public:
+  explicit Waiting(Door& d) : d_(d) { ++d_.waiting; }
+  ~Waiting() { done(); }
+  void done() {
+    if (active_) --d_.waiting;
+    active_ = false;
+  }
+
+ private:
+  Door& d_;
+  bool active_ = true;
+};
+
+std::string known_models(const config::Config& cfg) {
+  std::string out;
+  for (const auto& p : cfg.profiles) {
+    out += (out.empty() ? "" : ", ") + p.name;
+    for (const auto& a : p.alias) out += ", " + a + " (alias of " + p.name + ")";
+  }
+  return out.empty() ? "(none configured)" : out;
+}
+
+Result<Call> parse_call(const Door& d, const Request& req) {
+  Call call;
+  call.body = json::parse(req.body(), nullptr, false);
+  if (call.body.is_discarded() || !call.body.is_object())
+    return make_error(Errc::bad_request, "request body is not a JSON object");
+  const auto it = call.body.find("model");
+  if (it != call.body.end() && !it->is_string())
+    return make_error(Errc::bad_request, "\"model\" must be a string");
+  call.requested = it != call.body.end() ? it->get<std::string>() : "";
+  if (call.requested.empty()) {
+    if (d.cfg.profiles.size() != 1)
+      return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(d.cfg));
+    call.profile = d.cfg.profiles.front().name;  // one model: llama-server clients may omit it
+  } else if (const auto* p = d.cfg.find_profile(call.requested)) {
+    call.profile = p->name;
+  } else {
+    return make_error(Errc::not_found, "unknown model '" + call.requested +
+                                           "'; known models: " + known_models(d.cfg));
+  }
+  const auto s = call.body.find("stream");
+  call.stream = s != call.body.end() && s->is_boolean() && s->get<bool>();
+  const std::string_view target(req.target().data(), req.target().size());
+  call.target = std::string(target.substr(0, target.find('?')));
+  return call;
+}
+
+// The body for the child: unchanged byte for byte unless `model` names an alias or shared-base
+// mode needs the adapters' scales.
+std::string forward_body(const Call& call, const Request& req, const Lease& lease) {
+  const auto& lora = lease.lora_scales();
+  const bool rename = !call.requested.empty() && call.requested != lease.profile();
+  if (lora.empty() && !rename) return req.body();
+  json b = call.body;
+  if (rename) b["model"] = lease.profile();
+  if (!lora.empty()) {
+    json arr = json::array();
+    for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
+    b["lora"] = std::move(arr);
+  }
+  return b.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {
+  return {{"X-Kevlaya-Model", model},
+          {"X-Kevlaya-Queue-Ms", std::to_string(queue_ms)},
+          {"X-Kevlaya-Swap-Ms", std::to_string(swap_ms)}};
+}
+
+HeaderList sse_headers(HeaderList h) {
+  h.emplace_back("Cache-Control", "no-cache");
+  h.emplace_back("X-Accel-Buffering", "no");  // nginx & co.: do not buffer SSE
+  return h;
+}
+
+std::int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+void count(Door& d, const std::string& model, int status, Clock::time_point t0) {
+  const std::string m = model.empty() ? kUnknownModel : model;
+  d.metrics.inc("kevlaya_requests_total", {{"model", m}, {"status", std::to_string(status)}});
+  d.metrics.observe("kevlaya_request_duration_seconds", {{"model", m}},
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+void note_timings(Door& d, const std::string& model, const json& j) {
+  if (!j.is_object() || !j.contains("timings") || !j["timings"].is_object()) return;
+  const auto& t = j["timings"];
+  for (const auto& [field, metric] :
+       {std::pair{"predicted_per_second", "kevlaya_generation_tokens_per_second"},
+        std::pair{"prompt_per_second", "kevlaya_prompt_tokens_per_second"}}) {
+    if (t.contains(field) && t[field].is_number() && t[field].get<double>() > 0)
+      d.metrics.observe(metric, {{"model", model}}, t[field].get<double>());
+  }
+}
+
+// The last `data: {...}` event of a stream that carries `timings` (llama-server's final chunk).
+void note_stream_timings(Door& d, const std::string& model, const std::string& tail) {
+  for (auto pos = tail.rfind("data: {"); pos != std::string::npos;
+       pos = pos == 0 ? std::string::npos : tail.rfind("data: {", pos - 1)) {
+    const auto end = tail.find('\n', pos);
+    const auto j = json::parse(tail.substr(pos + 6, end == std::string::npos ? end : end - pos - 6),
+                               nullptr, false);
+    if (j.is_object() && j.contains("timings")) return note_timings(d, model, j);
+  }
+}
+
+// An error for a model call: a JSON error response, or an SSE error event when the stream's
+// 200 head is already out.
+asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Reply r,
+                           Clock::time_point t0) {
+  count(d, model, r.status, t0);
+  if (c.head_sent()) {
+    co_await c.chunk(error_sse(json::parse(r.body, nullptr, false)));
+    co_await c.finish_stream();
+    co_return;
+  }
+  for (auto& h : model_headers(model, ms_since(t0), 0)) r.headers.push_back(h);
+  co_await c.send(std::move(r));
+}
+
+asio::awaitable<bool> swap_in_progress(Door& d) {
+  const auto snap = co_await d.sup.snapshot();
+  for (const auto& p : snap.profiles)
+    if (p.state == supervisor::ChildState::starting || p.state == supervisor::ChildState::stopping)
+      co_return true;
+  co_return false;
+}
+
+struct PendingLease {
+  explicit PendingLease(Strand s) : timer(std::move(s)) {}
+  std::optional<Result<Lease>> result;
+  asio::steady_timer timer;  // cancelled when `result` is set
+};
+
+// acquire() for a streaming client: while it waits on a swap, sends the 200 SSE head and an SSE
+// comment every keepalive_interval so the client (and proxies) keep the connection open.
+asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
+                                                 Clock::time_point deadline) {
+  auto p = std::make_shared<PendingLease>(d.strand);
+  auto task = [&sup = d.sup, p, model = call.profile, deadline]() -> asio::awaitable<void> {
+    auto r = co_await sup.acquire(model, deadline);
+    p->result.emplace(std::move(r));
+    p->timer.cancel();
+  };
+  asio::co_spawn(d.strand, std::move(task), [p](std::exception_ptr e) {
+    if (e && !p->result) p->result.emplace(make_error(Errc::internal, "acquire failed unexpectedly"));
+    p->timer.cancel();
+  });
+  const std::string comment = ": loading " + call.profile + " \xE2\x80\xA6\n\n";  // "…"
+  while (!p->result) {
+    boost::system::error_code ec;
+    p->timer.expires_after(d.opt.keepalive_interval);
+    co_await p->timer.async_wait(ec_token(ec));
+    if (p->result || !co_await swap_in_progress(d)) continue;
+    if (!c.head_sent()) {
+      auto h = sse_headers({{"X-Kevlaya-Model", call.profile},
+                            {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
+      if (!co_await c.start_stream(200, "text/event-stream", std::move(h))) break;
+    }
+    if (!co_await c.chunk(comment)) break;
+  }
+  // A client that left stops waiting here; the lease, if one comes, is dropped with `p`.
+  if (!p->result) co_return make_error(Errc::unavailable, "client disconnected while waiting");
+  co_return std::move(*p->result);
+}
+
+// What the relay learnt from the child.
+struct Relay {
+  int status = 0;
+  bool upstream_error = false;  // non-200: body collected for pass-through
+  bool client_gone = false;
+  std::string content_type;
+  std::string body;  // whole body (non-streaming or error)
+  std::string tail;  // streaming: last bytes, for timings
+};
+
+upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const Lease& lease,
+                                          std::int64_t queue_ms, Relay& r) {
+  upstream::StreamCallbacks cb;
+  cb.on_head = [&c, &call, &lease, &r, queue_ms](int status,
+                                                 const upstream::Headers& h) -> asio::awaitable<bool> {
+    r.status = status;
+    for (const auto& [k, v] : h)
+      if (beast::iequals(k, "content-type")) r.content_type = v;
+    if (status != 200) r.upstream_error = true;
+    if (r.upstream_error || !call.stream) co_return true;
+    const auto mh = model_headers(lease.profile(), queue_ms, lease.switch_ms());
+    if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
+      co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
+                                 " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");
+    co_return co_await c.start_stream(200, r.content_type.empty() ? "text/event-stream" : r.content_type,
+                                      sse_headers(mh));
+  };
+  cb.on_chunk = [&c, &call, &r](std::string_view bytes) -> asio::awaitable<bool> {
+    if (r.upstream_error || !call.stream) {
+      r.body.append(bytes);
+      co_return true;
+    }
+    r.tail.append(bytes);
+    if (r.tail.size() > 2 * kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
+    const bool ok = co_await c.chunk(bytes);  // written and flushed before the next read
+    r.client_gone = !ok;
+    co_return ok;
+  };
+  return cb;
+}
+
+asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
+                              Clock::time_point t0) {
+  const std::int64_t queue_ms = lease.queue_ms();
+  upstream::Request ureq;
+  ureq.method = "POST";
+  ureq.target = call.target;
+  ureq.body = forward_body(call, req, lease);
+  if (call.stream) ureq.headers.emplace_back("Accept", "text/event-stream");
+  upstream::StreamOptions sopt;
+  sopt.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_deadline);
+  sopt.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_idle);
+  auto token = std::make_shared<upstream::CancelToken>();
+  Relay r;
+  c.watch_disconnect(token);  // a client that hangs up cancels the child's generation
+  auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
+                                       relay_callbacks(c, call, lease, queue_ms, r), sopt, token);
+  c.unwatch();
+  const auto& model = lease.profile();
+  if (r.client_gone || (res && res->cancelled)) {
+    spdlog::info("http: client left during a {} request; upstream cancelled", model);
+    count(d, model, 499, t0);  // nginx's "client closed request"
+    co_return;
+  }
+  if (!res || (!res->complete && !r.upstream_error)) {
+    Error e = lease.crashed() ? lease.crash_error()
+              : res           ? make_error(Errc::upstream_error, "incomplete response from " + model)
+                              : res.error();
+    co_return co_await fail(d, c, model, error_reply(e), t0);
+  }
+  if (r.upstream_error) co_return co_await fail(d, c, model, upstream_error_reply(r.status, r.body), t0);
+  count(d, model, 200, t0);
+  if (call.stream) {
+    note_stream_timings(d, model, r.tail);
+    HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
+    trailers.erase(trailers.begin());  // the model is in the head already
+    co_await c.finish_stream(trailers);
+    co_return;
+  }
+  note_timings(d, model, json::parse(r.body, nullptr, false));
+  Reply rep;
+  rep.content_type = r.content_type.empty() ? "application/json" : r.content_type;
+  rep.body = std::move(r.body);
+  rep.headers = model_headers(model, queue_ms, lease.switch_ms());
+  co_await c.send(std::move(rep));
+}
+
+}  // namespace
+
+int retry_after_estimate(const Door& d) {
+  // Everyone ahead needs about one request time each; a pending switch adds its usual cost.
+  const double per_request = d.request_s.seeded ? d.request_s.value : 1.0;
+  const double per_switch = d.switch_s.seeded ? d.switch_s.value : 0.0;
+  const double est = per_request * (d.waiting + 1) + per_switch;
+  const double capped = std::min(est, static_cast<double>(std::max(1, d.opt.queue.max_wait_s)));
+  return std::max(1, static_cast<int>(std::ceil(capped)));
+}
+
+asio::awaitable<void> model_call(Door& d, Request& req, Connection& c) {
+  const auto t0 = Clock::now();
+  auto parsed = parse_call(d, req);
+  if (!parsed) co_return co_await fail(d, c, "", error_reply(parsed.error()), t0);
+  const Call& call = *parsed;
+  if (d.waiting >= d.opt.queue.max_depth) {
+    Error e = make_error(Errc::queue_full, "queue is full (" + std::to_string(d.waiting) +
+                                               " requests waiting for a model)");
+    e.retry_after_s = retry_after_estimate(d);
+    co_return co_await fail(d, c, call.profile, error_reply(e), t0);
+  }
+  Waiting waiting(d);
+  const auto deadline = t0 + std::chrono::seconds(d.opt.queue.max_wait_s);
+  auto lease = call.stream ? co_await acquire_streaming(d, c, call, deadline)
+                           : co_await d.sup.acquire(call.profile, deadline);
+  waiting.done();
+  if (!lease) co_return co_await fail(d, c, call.profile, error_reply(lease.error()), t0);
+  const auto held = Clock::now();
+  co_await forward(d, req, c, call, *lease, t0);
+  d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,283 @@
+// Routing, auth and the operations endpoints (/health, /status, /metrics, /v1/models, /admin).
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <spdlog/spdlog.h>
+
+#include "http/auth.hpp"
+#include "http/detail.hpp"
+
+namespace kevlaya::http {
+namespace {
+
+using nlohmann::json;
+using supervisor::ChildState;
+
+constexpr std::string_view kAdminLoad = "/admin/load/";
+constexpr std::string_view kPipelines = "/v1/pipelines/";
+constexpr std::string_view kRuns = "/v1/runs/";
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The state names of /v1/models and /status.
+std::string_view model_state(ChildState s) {
+  switch (s) {
+    case ChildState::ready: return "resident";
+    case ChildState::starting: return "loading";
+    case ChildState::stopping: return "stopping";
+    case ChildState::stopped: return "stopped";
+    case ChildState::failed: return "failed";
+  }
+  return "stopped";
+}
+
+json failure_json(const supervisor::ChildFailure& f) {
+  json j = {{"kind", supervisor::to_string(f.kind)}, {"message", f.message}, {"hint", f.hint}};
+  if (f.exit_code >= 0) j["exit_code"] = f.exit_code;
+  if (f.signal != 0) j["signal"] = f.signal;
+  if (!f.log_tail.empty()) j["log_tail"] = f.log_tail;
+  return j;
+}
+
+json switch_json(const supervisor::SwitchRecord& s) {
+  const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(s.at.time_since_epoch());
+  json j = {{"from", s.from}, {"to", s.to}, {"at_ms", at.count()}, {"ok", s.ok},
+            {"phases_ms", {{"drain", s.drain_ms}, {"stop", s.stop_ms}, {"vram_wait", s.vram_wait_ms},
+                           {"spawn_to_listening", s.spawn_to_listening_ms}, {"detect", s.detect_ms},
+                           {"total", s.total_ms}}}};
+  if (!s.ok) j["error"] = s.error;
+  return j;
+}
+
+const supervisor::ProfileStatus* find_status(const supervisor::Snapshot& snap, const std::string& n) {
+  for (const auto& p : snap.profiles)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+// (JSON is built in plain functions: GCC 12 rejects some braced string-literal initialisers
+// inside coroutines.)
+json models_json(const Door& d, const supervisor::Snapshot& snap) {
+  json data = json::array();
+  for (const auto& prof : d.cfg.profiles) {
+    const auto* st = find_status(snap, prof.name);
+    json k = {{"profile", prof.name},
+              {"state", st ? model_state(st->state) : "stopped"},
+              {"aliases", prof.alias}};
+    if (st && st->state == ChildState::failed && st->last_failure) {
+      k["reason"] = st->last_failure->message;
+      k["hint"] = st->last_failure->hint;
+      k["retry_after_s"] = st->retry_after_s;
+    }
+    data.push_back({{"id", prof.name}, {"object", "model"}, {"owned_by", "kevlaya"}, {"kevlaya", k}});
+    for (const auto& a : prof.alias) {
+      json ka = k;
+      ka["alias_of"] = prof.name;
+      data.push_back({{"id", a}, {"object", "model"}, {"owned_by", "kevlaya"}, {"kevlaya", ka}});
+    }
+  }
+  return {{"object", "list"}, {"data", data}};
+}
+
+asio::awaitable<void> models(Door& d, Connection& c) {
+  const auto snap = co_await d.sup.snapshot();
+  co_await c.send(json_reply(200, models_json(d, snap)));
+}
+
+json status_json(const Door& d, const supervisor::Snapshot& snap) {
+  json resident = json::array(), profiles = json::array(), failures = json::array(),
+       switches = json::array(), by_model = json::object();
+  for (const auto& p : snap.profiles) {
+    if (p.state == ChildState::ready) resident.push_back(p.name);
+    by_model[p.name] = p.queued;
+    json j = {{"name", p.name}, {"state", model_state(p.state)}, {"pid", p.pid}, {"port", p.port},
+              {"in_flight", p.in_flight}, {"queued", p.queued},
+              {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
+              {"crashes", p.crashes}};
+    if (p.last_failure) {
+      j["last_failure"] = failure_json(*p.last_failure);
+      failures.push_back({{"model", p.name}, {"failure", failure_json(*p.last_failure)},
+                          {"retry_after_s", p.retry_after_s}});
+    }
+    profiles.push_back(std::move(j));
+  }
+  for (const auto& s : snap.recent_switches) switches.push_back(switch_json(s));
+  json body = {{"uptime_s", seconds_since(d.started_at)},
+               {"resident", resident},
+               {"queue", {{"door_waiting", d.waiting}, {"max_depth", d.opt.queue.max_depth},
+                          {"supervisor_queued", snap.queued}, {"by_model", by_model}}},
+               {"in_flight_requests", d.in_flight},
+               {"connections", d.conns.size()},
+               {"profiles", profiles},
+               {"recent_switches", switches},
+               {"failures", failures},
+               {"shutting_down", snap.shutting_down || d.draining}};
+  return body;
+}
+
+asio::awaitable<void> status(Door& d, Connection& c) {
+  const auto snap = co_await d.sup.snapshot();
+  co_await c.send(json_reply(200, status_json(d, snap)));
+}
+
+Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
+  auto& m = d.metrics;
+  m.set("kevlaya_uptime_seconds", {}, seconds_since(d.started_at));
+  m.set("kevlaya_queue_depth", {}, d.waiting);
+  m.set("kevlaya_open_connections", {}, static_cast<double>(d.conns.size()));
+  m.clear("kevlaya_model_state");
+  for (const auto& p : snap.profiles) {
+    m.set("kevlaya_model_queue_depth", {{"model", p.name}}, p.queued);
+    m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
+    m.set("kevlaya_child_crashes_total", {{"model", p.name}}, p.crashes);
+    m.set("kevlaya_model_state", {{"model", p.name}, {"state", std::string(model_state(p.state))}}, 1);
+  }
+  Reply r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = m.render();
+  return r;
+}
+
+asio::awaitable<void> metrics(Door& d, Connection& c) {
+  const auto snap = co_await d.sup.snapshot();
+  co_await c.send(metrics_reply(d, snap));
+}
+
+Reply loaded_reply(const std::string& model, std::int64_t ms) {
+  return json_reply(200, {{"loaded", model}, {"ms", ms}});
+}
+
+Reply unloaded_reply() { return json_reply(200, {{"unloaded", true}}); }
+
+Reply health_reply(const Door& d) {
+  if (d.draining) return json_reply(503, {{"status", "draining"}});
+  return json_reply(200, {{"status", "ok"}, {"uptime_s", seconds_since(d.started_at)}});
+}
+
+Reply unauthorized_reply() {
+  auto r = error_reply(make_error(Errc::unauthorized, "missing or invalid API key",
+                                  "send 'Authorization: Bearer KEY' or 'X-Api-Key: KEY'"));
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+
+asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& model) {
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::seconds(d.opt.queue.max_wait_s);
+  const auto st = co_await d.sup.ensure_ready(model, deadline);
+  if (!st) {
+    co_await c.send(error_reply(st.error()));
+    co_return;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  co_await c.send(loaded_reply(model, ms));
+}
+
+asio::awaitable<void> admin_unload(Door& d, Connection& c) {
+  const auto st = co_await d.sup.unload();
+  if (!st) {
+    co_await c.send(error_reply(st.error()));
+    co_return;
+  }
+  co_await c.send(unloaded_reply());
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
+asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto q = target.find('?');
+  const std::string path(target.substr(0, q));
+  const std::string query(q == std::string_view::npos ? "" : target.substr(q + 1));
+  const auto method = req.method();
+  const bool get = method == bhttp::verb::get, post = method == bhttp::verb::post;
+
+  if (path == "/health" && get) {  // open: load balancers and `curl` checks need no key
+    co_await c.send(health_reply(d));
+    co_return;
+  }
+  if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization),
+                  header(req, "X-Api-Key"))) {
+    co_await c.send(unauthorized_reply());
+    co_return;
+  }
+  if (post && (path == "/v1/chat/completions" || path == "/v1/completions" || path == "/completion"))
+    co_return co_await model_call(d, req, c);
+  if (get && path == "/v1/models") co_return co_await models(d, c);
+  if (get && path == "/status") co_return co_await status(d, c);
+  if (get && path == "/metrics") co_return co_await metrics(d, c);
+  if (post && starts_with(path, kAdminLoad) && path.size() > kAdminLoad.size())
+    co_return co_await admin_load(d, c, path.substr(kAdminLoad.size()));
+  if (post && path == "/admin/unload") co_return co_await admin_unload(d, c);
+  if (post && starts_with(path, kPipelines) && path.size() > kPipelines.size() + 5 &&
+      path.substr(path.size() - 5) == "/runs") {
+    const auto name = path.substr(kPipelines.size(), path.size() - kPipelines.size() - 5);
+    const bool async = query.find("async=1") != std::string::npos ||
+                       query.find("async=true") != std::string::npos;
+    co_return co_await d.runs->post_run(req, c, name, async);
+  }
+  if (get && starts_with(path, kRuns) && path.size() > kRuns.size())
+    co_return co_await d.runs->get_run(c, path.substr(kRuns.size()));
+  co_await c.send(error_reply(make_error(
+      Errc::not_found, "no route for " + std::string(req.method_string()) + " " + path)));
+}
+
+void describe_metrics(Metrics& m) {
+  using T = Metrics::Type;
+  const std::vector<double> secs = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+  const std::vector<double> tps = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+  m.describe("kevlaya_uptime_seconds", T::gauge, "Seconds since the REST door started.");
+  m.describe("kevlaya_open_connections", T::gauge, "Client connections open now.");
+  m.describe("kevlaya_queue_depth", T::gauge, "Model requests waiting at the door for a lease.");
+  m.describe("kevlaya_model_queue_depth", T::gauge, "Requests queued in the supervisor, by model.");
+  m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile.");
+  m.describe("kevlaya_requests_total", T::counter, "Model requests answered, by model and status.");
+  m.describe("kevlaya_request_duration_seconds", T::histogram,
+             "Model request latency at the door (queue + switch + generation).", secs);
+  m.describe("kevlaya_switches_total", T::counter, "Model switches, by result.");
+  m.describe("kevlaya_switch_phase_seconds", T::histogram, "Duration of each phase of a switch.", secs);
+  m.describe("kevlaya_child_restarts_total", T::counter, "Child restarts, by model.");
+  m.describe("kevlaya_child_crashes_total", T::counter, "Child deaths after ready, by model.");
+  m.describe("kevlaya_load_failures_total", T::counter, "Failed child starts, by model and cause.");
+  m.describe("kevlaya_generation_tokens_per_second", T::histogram,
+             "Generation speed reported in responses' timings, by model.", tps);
+  m.describe("kevlaya_prompt_tokens_per_second", T::histogram,
+             "Prompt processing speed reported in responses' timings, by model.", tps);
+  m.describe("kevlaya_pipeline_verdicts_total", T::counter, "Pipeline runs, by pipeline and verdict.");
+}
+
+void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchRecord& rec) {
+  Door& d = *dp;
+  auto& m = d.metrics;
+  m.inc("kevlaya_switches_total", {{"result", rec.ok ? "ok" : "failed"}});
+  const std::pair<const char*, std::int64_t> phases[] = {
+      {"drain", rec.drain_ms}, {"stop", rec.stop_ms}, {"vram_wait", rec.vram_wait_ms},
+      {"spawn_to_listening", rec.spawn_to_listening_ms}, {"detect", rec.detect_ms},
+      {"total", rec.total_ms}};
+  for (const auto& [phase, ms] : phases)
+    m.observe("kevlaya_switch_phase_seconds", {{"phase", phase}}, static_cast<double>(ms) / 1000.0);
+  if (rec.ok) {
+    d.switch_s.add(static_cast<double>(rec.total_ms) / 1000.0);
+    spdlog::info("switch {} -> {}: {} ms", rec.from.empty() ? "(none)" : rec.from, rec.to, rec.total_ms);
+    return;
+  }
+  spdlog::warn("switch {} -> {} failed: {}", rec.from.empty() ? "(none)" : rec.from, rec.to, rec.error);
+  // The record carries the message only; the classified cause is in the profile's status.
+  auto task = [dp, to = rec.to]() -> asio::awaitable<void> {
+    Door& d = *dp;
+    const auto snap = co_await d.sup.snapshot();
+    const auto* st = find_status(snap, to);
+    const std::string cause = st && st->last_failure
+                                  ? std::string(supervisor::to_string(st->last_failure->kind))
+                                  : "unknown";
+    d.metrics.inc("kevlaya_load_failures_total", {{"model", to}, {"cause", cause}});
+  };
+  asio::co_spawn(d.strand, std::move(task), asio::detached);
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,384 @@
+// Accept loop, connection limits, timeouts and response framing of the REST door.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include <array>
+
+#include "http/detail.hpp"
+
+namespace kevlaya::http {
+namespace {
+
+using boost::system::error_code;
+using tcp = asio::ip::tcp;
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::chrono::seconds kLingerTime{1};          // reading leftovers before closing
+constexpr std::uint64_t kLingerBytes = 16ull << 20;     // ... at most this much
+constexpr const char* kServerName = "kevlaya-orch";
+
+// Read failures that deserve an answer (the rest just close the connection).
+std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) {
+  if (ec == bhttp::error::body_limit)
+    return make_error(Errc::payload_too_large, "request body exceeds " +
+                                                   std::to_string(opt.limits.max_body_bytes) + " bytes");
+  if (ec == bhttp::error::header_limit)
+    return make_error(Errc::bad_request,
+                      "request header exceeds " + std::to_string(opt.max_header_bytes) + " bytes");
+  if (ec == beast::error::timeout || ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+      ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+      ec == bhttp::error::partial_message)
+    return std::nullopt;
+  if (ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category())
+    return make_error(Errc::bad_request, "malformed HTTP request: " + ec.message());
+  return std::nullopt;
+}
+
+// RFC 9112 allows repeated identical Content-Length values; a proxy in front of children must not
+// (request smuggling), so any repetition or list is refused.
+bool bad_framing(const Request& req) {
+  if (req.count(bhttp::field::content_length) > 1) return true;
+  auto it = req.find(bhttp::field::content_length);
+  return it != req.end() && it->value().find(',') != beast::string_view::npos;
+}
+
+}  // namespace
+
+std::string_view header(const Request& req, bhttp::field f) {
+  auto it = req.find(f);
+  if (it == req.end()) return {};
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+std::string_view header(const Request& req, std::string_view name) {
+  auto it = req.find(beast::string_view(name.data(), name.size()));
+  if (it == req.end()) return {};
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+Reply json_reply(int status, const nlohmann::json& body, HeaderList headers) {
+  Reply r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  r.headers = std::move(headers);
+  return r;
+}
+
+// ---- Connection ---------------------------------------------------------------------------
+
+Connection::Connection(std::shared_ptr<Door> door, tcp::socket socket)
+    : door_(std::move(door)), stream_(std::move(socket)) {
+  door_->conns.insert(this);
+}
+
+Connection::~Connection() { door_->conns.erase(this); }
+
+void Connection::close_if_idle() {
+  if (!in_request_) close();
+}
+
+void Connection::close() {
+  error_code ec;
+  stream_.socket().close(ec);
+}
+
+asio::awaitable<void> Connection::run() {
+  auto self = shared_from_this();
+  while (!door_->draining) {
+    auto req = co_await read_request();
+    if (!req) break;
+    version_ = req->version();
+    keep_alive_ = req->keep_alive();
+    head_sent_ = false;
+    in_request_ = true;
+    ++door_->in_flight;
+    bool crashed = false;
+    try {
+      co_await route(*door_, *req, *this);
+    } catch (const std::exception& e) {  // a bug: answer 500 if we still can, then close
+      spdlog::error("http: internal error on {} {}: {}", std::string(req->method_string()),
+                    std::string(req->target()), e.what());
+      crashed = true;
+    }
+    if (crashed && !head_sent_) co_await send(error_reply(make_error(Errc::internal, "internal error")));
+    in_request_ = false;
+    door_->request_done();
+    if (crashed || failed_ || !keep_alive_) break;
+  }
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+  stream_.socket().close(ec);
+}
+
+asio::awaitable<std::optional<Request>> Connection::read_request() {
+  error_code ec;
+  const auto& opt = door_->opt;
+  if (buffer_.size() == 0) {  // between requests: the idle timeout applies
+    stream_.expires_after(std::chrono::seconds(opt.limits.idle_timeout_s));
+    auto n = co_await stream_.async_read_some(buffer_.prepare(kReadChunk), ec_token(ec));
+    if (ec) co_return std::nullopt;
+    buffer_.commit(n);
+  }
+  // From the first byte on, the whole request must arrive within read_timeout_s.
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+  parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
+  stream_.expires_after(std::chrono::seconds(opt.limits.read_timeout_s));
+  co_await bhttp::async_read_header(stream_, buffer_, parser, ec_token(ec));
+  if (!ec && bad_framing(parser.get())) {
+    keep_alive_ = false;
+    co_await send(error_reply(make_error(Errc::bad_request, "malformed HTTP request: repeated Content-Length")));
+    co_await linger_close();
+    co_return std::nullopt;
+  }
+  if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    co_await asio::async_write(stream_, asio::buffer(kContinue), ec_token(ec));
+  }
+  if (!ec && !parser.is_done()) co_await bhttp::async_read(stream_, buffer_, parser, ec_token(ec));
+  if (ec) {
+    if (auto err = read_error(ec, opt)) {
+      keep_alive_ = false;
+      co_await send(error_reply(*err));
+      co_await linger_close();
+    }
+    co_return std::nullopt;
+  }
+  co_return parser.release();
+}
+
+// After an early error reply, read (and drop) what the client is still sending for a moment, so
+// closing does not reset the connection before it has read our answer.
+asio::awaitable<void> Connection::linger_close() {
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.expires_after(kLingerTime);
+  std::uint64_t total = 0;
+  std::array<char, kReadChunk> sink{};
+  while (!ec && total < kLingerBytes) {
+    total += co_await stream_.async_read_some(asio::buffer(sink), ec_token(ec));
+  }
+  failed_ = true;
+}
+
+asio::awaitable<bool> Connection::write_done(error_code ec) {
+  if (ec) {
+    failed_ = true;
+    spdlog::debug("http: client write failed: {}", ec.message());
+  }
+  co_return !ec;
+}
+
+asio::awaitable<bool> Connection::send(Reply r) {
+  if (failed_) co_return false;
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version_};
+  res.set(bhttp::field::server, kServerName);
+  res.set(bhttp::field::content_type, r.content_type);
+  for (auto& [k, v] : r.headers) res.set(k, v);
+  res.keep_alive(keep_alive_ && !door_->draining);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  status_ = r.status;
+  head_sent_ = true;
+  error_code ec;
+  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await bhttp::async_write(stream_, res, ec_token(ec));
+  if (!res.keep_alive()) keep_alive_ = false;
+  co_return co_await write_done(ec);
+}
+
+asio::awaitable<bool> Connection::start_stream(int status, std::string content_type,
+                                               HeaderList headers) {
+  if (failed_) co_return false;
+  bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(status), version_};
+  res.set(bhttp::field::server, kServerName);
+  res.set(bhttp::field::content_type, content_type);
+  for (auto& [k, v] : headers) res.set(k, v);
+  res.keep_alive(keep_alive_ && !door_->draining);
+  res.chunked(true);
+  status_ = status;
+  head_sent_ = true;
+  if (!res.keep_alive()) keep_alive_ = false;
+  bhttp::response_serializer<bhttp::empty_body> sr{res};
+  error_code ec;
+  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await bhttp::async_write_header(stream_, sr, ec_token(ec));
+  co_return co_await write_done(ec);
+}
+
+asio::awaitable<bool> Connection::chunk(std::string_view data) {
+  if (failed_) co_return false;
+  if (data.empty()) co_return true;  // an empty chunk would end the body
+  error_code ec;
+  // A client that stops reading must not pin the upstream forever.
+  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await asio::async_write(stream_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
+                             ec_token(ec));
+  co_return co_await write_done(ec);
+}
+
+asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
+  if (failed_) co_return false;
+  error_code ec;
+  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  if (trailers.empty()) {
+    co_await asio::async_write(stream_, bhttp::make_chunk_last(), ec_token(ec));
+  } else {
+    bhttp::fields f;
+    for (const auto& [k, v] : trailers) f.set(k, v);
+    co_await asio::async_write(stream_, bhttp::make_chunk_last(f), ec_token(ec));
+  }
+  co_return co_await write_done(ec);
+}
+
+void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
+  const auto gen = ++watch_gen_;
+  auto self = shared_from_this();
+  auto watcher = [self, gen, token]() -> asio::awaitable<void> {
+    error_code ec;
+    co_await self->stream_.socket().async_wait(tcp::socket::wait_read, ec_token(ec));
+    if (ec || gen != self->watch_gen_) co_return;  // unwatched (cancelled) or superseded
+    char byte = 0;
+    const auto n = self->stream_.socket().receive(asio::buffer(&byte, 1),
+                                                  tcp::socket::message_peek, ec);
+    if (n == 0 || (ec && ec != asio::error::would_block)) {
+      spdlog::debug("http: client went away; cancelling its upstream request");
+      token->cancel();
+    }
+    // Else: a pipelined next request; it stays in the socket for read_request().
+  };
+  asio::co_spawn(door_->strand, std::move(watcher), asio::detached);
+}
+
+void Connection::unwatch() {
+  ++watch_gen_;
+  error_code ec;
+  stream_.socket().cancel(ec);  // ends the pending async_wait; no other operation is pending now
+}
+
+// ---- Door and Server ----------------------------------------------------------------------
+
+Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config& c,
+           ServerOptions o, std::shared_ptr<PipelineRunner> r)
+    : ioc(io), strand(asio::make_strand(io)), sup(s), cfg(c), opt(std::move(o)),
+      runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
+  describe_metrics(metrics);
+}
+
+Door::~Door() = default;
+
+void Door::request_done() {
+  --in_flight;
+  if (draining && in_flight == 0) drained.cancel();
+}
+
+ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
+  ServerOptions o;
+  o.host = orch.listen.host;
+  o.port = orch.listen.port;
+  o.api_keys = orch.api_keys;
+  o.queue = orch.queue;
+  o.limits = orch.limits;
+  return o;
+}
+
+Server::Server(asio::io_context& ioc, supervisor::Supervisor& sup, const config::Config& cfg,
+               ServerOptions opt, std::shared_ptr<PipelineRunner> runner)
+    : door_(std::make_shared<Door>(ioc, sup, cfg, std::move(opt), std::move(runner))) {
+  std::weak_ptr<Door> weak = door_;
+  sup.on_switch([weak](const supervisor::SwitchRecord& rec) {
+    if (auto d = weak.lock()) asio::post(d->strand, [d, rec] { record_switch(d, rec); });
+  });
+}
+
+Server::~Server() {
+  door_->sup.on_switch({});
+  if (door_->acceptor) {
+    error_code ec;
+    door_->acceptor->close(ec);
+  }
+}
+
+Result<std::uint16_t> Server::listen() {
+  Door& d = *door_;
+  error_code ec;
+  const auto addr = asio::ip::make_address(d.opt.host, ec);
+  if (ec) return make_error(Errc::config_invalid, "listen address '" + d.opt.host + "' is not an IP address");
+  const tcp::endpoint ep(addr, static_cast<std::uint16_t>(d.opt.port));
+  auto acc = std::make_unique<tcp::acceptor>(d.strand);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    const std::string where = d.opt.host + ":" + std::to_string(d.opt.port);
+    return make_error(Errc::unavailable, "cannot listen on " + where + ": " + ec.message(),
+                      ec == asio::error::address_in_use
+                          ? "another process uses that port; choose another with --port"
+                          : "");
+  }
+  const auto port = acc->local_endpoint().port();
+  d.acceptor = std::move(acc);
+  return port;
+}
+
+namespace {
+
+asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
+  while (d->acceptor && d->acceptor->is_open()) {
+    error_code ec;
+    tcp::socket sock(d->strand);
+    co_await d->acceptor->async_accept(sock, ec_token(ec));
+    if (ec == asio::error::operation_aborted || d->draining) break;
+    if (ec) {
+      spdlog::warn("http: accept failed: {}", ec.message());
+      continue;  // e.g. EMFILE; the loop keeps the door open for the next one
+    }
+    sock.set_option(tcp::no_delay(true), ec);  // SSE chunks must not wait for Nagle
+    auto conn = std::make_shared<Connection>(d, std::move(sock));
+    if (static_cast<int>(d->conns.size()) > d->opt.limits.max_connections) {
+      auto refuse = [conn]() -> asio::awaitable<void> {
+        co_await conn->send(error_reply(make_error(Errc::unavailable, "too many connections")));
+      };
+      asio::co_spawn(d->strand, std::move(refuse), asio::detached);
+      continue;
+    }
+    asio::co_spawn(d->strand, [conn] { return conn->run(); }, asio::detached);
+  }
+}
+
+}  // namespace
+
+void Server::start() {
+  auto d = door_;
+  asio::co_spawn(d->strand, [d] { return accept_loop(d); }, asio::detached);
+}
+
+namespace {
+
+// Runs on the door's strand (Server::stop spawns it there).
+asio::awaitable<void> drain(std::shared_ptr<Door> d) {
+  d->draining = true;
+  error_code ec;
+  if (d->acceptor) d->acceptor->close(ec);
+  for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close_if_idle();
+  if (d->in_flight > 0) {
+    spdlog::info("http: waiting up to {}s for {} request(s) in flight", d->opt.drain_timeout.count(),
+                 d->in_flight);
+    d->drained.expires_after(d->opt.drain_timeout);
+    co_await d->drained.async_wait(ec_token(ec));
+  }
+  for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close();
+}
+
+}  // namespace
+
+asio::awaitable<void> Server::stop() {
+  co_await asio::co_spawn(door_->strand, drain(door_), asio::use_awaitable);
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,65 @@
+// The REST front door: an HTTP/1.1 server (keep-alive) that routes OpenAI-style and llama-server
+// requests through Supervisor::acquire, streams SSE through unbuffered, runs pipelines, and
+// exposes health, status and Prometheus metrics. Beast stays inside http/*.cpp.
+//
+//   http::Server door(ioc, supervisor, cfg, http::ServerOptions::from(cfg.orch), runner);
+//   auto port = door.listen();   // Result<uint16_t>; port 0 = let the OS pick
+//   door.start();
+//   ... on SIGTERM: co_await door.stop(); co_await supervisor.shutdown();
+#pragma once
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "http/pipeline_runner.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace kevlaya::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::vector<std::string> api_keys;  // empty = open
+  config::QueueCfg queue;
+  config::LimitsCfg limits;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::chrono::milliseconds keepalive_interval{500};  // SSE comments while a swap is in progress
+  std::chrono::seconds upstream_deadline{600};        // one model call, whole exchange
+  std::chrono::seconds upstream_idle{300};            // silence allowed from a child (prompt eval)
+  std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown
+
+  static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, queue, limits
+};
+
+class Door;
+
+class Server {
+ public:
+  // `sup` and `cfg` must outlive the server; `runner` may be null (pipeline routes answer 503).
+  Server(boost::asio::io_context& ioc, supervisor::Supervisor& sup, const config::Config& cfg,
+         ServerOptions opt, std::shared_ptr<PipelineRunner> runner = nullptr);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port; the error names the address (e.g. port already in use). Returns the port.
+  Result<std::uint16_t> listen();
+  // Starts the accept loop (after listen()).
+  void start();
+  // Stops accepting, closes idle connections, waits for in-flight requests (bounded by
+  // drain_timeout), then closes what is left. Does not stop the supervisor.
+  boost::asio::awaitable<void> stop();
+
+ private:
+  std::shared_ptr<Door> door_;
+};
+
+}  // namespace kevlaya::http

@@ -1,0 +1,377 @@
+#include "door_fixture.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <stdexcept>
+
+namespace kevlaya::test {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+// ---- Event ----------------------------------------------------------------------------------
+
+void Event::set() {
+  std::lock_guard lk(mu_);
+  set_ = true;
+  cv_.notify_all();
+}
+
+bool Event::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_for(lk, timeout, [&] { return set_; });
+}
+
+bool Event::is_set() {
+  std::lock_guard lk(mu_);
+  return set_;
+}
+
+// ---- ScriptedUpstream -----------------------------------------------------------------------
+
+ScriptedUpstream::ScriptedUpstream() : acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+  port_ = acceptor_.local_endpoint().port();
+  accept_thread_ = std::thread([this] {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket s(ioc_);
+      acceptor_.accept(s, ec);
+      if (ec || stopping_) return;
+      std::lock_guard lk(mu_);
+      workers_.emplace_back([this, sock = std::move(s)]() mutable { serve(std::move(sock)); });
+    }
+  });
+}
+
+ScriptedUpstream::~ScriptedUpstream() {
+  stopping_ = true;
+  release_second.set();
+  release_hold();
+  boost::system::error_code ec;
+  ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+  acceptor_.close(ec);
+  accept_thread_.join();
+  std::vector<std::thread> ws;
+  {
+    std::lock_guard lk(mu_);
+    ws.swap(workers_);
+  }
+  for (auto& t : ws) t.join();
+}
+
+void ScriptedUpstream::release_hold() {
+  std::lock_guard lk(mu_);
+  hold_released_ = true;
+  cv_.notify_all();
+}
+
+bool ScriptedUpstream::wait_held(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_for(lk, timeout, [&] { return held_ >= n; });
+}
+
+namespace {
+
+void write_chunk(tcp::socket& s, const std::string& data) {
+  std::string framed = [&] {
+    char len[32];
+    std::snprintf(len, sizeof len, "%zx\r\n", data.size());
+    return std::string(len) + data + "\r\n";
+  }();
+  asio::write(s, asio::buffer(framed));
+}
+
+const std::string kTimings =
+    R"("timings":{"prompt_n":3,"prompt_ms":1.5,"prompt_per_second":2000.0,"predicted_n":2,"predicted_ms":20.0,"predicted_per_second":100.0})";
+
+}  // namespace
+
+void ScriptedUpstream::serve(tcp::socket s) {
+  boost::system::error_code ec;
+  beast::flat_buffer buf;
+  bhttp::request<bhttp::string_body> req;
+  bhttp::read(s, buf, req, ec);
+  if (ec) return;
+  ++requests;
+  const json body = json::parse(req.body(), nullptr, false);
+  const std::string mode = body.is_object() ? body.value("test_mode", "") : "";
+  auto reply = [&](int status, const std::string& text) {
+    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::content_type, "application/json; charset=utf-8");
+    res.keep_alive(false);
+    res.body() = text;
+    res.prepare_payload();
+    bhttp::write(s, res, ec);
+  };
+  if (mode == "stream" || mode == "stream_hold") {
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n";
+    asio::write(s, asio::buffer(head), ec);
+    write_chunk(s, "data: {\"choices\":[{\"delta\":{\"content\":\"chunk-1\"}}]}\n\n");
+    if (mode == "stream_hold") {
+      char c;
+      s.read_some(asio::buffer(&c, 1), ec);  // the door never sends more: this returns at close
+      saw_disconnect.set();
+      return;
+    }
+    release_second.wait(20s);
+    write_chunk(s, "data: {\"choices\":[{\"delta\":{\"content\":\"chunk-2\"}}]," + kTimings + "}\n\n");
+    write_chunk(s, "data: [DONE]\n\n");
+    asio::write(s, asio::buffer(std::string("0\r\n\r\n")), ec);
+    return;
+  }
+  if (mode == "hold") {
+    std::unique_lock lk(mu_);
+    ++held_;
+    cv_.notify_all();
+    cv_.wait_for(lk, 20s, [&] { return hold_released_; });
+  }
+  if (mode == "error")
+    return reply(400, R"({"error":{"code":400,"message":"bad thing","type":"invalid_request_error"}})");
+  if (mode == "crash") {
+    if (on_crash) on_crash();
+    s.close(ec);
+    return;
+  }
+  json out = {{"object", "chat.completion"},
+              {"choices", {{{"message", {{"role", "assistant"}, {"content", "hello"}}}}}},
+              {"echo", body},
+              {"target", std::string(req.target())}};
+  reply(200, out.dump().substr(0, out.dump().size() - 1) + "," + kTimings + "}");
+}
+
+// ---- fake effects + Door --------------------------------------------------------------------
+
+struct Door::Fx {
+  std::uint16_t upstream_port = 0;
+  int load_ms = 20;
+  std::atomic<int> starts{0};
+  std::mutex mu;
+  std::map<std::string, supervisor::Effects::ExitCallback> exits;
+};
+
+namespace {
+
+class FakeEffects : public supervisor::Effects {
+ public:
+  explicit FakeEffects(std::shared_ptr<Door::Fx> fx) : fx_(std::move(fx)) {}
+  asio::awaitable<supervisor::StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override {
+    ++fx_->starts;
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    t.expires_after(std::chrono::milliseconds(fx_->load_ms));
+    co_await t.async_wait(asio::use_awaitable);
+    supervisor::StartOutcome out;
+    if (p.name == "broken") {
+      out.failure.kind = supervisor::FailureKind::cuda_oom;
+      out.failure.message = "cudaMalloc failed: out of memory";
+      out.failure.hint = "lower ngl";
+      co_return out;
+    }
+    {
+      std::lock_guard lk(fx_->mu);
+      fx_->exits[p.name] = std::move(on_exit);
+    }
+    supervisor::StartReport r;
+    r.endpoint = upstream::Endpoint{"127.0.0.1", fx_->upstream_port};
+    r.total_ms = fx_->load_ms;
+    out.report = r;
+    co_return out;
+  }
+  asio::awaitable<supervisor::StopReport> stop(const std::string& profile) override {
+    std::lock_guard lk(fx_->mu);
+    fx_->exits.erase(profile);
+    co_return supervisor::StopReport{};
+  }
+
+ private:
+  std::shared_ptr<Door::Fx> fx_;
+};
+
+config::Profile profile(const std::string& name, std::vector<std::string> alias = {}) {
+  config::Profile p;
+  p.name = name;
+  p.alias = std::move(alias);
+  p.parallel = 1;
+  p.restart.max_restarts = 1;
+  return p;
+}
+
+}  // namespace
+
+Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
+  fx_->upstream_port = up_.port();
+  fx_->load_ms = o.load_ms;
+  cfg_.profiles.push_back(profile("kev", {"k"}));
+  cfg_.profiles.push_back(profile("laya"));
+  if (o.broken_profile) cfg_.profiles.push_back(profile("broken"));
+  config::Pipeline pl;
+  pl.name = "decide-verify";
+  cfg_.pipelines.push_back(pl);
+  cfg_.orch.queue.max_depth = o.max_depth;
+  cfg_.orch.queue.max_wait_s = o.max_wait_s;
+  cfg_.orch.api_keys = o.api_keys;
+  cfg_.orch.limits.max_body_bytes = o.max_body_bytes;
+  cfg_.orch.limits.max_connections = o.max_connections;
+  cfg_.orch.limits.read_timeout_s = o.read_timeout_s;
+  cfg_.orch.limits.idle_timeout_s = o.idle_timeout_s;
+  cfg_.orch.listen.port = 0;
+  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
+                                                  std::make_unique<FakeEffects>(fx_));
+  server_ = std::make_unique<http::Server>(ioc_, *sup_, cfg_, http::ServerOptions::from(cfg_.orch),
+                                           o.runner);
+  auto port = server_->listen();
+  if (!port) throw std::runtime_error(port.error().message);
+  port_ = *port;
+  server_->start();
+  thread_ = std::thread([this] { ioc_.run(); });
+}
+
+Door::~Door() {
+  auto stop = [this]() -> asio::awaitable<void> {
+    co_await server_->stop();
+    co_await sup_->shutdown();
+  };
+  asio::co_spawn(ioc_, stop, asio::use_future).wait_for(30s);
+  ioc_.stop();
+  thread_.join();
+}
+
+supervisor::Snapshot Door::snapshot() {
+  return asio::co_spawn(ioc_, sup_->snapshot(), asio::use_future).get();
+}
+
+void Door::report_crash(const std::string& profile) {
+  supervisor::Effects::ExitCallback cb;
+  {
+    std::lock_guard lk(fx_->mu);
+    auto it = fx_->exits.find(profile);
+    if (it == fx_->exits.end()) return;
+    cb = std::move(it->second);
+    fx_->exits.erase(it);
+  }
+  supervisor::ChildFailure f;
+  f.kind = supervisor::FailureKind::crashed;
+  f.signal = 6;
+  f.message = "killed by SIGABRT";
+  cb(f);
+}
+
+int Door::starts() const { return fx_->starts.load(); }
+
+// ---- clients --------------------------------------------------------------------------------
+
+HttpReply http_request(std::uint16_t port, const std::string& method, const std::string& target,
+                       const std::string& body,
+                       std::vector<std::pair<std::string, std::string>> headers) {
+  asio::io_context ioc;
+  beast::tcp_stream s(ioc);
+  s.expires_after(60s);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+  for (auto& [k, v] : headers) req.set(k, v);
+  req.keep_alive(false);
+  req.body() = body;
+  req.prepare_payload();
+  bhttp::write(s, req);
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> p;
+  p.body_limit(64 << 20);
+  bhttp::read(s, buf, p);
+  HttpReply out;
+  out.status = static_cast<int>(p.get().result_int());
+  for (const auto& f : p.get()) {
+    std::string name(f.name_string());
+    for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    out.headers[name] = std::string(f.value());
+  }
+  out.body = p.get().body();
+  return out;
+}
+
+RawClient::RawClient(std::uint16_t port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("connect failed");
+}
+
+RawClient::~RawClient() { close(); }
+
+void RawClient::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void RawClient::send(const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close early (e.g. 413); reading tells the rest
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+std::size_t count_of(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout,
+                                  int times) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (count_of(received_, needle) < static_cast<std::size_t>(times)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    auto n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    received_.append(buf, static_cast<std::size_t>(n));
+  }
+  return received_;
+}
+
+bool RawClient::wait_closed(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[4096];
+    auto n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) return true;
+    received_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+std::string chat_body(const std::string& model, const std::string& mode, bool stream) {
+  json b = {{"model", model}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  if (!mode.empty()) b["test_mode"] = mode;
+  if (stream) b["stream"] = true;
+  return b.dump();
+}
+
+}  // namespace kevlaya::test

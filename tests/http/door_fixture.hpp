@@ -1,0 +1,149 @@
+// Test harness for the REST door: a scripted upstream (thread per connection, blocking Beast),
+// a fake Effects that "starts" children pointing at it, a real Supervisor and http::Server on
+// loopback, and a small blocking HTTP client.
+#pragma once
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+#include "http/server.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace kevlaya::test {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A latch-like flag a test thread can wait on (with a timeout, so a bug fails instead of hanging).
+class Event {
+ public:
+  void set();
+  bool wait(std::chrono::milliseconds timeout = 10s);
+  bool is_set();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+// The scripted child server. Behaviour is chosen by the request body's "test_mode":
+//   (none)        200 JSON echoing the received body under "echo", with llama-server timings
+//   "stream"      SSE: chunk-1, then waits for `release_second`, chunk-2, [DONE] (final has timings)
+//   "stream_hold" SSE: chunk-1, then blocks reading until the door closes (sets `saw_disconnect`)
+//   "hold"        waits for `release_hold` before answering 200 (counts `held`)
+//   "error"       400 {"error":{...}} like llama-server
+//   "crash"       runs `on_crash`, then closes the connection without answering
+class ScriptedUpstream {
+ public:
+  ScriptedUpstream();
+  ~ScriptedUpstream();
+  std::uint16_t port() const { return port_; }
+
+  Event release_second;
+  Event saw_disconnect;
+  void release_hold();
+  bool wait_held(int n, std::chrono::milliseconds timeout = 10s);  // n requests are holding
+  std::function<void()> on_crash;
+  std::atomic<int> requests{0};
+
+ private:
+  void serve(boost::asio::ip::tcp::socket s);
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  std::thread accept_thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int held_ = 0;
+  bool hold_released_ = false;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stopping_{false};
+};
+
+struct DoorOptions {
+  int load_ms = 20;                  // fake child start time
+  std::vector<std::string> api_keys;
+  int max_depth = 64;
+  int max_wait_s = 30;
+  std::int64_t max_body_bytes = 1 << 20;
+  int max_connections = 64;
+  int read_timeout_s = 30;
+  int idle_timeout_s = 120;
+  std::vector<std::pair<std::string, double>> lora;  // not used by the fake supervisor
+  std::shared_ptr<http::PipelineRunner> runner;
+  bool broken_profile = false;  // adds profile "broken" whose start always fails (cuda_oom)
+};
+
+// Supervisor (fake effects) + door on 127.0.0.1:0, io_context on a background thread.
+class Door {
+ public:
+  explicit Door(DoorOptions o = {});
+  ~Door();
+  std::uint16_t port() const { return port_; }
+  ScriptedUpstream& upstream() { return up_; }
+  supervisor::Snapshot snapshot();
+  void report_crash(const std::string& profile);  // the fake child of `profile` "dies"
+  int starts() const;
+  struct Fx;  // shared with the fake effects
+
+ private:
+  ScriptedUpstream up_;
+  boost::asio::io_context ioc_;
+  config::Config cfg_;
+  std::shared_ptr<Fx> fx_;
+  std::unique_ptr<supervisor::Supervisor> sup_;
+  std::unique_ptr<http::Server> server_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+struct HttpReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  json json_body() const { return json::parse(body, nullptr, false); }
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// One request on a fresh connection (Connection: close), read to the end.
+HttpReply http_request(std::uint16_t port, const std::string& method, const std::string& target,
+                       const std::string& body = {},
+                       std::vector<std::pair<std::string, std::string>> headers = {});
+
+// A raw client socket with a receive timeout, for framing and streaming tests.
+class RawClient {
+ public:
+  explicit RawClient(std::uint16_t port);
+  ~RawClient();
+  void send(const std::string& bytes);
+  // Reads until `needle` appears in everything received so far (or EOF / timeout); returns it all.
+  std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = 10s,
+                         int times = 1);
+  bool wait_closed(std::chrono::milliseconds timeout);  // true once the server closed the socket
+  void close();
+  const std::string& received() const { return received_; }
+
+ private:
+  int fd_ = -1;
+  std::string received_;
+};
+
+std::size_t count_of(const std::string& hay, const std::string& needle);
+std::string chat_body(const std::string& model, const std::string& mode = "", bool stream = false);
+
+}  // namespace kevlaya::test
