@@ -1,0 +1,224 @@
+// Child / ProcessEffects / Supervisor against the stand-in server's fault flags (real processes).
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "support/paths.hpp"
+#include "supervisor/child.hpp"
+#include "supervisor/process_effects.hpp"
+#include "supervisor/state_file.hpp"
+#include "supervisor/support.hpp"
+#include "supervisor/supervisor.hpp"
+#include "upstream/client.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using kevlaya::test::in;
+using kevlaya::test::run_co;
+
+namespace {
+
+// A profile for the stand-in with a unique alias, so its processes can be found in /proc.
+config::Profile standin(const std::string& name, std::vector<std::string> extra = {}) {
+  auto p = test::fast_profile(name, test::standin_binary().string(), test::stories260k(), std::move(extra));
+  p.alias = {name + "-" + std::to_string(::getpid())};
+  return p;
+}
+
+std::string tag(const config::Profile& p) { return p.alias.front(); }
+
+ChildOptions child_opts(const config::Profile& p, const test::TempDir& dir) {
+  ChildOptions o;
+  o.profile = p;
+  o.port = pick_free_port("127.0.0.1");
+  o.log_dir = dir / "logs";
+  o.state_dir = dir / "state";
+  return o;
+}
+
+StartOutcome start_child(asio::io_context& ioc, std::shared_ptr<Child>& c) {
+  StartOutcome out;
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await c->start(); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: stand-in starts, answers, stops on SIGTERM; state file lifecycle") {
+  test::TempDir dir("sup-basic");
+  asio::io_context ioc;
+  auto p = standin("basic");
+  auto c = Child::create(ioc, child_opts(p, dir));
+  auto out = start_child(ioc, c);
+  REQUIRE(out.ok());
+  CHECK(out.report->endpoint.port > 0);
+  CHECK(test::alive(c->pid()));
+  CHECK(std::distance(std::filesystem::directory_iterator(dir / "state"), {}) == 1);
+  StopReport rep;
+  run_co(ioc, [&]() -> asio::awaitable<void> { rep = co_await c->stop(); });
+  CHECK_FALSE(rep.killed);
+  CHECK_FALSE(test::alive(c->pid()));
+  CHECK(std::distance(std::filesystem::directory_iterator(dir / "state"), {}) == 0);
+  CHECK(std::filesystem::file_size(child_log_path(dir / "logs", "basic")) > 0);
+}
+
+TEST_CASE("supervisor: a child that exits while loading fails the start with its exit code") {
+  test::TempDir dir("sup-exit");
+  asio::io_context ioc;
+  auto c = Child::create(ioc, child_opts(standin("exit", {"--fake-exit-before-listen", "3"}), dir));
+  auto out = start_child(ioc, c);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.failure.kind == FailureKind::exited);
+  CHECK(out.failure.exit_code == 3);
+  CHECK_FALSE(out.failure.log_tail.empty());
+}
+
+TEST_CASE("supervisor: CUDA OOM at load is classified with a hint") {
+  test::TempDir dir("sup-oom");
+  asio::io_context ioc;
+  auto c = Child::create(ioc, child_opts(standin("oom", {"--fake-cuda-oom"}), dir));
+  auto out = start_child(ioc, c);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.failure.kind == FailureKind::cuda_oom);
+  CHECK(out.failure.hint.find("reduce ctx or ngl") != std::string::npos);
+}
+
+TEST_CASE("supervisor: /health hang hits startup_timeout, child killed and reaped") {
+  test::TempDir dir("sup-hang");
+  asio::io_context ioc;
+  auto p = standin("hang", {"--fake-hang-health"});
+  p.health.startup_timeout_s = 1;
+  p.health.probe_timeout_ms = 200;
+  auto c = Child::create(ioc, child_opts(p, dir));
+  auto out = start_child(ioc, c);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.failure.kind == FailureKind::startup_timeout);
+  int status = 0;
+  CHECK(::waitpid(c->pid(), &status, WNOHANG) == -1);  // already reaped: no zombie left
+  CHECK(test::pids_with_arg(tag(p)).empty());
+}
+
+TEST_CASE("supervisor: SIGTERM ignored -> SIGKILL after grace") {
+  test::TempDir dir("sup-ignore");
+  asio::io_context ioc;
+  auto p = standin("ignore", {"--fake-ignore-sigterm"});
+  p.stop.grace_s = 0.3;
+  auto c = Child::create(ioc, child_opts(p, dir));
+  REQUIRE(start_child(ioc, c).ok());
+  StopReport rep;
+  run_co(ioc, [&]() -> asio::awaitable<void> { rep = co_await c->stop(); });
+  CHECK(rep.killed);
+  CHECK(rep.signal == SIGKILL);
+  CHECK(rep.stop_ms >= 250);  // loose: grace was respected
+  CHECK_FALSE(test::alive(c->pid()));
+}
+
+TEST_CASE("supervisor: port in use is classified; allocated ports are retried") {
+  test::TempDir dir("sup-port");
+  asio::io_context ioc;
+  SECTION("a fixed port held by someone else") {
+    asio::ip::tcp::acceptor holder(ioc, {asio::ip::make_address("127.0.0.1"), 0});
+    auto p = standin("port");
+    p.port = holder.local_endpoint().port();
+    auto c = Child::create(ioc, [&] { auto o = child_opts(p, dir); o.port = *p.port; return o; }());
+    auto out = start_child(ioc, c);
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.failure.kind == FailureKind::port_in_use);
+  }
+  SECTION("bind failures on allocated ports: three attempts, then port_in_use") {
+    auto cfg = test::fast_config({standin("port", {"--fake-bind-fail"})}, dir.path());
+    ProcessEffects fx(ioc, cfg.orch);
+    StartOutcome out;
+    run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(cfg.profiles[0], nullptr); });
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.failure.kind == FailureKind::port_in_use);
+  }
+}
+
+TEST_CASE("supervisor: binary not found") {
+  test::TempDir dir("sup-nobin");
+  asio::io_context ioc;
+  auto p = standin("nobin");
+  p.binary = "/nonexistent/llama-server";
+  auto c = Child::create(ioc, child_opts(p, dir));
+  auto out = start_child(ioc, c);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.failure.kind == FailureKind::binary_not_found);
+}
+
+TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; next request restarts") {
+  test::TempDir dir("sup-crash");
+  asio::io_context ioc;
+  auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await sup.acquire("crash", in(10s));
+    REQUIRE(a.ok());
+    upstream::Request req;
+    req.method = "POST";
+    req.target = "/completion";
+    req.body = R"({"prompt":"hi","n_predict":4})";
+    req.timeout = 5s;
+    auto r = co_await upstream::fetch(co_await asio::this_coro::executor, a->endpoint(), req);
+    CHECK((!r.ok() || r->status >= 500));
+    for (int i = 0; i < 200 && !a->crashed(); ++i) co_await test::sleep_for(10ms);  // exit is async
+    REQUIRE(a->crashed());
+    CHECK(a->crash_error().code == Errc::child_crashed);
+    CHECK_FALSE(a->crash_error().detail.empty());
+    a->release();
+    auto b = co_await sup.acquire("crash", in(10s));
+    CHECK(b.ok());
+    auto snap = co_await sup.snapshot();
+    CHECK(snap.profiles.front().crashes == 1);
+    co_await sup.shutdown();
+  });
+}
+
+TEST_CASE("supervisor: crash loop at load -> profile failed with cooldown") {
+  test::TempDir dir("sup-loop");
+  asio::io_context ioc;
+  auto p = standin("loop", {"--fake-exit-before-listen", "1"});
+  p.restart.max_restarts = 2;
+  auto cfg = test::fast_config({p}, dir.path());
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    std::vector<Errc> codes;
+    for (int i = 0; i < 4; ++i) {
+      auto a = co_await sup.acquire("loop", in(10s));
+      REQUIRE_FALSE(a.ok());
+      codes.push_back(a.error().code);
+    }
+    CHECK(codes.back() == Errc::profile_failed);
+    auto a = co_await sup.acquire("loop", in(10s));
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.error().retry_after_s > 0);
+    co_await sup.shutdown();
+  });
+}
+
+TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid spared") {
+  test::TempDir dir("sup-stale");
+  auto p = standin("stale");
+  auto port = pick_free_port("127.0.0.1");
+  std::string cmd = "setsid " + test::standin_binary().string() + " -m " + test::stories260k().string() +
+                    " --port " + std::to_string(port) + " --alias " + tag(p) +
+                    " >/dev/null 2>&1 </dev/null & echo $!";
+  auto r = test::run_command(cmd);
+  int pid = std::stoi(r.output);
+  for (int i = 0; i < 100 && proc_cmdline(pid).size() < 3; ++i) usleep(10000);  // wait for exec
+  ChildRecord rec{pid, pid, proc_start_time(pid), "stale", proc_cmdline(pid)};
+  REQUIRE(write_state(dir / "state", rec));
+  ChildRecord self{::getpid(), ::getpid(), proc_start_time(::getpid()), "self", {"not-this-argv"}};
+  REQUIRE(write_state(dir / "state", self));
+  asio::io_context ioc;
+  config::OrchestratorCfg orch;
+  orch.state_dir = dir / "state";
+  ProcessEffects fx(ioc, orch);
+  CHECK(fx.stale_killed() == 1);
+  CHECK_FALSE(test::alive(pid));
+  CHECK(std::filesystem::is_empty(dir / "state"));
+}

@@ -1,0 +1,137 @@
+// Many switches between two real processes: the one-at-a-time invariant (checked from /proc),
+// no growth in fds/threads/children; `up` killed with SIGKILL leaves no child; real llama-server.
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/detached.hpp>
+#include <fstream>
+
+#include "support/paths.hpp"
+#include "supervisor/process_effects.hpp"
+#include "supervisor/support.hpp"
+#include "supervisor/supervisor.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using kevlaya::test::in;
+using kevlaya::test::run_co;
+
+namespace {
+
+struct Rotation {
+  int max_alive_together = 0;
+  int samples = 0;
+};
+
+// Alternates `n` switches between two profiles while a watcher samples /proc for both tags.
+Rotation rotate(const std::string& binary, int n, const std::string& name) {
+  test::TempDir dir(name);
+  auto a = test::fast_profile("a", binary, test::stories260k());
+  auto b = test::fast_profile("b", binary, test::stories260k());
+  a.alias = {"rot-a-" + std::to_string(::getpid())};
+  b.alias = {"rot-b-" + std::to_string(::getpid())};
+  auto cfg = test::fast_config({a, b}, dir.path());
+  asio::io_context ioc;
+  Rotation rot;
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  bool done = false;
+  int fds_after_warmup = 0, threads_after_warmup = 0;
+  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    while (!done) {
+      int together = static_cast<int>(test::pids_with_arg(a.alias[0]).size() + test::pids_with_arg(b.alias[0]).size());
+      rot.max_alive_together = std::max(rot.max_alive_together, together);
+      ++rot.samples;
+      co_await test::sleep_for(3ms);
+    }
+  }, asio::detached);
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < n; ++i) {
+      auto l = co_await sup.acquire(i % 2 ? "b" : "a", in(30s));
+      REQUIRE(l.ok());
+      l->release();
+      if (i == 1) {
+        fds_after_warmup = test::count_fds();
+        threads_after_warmup = test::count_threads();
+      }
+    }
+    auto snap = co_await sup.snapshot();
+    CHECK(snap.recent_switches.size() == static_cast<std::size_t>(std::min(n, 100)));
+    co_await sup.shutdown();
+    done = true;
+  });
+  CHECK(test::count_fds() <= fds_after_warmup);
+  CHECK(test::count_threads() <= threads_after_warmup);
+  CHECK(test::pids_with_arg(a.alias[0]).empty());
+  CHECK(test::pids_with_arg(b.alias[0]).empty());
+  return rot;
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: many alternating switches, never two children alive, no leaks") {
+  constexpr int kSwitches = 50;
+  auto rot = rotate(test::standin_binary().string(), kSwitches, "sup-rot");
+  CHECK(rot.samples > kSwitches);
+  CHECK(rot.max_alive_together == 1);
+}
+
+TEST_CASE("supervisor: real llama-server switches one at a time") {
+  auto real = test::real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER not set");
+  auto rot = rotate(real, 6, "sup-rot-real");
+  CHECK(rot.max_alive_together == 1);
+}
+
+TEST_CASE("supervisor: up killed with SIGKILL leaves no child behind") {
+  test::TempDir dir("sup-up-kill");
+  std::string tagname = "upkill-" + std::to_string(::getpid());
+  test::write_text(dir / "profiles" / "kev.yaml",
+                   "name: kev\nbinary: " + test::standin_binary().string() + "\nmodel: " +
+                       test::stories260k().string() + "\nngl: 0\nctx: 256\nalias: [" + tagname + "]\n");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
+  auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +
+                             " kev >" + (dir / "out.txt").string() + " 2>&1 & echo $!");
+  int orch = std::stoi(r.output);
+  std::vector<int> child;
+  for (int i = 0; i < 1000 && child.empty(); ++i) {  // wait for the child to appear (bounded)
+    child = test::pids_with_arg(tagname);
+    if (child.empty()) usleep(10000);
+  }
+  REQUIRE(child.size() == 1);
+  ::kill(orch, SIGKILL);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {  // within 1 s
+    gone = !test::alive(child[0]);
+    if (!gone) usleep(10000);
+  }
+  INFO(test::read_text(dir / "out.txt"));
+  CHECK(gone);
+}
+
+TEST_CASE("supervisor: up rotates, prints switches, stops on SIGTERM") {
+  test::TempDir dir("sup-up-cycle");
+  for (const char* n : {"kev", "laya"})
+    test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
+                     std::string("name: ") + n + "\nbinary: " + test::standin_binary().string() + "\nmodel: " +
+                         test::stories260k().string() + "\nngl: 0\nctx: 256\n");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
+  std::string out = (dir / "out.txt").string();
+  auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +
+                             " kev laya --cycle 2 >" + out + " 2>&1 & echo $!");
+  int orch = std::stoi(r.output);
+  std::string text;
+  for (int i = 0; i < 3000 && text.find("up; Ctrl-C") == std::string::npos; ++i) {
+    usleep(10000);
+    text = test::read_text(out);
+  }
+  REQUIRE(text.find("up; Ctrl-C") != std::string::npos);
+  ::kill(orch, SIGTERM);
+  auto w = test::run_command("while kill -0 " + std::to_string(orch) + " 2>/dev/null; do sleep 0.05; done");
+  CHECK(w.exit_code == 0);
+  text = test::read_text(out);
+  CHECK(text.find("switch kev -> laya") != std::string::npos);
+  CHECK(text.find("switch laya -> kev") != std::string::npos);
+  CHECK(std::filesystem::is_empty(dir / "state"));
+}
