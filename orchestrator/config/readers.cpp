@@ -56,18 +56,20 @@ bool expect_scalar(Doc& d, const std::string& key, const YAML::Node& n, const ch
   return false;
 }
 
+// Optimal-string-alignment distance: a swapped pair of letters ("modle") counts as one edit.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  std::vector<std::vector<std::size_t>> t(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) t[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) t[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      t[i][j] = std::min({t[i - 1][j] + 1, t[i][j - 1] + 1, t[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        t[i][j] = std::min(t[i][j], t[i - 2][j - 2] + 1);
     }
-    std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return t[a.size()][b.size()];
 }
 
 // Spellings people bring from llama.cpp flags or other tools.
@@ -266,7 +268,9 @@ bool walk_map(Doc& d, const std::string& what, const YAML::Node& map,
   for (const auto& f : fields) names.push_back(f.name);
   std::map<std::string, int> seen;  // key -> line of first use
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& k = it->first;
+    // Copies: the iterator's -> yields a temporary proxy, so references into it would dangle.
+    const YAML::Node k = it->first;
+    const YAML::Node v = it->second;
     if (!k.IsScalar()) {
       d.error(k, "keys in " + what + " must be plain names, got " + describe(k));
       continue;
@@ -284,7 +288,7 @@ bool walk_map(Doc& d, const std::string& what, const YAML::Node& map,
       d.error(k, "unknown key '" + key + "' in " + what + did_you_mean(key, names));
       continue;
     }
-    f->read(it->second);
+    f->read(v);
   }
   return true;
 }

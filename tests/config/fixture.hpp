@@ -24,6 +24,14 @@ inline std::vector<std::string> formatted(const cfg::LoadResult& r) {
   return out;
 }
 
+// Only the errors, formatted (warnings left out).
+inline std::vector<std::string> errors(const cfg::LoadResult& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics)
+    if (d.severity == cfg::Severity::error) out.push_back(d.format());
+  return out;
+}
+
 inline bool has_diag(const cfg::LoadResult& r, const std::string& expected) {
   const auto all = formatted(r);
   return std::find(all.begin(), all.end(), expected) != all.end();

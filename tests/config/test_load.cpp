@@ -15,6 +15,7 @@ stages:
   - name: verify
     model: laya
     user: "check {{decide.output}}"
+    output: {choices: [pass, reject]}
 )";
 
 // kevlaya.yaml + profiles/{kev,laya}.yaml + pipelines/dv.yaml, all valid.
@@ -120,7 +121,7 @@ TEST_CASE("load: an alias that names another profile is a collision", "[config]"
   INFO(dump(r));
   CHECK(r.error_count() == 1);
   REQUIRE_FALSE(r.ok());
-  CHECK(formatted(r)[0].find("profiles/laya.yaml:3:12: error: alias 'kev' of profile 'laya' collides "
+  CHECK(dump(r).find("profiles/laya.yaml:3:12: error: alias 'kev' of profile 'laya' collides "
                              "with profile 'kev'") != std::string::npos);
 }
 
@@ -153,7 +154,7 @@ TEST_CASE("load: a missing profiles directory and bad settings are all reported"
   const auto file = d / "kevlaya.yaml";
   CHECK(has_diag(r, cfg::display_path((d.path() / "kevlaya.yaml").lexically_normal()) +
                         ": error: profiles directory not found: " + (d.path() / "nowhere").string()));
-  CHECK(has_diag(r, diag(file, 2, 17, "listen.port must be between 1 and 65535, got 0")));
+  CHECK(has_diag(r, diag(file, 2, 16, "listen.port must be between 1 and 65535, got 0")));
   CHECK(has_diag(r, diag(file, 3, 12, "residency must be one of auto, rotate, co-resident, got "
                                       "'co_resident' (did you mean 'co-resident'?)")));
 }

@@ -109,7 +109,7 @@ TEST_CASE("pipeline: a placeholder of a later stage is an error", "[config]") {
     user: "{{decide.output}}"
 )", &f);
   INFO(dump(r));
-  CHECK(formatted(r) == std::vector<std::string>{diag(
+  CHECK(errors(r) == std::vector<std::string>{diag(
       f, 4, 22, "placeholder '{{verify.output}}' in stage 'decide' refers to stage 'verify', "
                 "which does not run before it")});
 }
