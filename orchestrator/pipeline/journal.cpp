@@ -1,0 +1,147 @@
+#include "pipeline/journal.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace kevlaya::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Error io_error(const fs::path& p, const std::string& what, int err) {
+  return make_error(Errc::io_error, "journal " + p.string() + ": " + what + ": " + std::strerror(err));
+}
+
+// Makes the new file's directory entry durable too (fsync on the file alone does not).
+void fsync_dir(const fs::path& file) {
+  const auto dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+struct ReadBack {
+  std::vector<json> records;
+  std::uint64_t good_bytes = 0;  // length of the prefix made of complete, valid lines
+  bool torn = false;
+};
+
+Result<ReadBack> read_back(const fs::path& path, const std::string& data) {
+  ReadBack rb;
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < data.size()) {
+    ++line_no;
+    const auto nl = data.find('\n', pos);
+    const bool last = nl == std::string::npos || nl + 1 == data.size();
+    const auto line = std::string_view(data).substr(pos, (nl == std::string::npos ? data.size() : nl) - pos);
+    if (line.empty() && nl != std::string::npos) {  // a blank line carries nothing
+      pos = nl + 1;
+      rb.good_bytes = pos;
+      continue;
+    }
+    auto rec = json::parse(line, nullptr, false);
+    if (nl == std::string::npos || rec.is_discarded() || !rec.is_object()) {
+      if (!last)
+        return make_error(Errc::io_error, "journal " + path.string() + ": line " + std::to_string(line_no) +
+                                              " is corrupt", "move the file away or repair that line");
+      rb.torn = true;  // the crash happened while this line was being written
+      break;
+    }
+    rb.records.push_back(std::move(rec));
+    pos = nl + 1;
+    rb.good_bytes = pos;
+  }
+  return rb;
+}
+
+}  // namespace
+
+Result<Journal> Journal::open(const fs::path& path, Mode mode) {
+  Journal j;
+  j.path_ = path;
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (mode == Mode::create && exists && fs::file_size(path, ec) > 0)
+    return make_error(Errc::config_invalid, "journal " + path.string() + " already has records",
+                      "pass --resume to continue that run, or choose another journal path");
+  if (mode == Mode::resume && exists) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return io_error(path, "cannot read", errno);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto rb = read_back(path, ss.str());
+    if (!rb) return rb.error();
+    if (rb->torn && ::truncate(path.c_str(), static_cast<off_t>(rb->good_bytes)) != 0)
+      return io_error(path, "cannot cut the torn last line", errno);
+    j.dropped_torn_ = rb->torn;
+    for (auto& r : rb->records) j.note(r);
+    j.existing_ = std::move(rb->records);
+  }
+  if (!path.parent_path().empty()) fs::create_directories(path.parent_path(), ec);
+  j.fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (j.fd_ < 0) return io_error(path, "cannot open for appending", errno);
+  if (!exists) fsync_dir(path);
+  return j;
+}
+
+Journal::Journal(Journal&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), existing_(std::move(o.existing_)),
+      completed_(std::move(o.completed_)), dropped_torn_(o.dropped_torn_) {}
+
+Journal& Journal::operator=(Journal&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    path_ = std::move(o.path_);
+    existing_ = std::move(o.existing_);
+    completed_ = std::move(o.completed_);
+    dropped_torn_ = o.dropped_torn_;
+  }
+  return *this;
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Journal::note(const json& record) {
+  if (!record.contains("id") || !record["id"].is_string()) return;
+  const auto id = record["id"].get<std::string>();
+  const auto verdict = record.value("verdict", std::string());
+  if (verdict == "accepted" || verdict == "rejected") completed_.insert(id);
+  else completed_.erase(id);  // a later error record means the task must run again
+}
+
+Status Journal::append(const json& record) {
+  // Raw model text may be invalid UTF-8; replace rather than throw.
+  const std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return io_error(path_, "fstat", errno);
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const auto n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      if (::ftruncate(fd_, st.st_size) != 0) { /* the torn line is dropped on resume anyway */ }
+      return io_error(path_, "write", err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd_) != 0) return io_error(path_, "fsync", errno);
+  note(record);
+  return ok_status();
+}
+
+}  // namespace kevlaya::pipeline
