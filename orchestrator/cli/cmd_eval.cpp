@@ -1,0 +1,252 @@
+// `kevlaya-orch eval PIPELINE.yaml --scenarios FILE --repeat N [--profiles a,b] [--min-stability X]`:
+// runs every scenario N times (a different seed each time unless the stage pins one) and reports,
+// per scenario, how stable the decision is, how often the verifier passes and how many outputs
+// were invalid. --profiles swaps the decide stage's model for each listed profile in turn and
+// prints them side by side. Exit 1 when any scenario is below --min-stability; 130 interrupted.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/pipeline_session.hpp"
+#include "pipeline/tasks.hpp"
+
+namespace kevlaya::cli {
+namespace {
+
+namespace asio = boost::asio;
+namespace pl = kevlaya::pipeline;
+using nlohmann::json;
+
+constexpr const char* kRepeatSep = "#";  // scenario id + "#" + repetition = the task id
+
+struct EvalArgs {
+  std::string pipeline;
+  std::string config;
+  std::string scenarios;
+  int repeat = 5;
+  double min_stability = -1;  // < 0: no bar
+  std::vector<std::string> profiles;
+  bool json = false;
+};
+
+struct ScenarioStats {
+  std::string id;
+  int runs = 0;
+  std::map<std::string, int> decisions;  // decision (or "(error)") -> count
+  int verify_calls = 0;                  // valid verify outputs
+  int verify_pass = 0;
+  int invalid = 0;                       // outputs the guard refused
+  int errors = 0;                        // runs that ended in error
+  double stability() const {
+    int top = 0;
+    for (const auto& [d, n] : decisions) top = std::max(top, n);
+    return runs ? static_cast<double>(top) / runs : 0.0;
+  }
+  double pass_rate() const { return verify_calls ? static_cast<double>(verify_pass) / verify_calls : 0.0; }
+  std::string distribution() const {
+    std::vector<std::pair<std::string, int>> v(decisions.begin(), decisions.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    std::string out;
+    for (const auto& [d, n] : v) out += (out.empty() ? "" : " ") + d + ":" + std::to_string(n);
+    return out;
+  }
+};
+
+struct ProfileResult {
+  std::string label;  // the decide profile ("" = as in the pipeline)
+  std::vector<ScenarioStats> scenarios;
+  pl::RunSummary summary;
+};
+
+void add_record(ScenarioStats& s, const json& rec) {
+  ++s.runs;
+  const std::string verdict = rec.value("verdict", "error");
+  if (verdict == "error") ++s.errors;
+  const std::string decision =
+      rec.contains("decision") && rec["decision"].is_string() ? rec["decision"].get<std::string>() : "(error)";
+  ++s.decisions[decision];
+  for (const auto& at : rec.value("attempts", json::array())) {
+    if (!at.value("valid", true)) ++s.invalid;
+    if (at.value("role", "") == "verify" && at.contains("verdict")) {
+      ++s.verify_calls;
+      if (at["verdict"] == "pass") ++s.verify_pass;
+    }
+  }
+}
+
+std::vector<pl::Task> repeated(const std::vector<pl::Task>& scenarios, int n) {
+  std::vector<pl::Task> out;
+  for (const auto& s : scenarios)
+    for (int r = 1; r <= n; ++r) {
+      pl::Task t = s;
+      t.id = s.id + kRepeatSep + std::to_string(r);  // a different id: a different seed
+      out.push_back(std::move(t));
+    }
+  return out;
+}
+
+json report_json(const EvalArgs& a, const std::vector<ProfileResult>& results, bool ok) {
+  json profiles = json::array();
+  for (const auto& r : results) {
+    json sc = json::array();
+    for (const auto& s : r.scenarios)
+      sc.push_back({{"id", s.id}, {"runs", s.runs}, {"decisions", s.decisions}, {"stability", s.stability()},
+                    {"verify_pass_rate", s.pass_rate()}, {"verify_calls", s.verify_calls},
+                    {"invalid_outputs", s.invalid}, {"errors", s.errors}});
+    profiles.push_back({{"decide_profile", r.label}, {"scenarios", sc}, {"summary", r.summary.to_json()}});
+  }
+  json j = {{"repeat", a.repeat}, {"profiles", profiles}, {"ok", ok}};
+  if (a.min_stability >= 0) j["min_stability"] = a.min_stability;
+  return j;
+}
+
+void print_table(std::ostream& out, const std::vector<ProfileResult>& results) {
+  constexpr int kId = 14, kNum = 7, kDist = 26;
+  std::ostringstream h1, h2;
+  h1 << std::left << std::setw(kId) << "scenario";
+  h2 << std::left << std::setw(kId) << "";
+  for (const auto& r : results) {
+    h1 << "| " << std::left << std::setw(3 * kNum + 4 + kDist) << ("decide = " + r.label);
+    h2 << "| " << std::right << std::setw(kNum) << "stable" << std::setw(kNum) << "pass" << std::setw(kNum)
+       << "invalid" << "    " << std::left << std::setw(kDist) << "decisions";
+  }
+  out << h1.str() << "\n" << h2.str() << "\n";
+  for (std::size_t i = 0; i < results.front().scenarios.size(); ++i) {
+    out << std::left << std::setw(kId) << results.front().scenarios[i].id;
+    for (const auto& r : results) {
+      const auto& s = r.scenarios[i];
+      out << "| " << std::right << std::fixed << std::setprecision(2) << std::setw(kNum) << s.stability()
+          << std::setw(kNum) << std::setprecision(0) << (100 * s.pass_rate()) << "%"
+          << std::setw(kNum - 1) << s.invalid << "    " << std::left << std::setw(kDist) << s.distribution();
+    }
+    out << "\n";
+  }
+  out.flush();
+}
+
+// The pipeline with every decide stage on `profile` (the variant --profiles asks for).
+config::Pipeline with_decider(config::Pipeline p, const std::string& profile) {
+  for (auto& s : p.stages)
+    if (s.role == config::StageRole::decide) s.model = profile;
+  return p;
+}
+
+std::string decide_model(const config::Pipeline& p) {
+  for (const auto& s : p.stages)
+    if (s.role == config::StageRole::decide) return s.model;
+  return p.stages.empty() ? std::string() : p.stages.front().model;
+}
+
+int run_eval(const EvalArgs& a) {
+  std::ostream& out = a.json ? std::cerr : std::cout;
+  auto lp = load_pipeline(a.pipeline, a.config, std::cerr);
+  if (!lp) {
+    std::cerr << "kevlaya-orch eval: " << lp.error().message << "\n";
+    if (!lp.error().hint.empty()) std::cerr << "  hint: " << lp.error().hint << "\n";
+    return kExitFailure;
+  }
+  std::vector<config::Pipeline> variants;
+  std::vector<std::string> labels;
+  for (const auto& prof : a.profiles) {
+    if (!lp->config.find_profile(prof)) {
+      std::cerr << "kevlaya-orch eval: unknown profile '" << prof << "' in --profiles\n";
+      return kExitFailure;
+    }
+    variants.push_back(with_decider(lp->pipeline, prof));
+    labels.push_back(prof);
+  }
+  if (variants.empty()) {
+    variants.push_back(lp->pipeline);
+    labels.push_back(decide_model(lp->pipeline));
+  }
+  std::vector<config::Stage> all_stages;
+  for (const auto& v : variants) all_stages.insert(all_stages.end(), v.stages.begin(), v.stages.end());
+  print_binaries(lp->config, all_stages, out);
+  auto scen = pl::load_tasks(a.scenarios, true);
+  if (!scen) {
+    std::cerr << "kevlaya-orch eval: " << scen.error().message << "\n";
+    for (const auto& d : scen.error().detail) std::cerr << d << "\n";
+    return kExitFailure;
+  }
+  if (scen->tasks.empty()) {
+    std::cerr << "kevlaya-orch eval: " << a.scenarios << " has no scenarios\n";
+    return kExitFailure;
+  }
+
+  Session session(lp->config);
+  std::vector<ProfileResult> results;
+  pl::Executor* current = nullptr;
+  int switches = 0;
+  session.sup().on_switch([&](const supervisor::SwitchRecord& r) {
+    ++switches;
+    if (current) current->note_switch(r);
+  });
+  session.set_interrupt([&] {
+    if (current) current->stop();
+  });
+  const bool interrupted = session.run([&]() -> asio::awaitable<void> {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      pl::Executor exec(session.executor(), session.sup(), variants[v]);
+      current = &exec;
+      ProfileResult res;
+      res.label = labels[v];
+      std::map<std::string, std::size_t> index;
+      for (const auto& s : scen->tasks) {
+        index[s.id] = res.scenarios.size();
+        res.scenarios.emplace_back().id = s.id;
+      }
+      exec.on_task_done([&](const json& rec) -> Status {
+        const std::string id = rec.value("id", "");
+        add_record(res.scenarios[index.at(id.substr(0, id.rfind(kRepeatSep)))], rec);
+        return ok_status();
+      });
+      ProgressPrinter progress("eval " + labels[v]);
+      exec.on_progress([&](const pl::RunProgress& p) { progress.update(p); });
+      res.summary = co_await exec.run(repeated(scen->tasks, a.repeat));
+      progress.finish();
+      current = nullptr;
+      const bool stop = res.summary.interrupted;
+      results.push_back(std::move(res));
+      if (stop) break;
+    }
+  });
+  if (interrupted || results.empty() || results.back().summary.interrupted) {
+    std::cerr << "kevlaya-orch eval: interrupted\n";
+    return kExitInterrupted;
+  }
+  bool ok = true;
+  for (const auto& r : results)
+    for (const auto& s : r.scenarios)
+      if (a.min_stability >= 0 && s.stability() < a.min_stability) ok = false;
+  out << "eval " << lp->pipeline.name << ": " << scen->tasks.size() << " scenario(s) x " << a.repeat
+      << " run(s), " << switches << " switch(es)\n";
+  print_table(out, results);
+  if (!ok) out << "stability below --min-stability " << a.min_stability << "\n";
+  if (a.json) std::cout << report_json(a, results, ok).dump(2) << std::endl;
+  return ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<EvalArgs>();
+  auto* sub = app.add_subcommand("eval", "run scenarios N times: decision stability, verifier pass rate");
+  sub->add_option("pipeline", a->pipeline, "pipeline YAML file (or pipeline name)")->required();
+  sub->add_option("--scenarios", a->scenarios, "scenarios as JSONL (the task format of `run`)")->required();
+  sub->add_option("--repeat", a->repeat, "runs per scenario (default 5)")->check(CLI::Range(1, 100000));
+  sub->add_option("--config", a->config, "orchestrator config (default: ./kevlaya.yaml if present)");
+  sub->add_option("--min-stability", a->min_stability, "exit 1 when a scenario's stability is below this")
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--profiles", a->profiles, "decide-stage profiles to compare (comma-separated)")->delimiter(',');
+  sub->add_flag("--json", a->json, "print the report as JSON on stdout");
+  sub->callback([&g, a] {
+    use_stderr_logger(g.log_level);
+    g.exit_code = run_eval(*a);
+  });
+}
+
+}  // namespace kevlaya::cli
