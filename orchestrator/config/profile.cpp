@@ -121,6 +121,23 @@ void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string
   }
 }
 
+// Conflicts between fields, checked once the whole document is read.
+void check_backend(Doc& d, const Profile& p, const YAML::Node& at,
+                   const std::optional<YAML::Node>& model_node) {
+  if (p.backend == Backend::remote && p.url.empty())
+    d.error(at, "backend 'remote' needs 'url' (the base URL of a server kevlaya-orch does not start)");
+  if (p.backend != Backend::remote && !p.url.empty())
+    d.error(at, "'url' is only used with backend 'remote'");
+  if (p.backend == Backend::command && p.command.empty())
+    d.error(at, "backend 'command' needs 'command' (the argv template to start the server)");
+  if (p.backend != Backend::command && !p.command.empty())
+    d.error(at, "'command' is only used with backend 'command'");
+  if (p.backend == Backend::llama_server && !model_node)
+    d.error(d.root(), "missing required key 'model' (path of the .gguf file, relative to this file)");
+  if (model_node && !p.model.empty() && p.backend != Backend::remote && !fs::is_regular_file(p.model))
+    d.error(*model_node, "model file not found: " + p.model.string());
+}
+
 }  // namespace
 
 void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs) {
@@ -132,7 +149,6 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
   pl.name = p.loc;
   // Optional, not plain Node: assigning to a Node overwrites the node it refers to.
   std::optional<YAML::Node> model_node, backend_node, alias_node;
-  bool has_model = false;
   const bool ok = walk_map(d, "profile", root, {
       {"name", [&](const YAML::Node& v) {
          set_string(d, "name", v, p.name);
@@ -149,7 +165,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
       {"binary", [&](const YAML::Node& v) { set_string(d, "binary", v, p.binary); }},
       {"model", [&](const YAML::Node& v) {
          model_node.emplace(v);
-         if (auto m = read_path(d, "model", v)) { p.model = *m; has_model = true; }
+         if (auto m = read_path(d, "model", v)) p.model = *m;
        }},
       {"quant", [&](const YAML::Node& v) { set_string(d, "quant", v, p.quant); }},
       {"ngl", [&](const YAML::Node& v) { read_ngl(d, v, p.ngl); }},
@@ -193,19 +209,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
   });
   if (!ok) return;
-  const YAML::Node at = backend_node ? *backend_node : root;
-  if (p.backend == Backend::remote && p.url.empty())
-    d.error(at, "backend 'remote' needs 'url' (the base URL of a server kevlaya-orch does not start)");
-  if (p.backend != Backend::remote && !p.url.empty())
-    d.error(at, "'url' is only used with backend 'remote'");
-  if (p.backend == Backend::command && p.command.empty())
-    d.error(at, "backend 'command' needs 'command' (the argv template to start the server)");
-  if (p.backend != Backend::command && !p.command.empty())
-    d.error(at, "'command' is only used with backend 'command'");
-  if (p.backend == Backend::llama_server && !model_node)
-    d.error(root, "missing required key 'model' (path of the .gguf file, relative to this file)");
-  if (has_model && p.backend != Backend::remote && !fs::is_regular_file(p.model))
-    d.error(*model_node, "model file not found: " + p.model.string());
+  check_backend(d, p, backend_node ? *backend_node : root, model_node);
   for (std::size_t i = 0; i < p.alias.size(); ++i) {
     const YAML::Node& a = *alias_node;
     pl.alias.push_back(a.IsSequence() && i < a.size() ? d.loc(a[i]) : d.loc(a));
