@@ -15,6 +15,7 @@
 #include <boost/process.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <filesystem>
 #include <iostream>
 #include <thread>

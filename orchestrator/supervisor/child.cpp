@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -290,7 +290,8 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     state_ = ChildState::failed;
     co_return StartOutcome{std::nullopt, std::move(*f)};
   }
-  int fd = ::pidfd_open(pid_, 0);
+  // glibc 2.36 declares pidfd_open without extern "C"; call the syscall directly.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<int>(pid_), 0));
   if (fd >= 0) pidfd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
   open_pipes_ = 2;
   asio::co_spawn(strand_, read_lines(out_.get()), asio::detached);
