@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -175,7 +176,7 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N\n";
     return kExitFailure;
   }
-  const auto gathered = ledger::gather(cfg);
+  auto gathered = ledger::gather(cfg);
   if (!gathered) {
     std::cerr << "kevlaya-orch plan: " << gathered.error().message << '\n';
     if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';

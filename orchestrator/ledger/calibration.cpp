@@ -6,6 +6,7 @@
 //   llama_adapter_lora_init_impl: <BUF> LoRA buffer size = X MiB  (llama-adapter.cpp)
 #include "ledger/calibration.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>

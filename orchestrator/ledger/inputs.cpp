@@ -1,6 +1,9 @@
 // Gathering the ledger's inputs from files (see inputs.hpp).
 #include "ledger/inputs.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "ledger/calibration.hpp"
 
 namespace kevlaya::ledger {
@@ -16,9 +19,9 @@ Error file_error(const std::string& profile, const std::string& what, const std:
 
 Status add_adapters(const config::Profile& p, const gguf::File& base, ProfileInput& in) {
   for (const auto& l : p.lora) {
-    const auto file = gguf::read_file(l.path);
+    auto file = gguf::read_file(l.path);
     if (!file) return file_error(p.name, "LoRA adapter", l.path, file.error());
-    const auto info = gguf::model_info(*file, l.path);
+    auto info = gguf::model_info(*file, l.path);
     if (!info) return file_error(p.name, "LoRA adapter", l.path, info.error());
     if (auto st = check_adapter(base, *file, l.path.filename().string()); !st) {
       Error e = st.error();
@@ -44,9 +47,9 @@ Result<Gathered> gather(const config::Config& cfg) {
       g.skipped.push_back(p.name);
       continue;
     }
-    const auto file = gguf::read_file(p.model);
+    auto file = gguf::read_file(p.model);
     if (!file) return file_error(p.name, "model", p.model, file.error());
-    const auto info = gguf::model_info(*file, p.model);
+    auto info = gguf::model_info(*file, p.model);
     if (!info) return file_error(p.name, "model", p.model, info.error());
     ProfileInput in;
     in.name = p.name;
@@ -57,7 +60,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     in.share_key = share_key(p);
     if (auto st = add_adapters(p, *file, in); !st) return st.error();
     std::string key;
-    if (const auto fp = fingerprint_file(p.model)) {
+    if (auto fp = fingerprint_file(p.model)) {
       key = measurement_key(*fp, in.flags, in.adapters);
       if (const auto it = store.find(key); it != store.end()) in.measured = it->second;
     }

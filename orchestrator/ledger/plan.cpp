@@ -210,7 +210,7 @@ void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<P
   for (const auto& u : units) all.push_back(&u);
   const SetBill everything = price_set(all, in, opt.budget);
   const auto fitting = price_combinations(units, in, opt.budget, plan);
-  if (opt.residency == config::Residency::rotate) {
+  if (opt.residency == config::Residency::rotate || units.empty()) {
     plan.mode = Mode::rotate;
     for (const auto& u : units) plan.allowed_sets.push_back(names_of({&u}, in));
     return;

@@ -203,3 +203,10 @@ TEST_CASE("plan: a measurement decides over the estimate") {
   CHECK(measured.profiles[0].effective.compute_gpu == *m.compute_gpu);
   CHECK(measured.profiles[0].estimate.compute_gpu == est.profiles[0].estimate.compute_gpu);
 }
+
+TEST_CASE("plan: nothing fits -> rotate with no allowed set") {
+  const auto plan = make_plan({kev(), laya()}, budget(kOverhead));
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets.empty());
+  CHECK_FALSE(plan.ok());
+}

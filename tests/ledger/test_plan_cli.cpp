@@ -1,0 +1,111 @@
+// `kevlaya-orch plan` end to end on stories260K (real GGUF, no GPU: the budget is given).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "gguf/writer.hpp"
+#include "ledger/calibration.hpp"
+#include "support/paths.hpp"
+
+using namespace kevlaya;
+namespace fs = std::filesystem;
+
+namespace {
+
+// kevlaya.yaml + profiles/kev.yaml + profiles/laya.yaml, both on `model` with the given extras.
+void write_config(const test::TempDir& dir, const fs::path& model, const std::string& kev_extra,
+                  const std::string& laya_extra, const std::string& orch_extra = "") {
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\ngpu:\n  vram_mib: 8192\n" + orch_extra);
+  test::write_text(dir / "profiles/kev.yaml",
+                   "name: kev\nmodel: " + model.string() + "\nngl: all\nctx: 2048\n" + kev_extra);
+  test::write_text(dir / "profiles/laya.yaml",
+                   "name: laya\nmodel: " + model.string() + "\nngl: all\nctx: 2048\n" + laya_extra);
+}
+
+test::CmdResult plan(const test::TempDir& dir, const std::string& args) {
+  return test::run_command(test::orch_binary().string() + " plan " + (dir / "kevlaya.yaml").string() + " " + args);
+}
+
+}  // namespace
+
+TEST_CASE("plan CLI: two profiles on stories260K are co-resident and priced like llama-server") {
+  test::TempDir dir("plan-cli-co");
+  write_config(dir, test::stories260k(), "", "shared_base: false\n");
+  const auto r = plan(dir, "--json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["mode"] == "co-resident");
+  CHECK(j["allowed_sets"] == nlohmann::json::array({nlohmann::json::array({"kev", "laya"})}));
+  CHECK(j["budget"] == (8192ULL - 256) * 1048576ULL);
+  const auto& kev = j["profiles"][0]["estimate"];
+  CHECK(kev["kv_gpu"] == 1310720);                // llama-server logs 1.25 MiB for this model at -c 2048
+  CHECK(kev["weights_gpu"].get<std::uint64_t>() + kev["weights_cpu"].get<std::uint64_t>() == 1171200);  // CPU_Mapped 1.12 MiB when nothing is offloaded
+  CHECK(kev["overhead_gpu"] == 450ULL * 1048576ULL);
+}
+
+TEST_CASE("plan CLI: same model and flags -> one shared-base child; text output lists the group") {
+  test::TempDir dir("plan-cli-shared");
+  write_config(dir, test::stories260k(), "", "");
+  const auto r = plan(dir, "");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("mode: shared-base") != std::string::npos);
+  CHECK(r.output.find("[kev, laya] one child") != std::string::npos);
+}
+
+TEST_CASE("plan CLI: --vram-mib too small refuses the profiles and exits 1") {
+  test::TempDir dir("plan-cli-small");
+  write_config(dir, test::stories260k(), "", "");
+  const auto r = plan(dir, "--vram-mib 600");  // 600 - 256 reserve < 450 overhead
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("cannot fit even alone") != std::string::npos);
+  CHECK(r.output.find("runtime overhead") != std::string::npos);
+}
+
+TEST_CASE("plan CLI: a file that is not GGUF is a clear error naming the profile") {
+  test::TempDir dir("plan-cli-bad");
+  test::write_text(dir / "bad.gguf", "this is not a model");
+  write_config(dir, dir / "bad.gguf", "", "");
+  const auto r = plan(dir, "");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("profile kev: model") != std::string::npos);
+}
+
+TEST_CASE("plan CLI: a stored measurement shows next to the estimate") {
+  test::TempDir dir("plan-cli-measured");
+  write_config(dir, test::stories260k(), "", "shared_base: false\n");
+  auto fp = ledger::fingerprint_file(test::stories260k());
+  REQUIRE(fp.ok());
+  ledger::Flags f;
+  f.ngl = -1;
+  f.ctx = 2048;
+  ledger::Measured m;
+  m.compute_gpu = 3 * ledger::kMiB;
+  REQUIRE(ledger::record_measurement(dir / "state", ledger::measurement_key(*fp, f, {}), m).ok());
+  const auto r = plan(dir, "--json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["profiles"][0]["measured"]["compute_gpu"] == 3 * ledger::kMiB);
+  CHECK(j["profiles"][0]["effective"]["compute_gpu"] == 3 * ledger::kMiB);
+  CHECK(j["profiles"][0]["estimate"]["compute_gpu"] != 3 * ledger::kMiB);
+  const auto text = plan(dir, "");
+  CHECK(text.output.find("  measured") != std::string::npos);
+}
+
+TEST_CASE("plan CLI: an adapter for another base is refused naming the tensor") {
+  test::TempDir dir("plan-cli-lora");
+  gguf::TinyModelSpec base;
+  gguf::TinyModelSpec wide;
+  wide.n_embd = 128;
+  REQUIRE(gguf::write_tiny_model(dir / "base.gguf", base).ok());
+  REQUIRE(gguf::write_tiny_lora(dir / "wrong.gguf", wide, gguf::TinyLoraSpec{}).ok());
+  write_config(dir, dir / "base.gguf", "lora:\n  - path: " + (dir / "wrong.gguf").string() + "\n", "");
+  const auto r = plan(dir, "");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("blk.0.attn_q.weight") != std::string::npos);
+}
