@@ -60,10 +60,7 @@ Result<std::vector<pl::Task>> gather_tasks(const RunArgs& a) {
     return std::vector<pl::Task>{t};
   }
   auto list = pl::load_tasks(a.input_file, a.strict);
-  if (!list) {
-    for (const auto& d : list.error().detail) std::cerr << d << "\n";
-    return list.error();
-  }
+  if (!list) return list.error();  // --strict: every issue is in the error's detail
   for (const auto& issue : list->issues) std::cerr << issue.format(a.input_file) << " (skipped)\n";
   if (!list->issues.empty())
     std::cerr << list->issues.size() << " bad input line(s) skipped; --strict makes them fatal\n";
