@@ -43,8 +43,8 @@ TEST_CASE("hostile: absurd counts are rejected before anything is reserved", "[g
 }
 
 TEST_CASE("hostile: strings past the end of the file", "[gguf][hostile]") {
-  CHECK(parse_error(Bytes{}.header(0, 1).u64(1ULL << 40).raw("k")) ==
-        "metadata key length 1099511627776 runs past the end of the file (1 bytes left), at byte offset 24");
+  CHECK(parse_error(Bytes{}.header(0, 1).u64(1ULL << 40).raw("keyword")) ==
+        "metadata key length 1099511627776 runs past the end of the file (7 bytes left), at byte offset 24");
   CHECK(parse_error(Bytes{}.header(0, 1).str("s").u32(8).u64(100).raw("abc")) ==
         "string value of 's' length 100 runs past the end of the file (3 bytes left), at byte offset 37");
   // A long string array: the elements past the kept prefix are checked too.

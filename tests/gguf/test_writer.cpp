@@ -59,7 +59,7 @@ TEST_CASE("writer: tiny model keys and shapes as llama.cpp expects", "[gguf][wri
   CHECK(toks[1] == "<s>");
   CHECK(toks[2] == "</s>");
   CHECK(toks[3] == "<0x00>");
-  CHECK(toks[3 + 0x3f] == "<0x3F>");
+  CHECK(toks[3 + 0x3c] == "<0x3C>");  // the last kept element (kArrayKeep = 64)
   CHECK(u(*f, "tokenizer.ggml.bos_token_id") == 1);
   CHECK(u(*f, "tokenizer.ggml.eos_token_id") == 2);
   CHECK(ne_of(*f, "token_embd.weight") == std::vector<std::uint64_t>{96, 300});
