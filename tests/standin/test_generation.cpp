@@ -1,6 +1,7 @@
 // Completion endpoints of the stand-in: determinism, streaming shapes, constraints, scripts, LoRA.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "harness.hpp"
 #include "support/paths.hpp"
