@@ -25,7 +25,6 @@ using boost::system::error_code;
 
 constexpr std::uint64_t kMaxFetchBody = 64ull << 20;  // a chat completion is far smaller
 constexpr std::uint32_t kMaxHeader = 64u << 10;
-constexpr std::size_t kStreamBuffer = 16u << 10;
 
 auto ec_token(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
@@ -219,7 +218,7 @@ class Streamer {
   std::shared_ptr<CancelToken> cancel_;
   Clock::time_point deadline_;
   beast::flat_buffer buf_;
-  http::response_parser<http::buffer_body> parser_;
+  http::response_parser<http::string_body> parser_;
   StreamResult result_;
 };
 
@@ -265,22 +264,21 @@ asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCa
 }
 
 asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
-  std::vector<char> chunk(kStreamBuffer);
+  // string_body appends at the body's current size, so clearing it after each read_some hands
+  // every byte to the caller exactly once, as it arrives. (buffer_body reported body_limit for
+  // Content-Length responses under Boost 1.74 in this setup; string_body does not.)
   while (!parser_.is_done()) {
-    auto& body = parser_.get().body();
-    body.data = chunk.data();
-    body.size = chunk.size();
     if ((result_.cancelled = cancelled())) co_return ended();
     arm_timer();
     error_code ec;
-    // read_some returns after each parse step, so bytes reach the caller as they arrive.
     co_await http::async_read_some(conn_->s, buf_, parser_, ec_token(ec));
-    if (ec == http::error::need_buffer) ec = {};
     if ((result_.cancelled = cancelled())) co_return ended();
-    const std::size_t n = chunk.size() - parser_.get().body().size;
-    if (n > 0) {
-      result_.body_bytes += n;
-      if (cb.on_chunk && !co_await cb.on_chunk(std::string_view(chunk.data(), n))) {
+    std::string& body = parser_.get().body();
+    if (!body.empty()) {
+      std::string piece;
+      piece.swap(body);
+      result_.body_bytes += piece.size();
+      if (cb.on_chunk && !co_await cb.on_chunk(std::string_view(piece))) {
         result_.stopped = true;
         co_return ended();
       }
