@@ -42,7 +42,7 @@ TEST_CASE("first SIGTERM exits 0 after cleaning up", "[standin]") {
   CHECK(p.log().find("cleaning up before exit") != std::string::npos);
 }
 
-TEST_CASE("SIGTERM during a request finishes it, then exits 0; a second SIGTERM exits 1 at once", "[standin]") {
+TEST_CASE("SIGTERM during a request finishes it and exits 0, a second SIGTERM exits 1 at once", "[standin]") {
   TempDir dir("standin-term2");
   StandinProcess p(args({"--fake-token-ms", "100", "-lv", "4"}), dir / "log");
   const int port = p.wait_ready();

@@ -84,7 +84,7 @@ TEST_CASE("chat streaming sends role, one chunk per token, finish with timings, 
   CHECK(streamed == s.chat("stream me"));
 }
 
-TEST_CASE("completion streaming has no DONE; v1/completions has", "[standin]") {
+TEST_CASE("completion streaming has no DONE but v1/completions has", "[standin]") {
   Server s("standin-native", {});
   const auto native = http_request(s.port, "POST", "/completion", json{{"prompt", "x"}, {"stream", true}}.dump());
   const auto ev = sse_events(native.body);
