@@ -129,9 +129,9 @@ class RunQueue {
   ~RunQueue();
   asio::awaitable<void> post_run(Request& req, Connection& c, std::string name, bool async);
   asio::awaitable<void> get_run(Connection& c, const std::string& id);
+  struct Run;  // one run's state (runs.cpp)
 
  private:
-  struct Run;
   asio::awaitable<void> work();
   void remember(std::shared_ptr<Run> r);
   Door& d_;

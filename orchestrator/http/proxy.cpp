@@ -221,8 +221,9 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
       co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
                                  " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");
-    co_return co_await c.start_stream(200, r.content_type.empty() ? "text/event-stream" : r.content_type,
-                                      sse_headers(mh));
+    std::string ctype = "text/event-stream";
+    if (!r.content_type.empty()) ctype = r.content_type;
+    co_return co_await c.start_stream(200, std::move(ctype), sse_headers(mh));
   };
   cb.on_chunk = [&c, &call, &r](std::string_view bytes) -> asio::awaitable<bool> {
     if (r.upstream_error || !call.stream) {
@@ -236,6 +237,14 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     co_return ok;
   };
   return cb;
+}
+
+// Why a relay ended without a complete answer: the child's death when it died under the lease.
+// (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
+Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res) {
+  if (lease.crashed()) return lease.crash_error();
+  if (!res) return res.error();
+  return make_error(Errc::upstream_error, "incomplete response from " + lease.profile());
 }
 
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
@@ -262,10 +271,8 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return;
   }
   if (!res || (!res->complete && !r.upstream_error)) {
-    Error e = lease.crashed() ? lease.crash_error()
-              : res           ? make_error(Errc::upstream_error, "incomplete response from " + model)
-                              : res.error();
-    co_return co_await fail(d, c, model, error_reply(e), t0);
+    Reply rep = error_reply(relay_error(lease, res));
+    co_return co_await fail(d, c, model, std::move(rep), t0);
   }
   if (r.upstream_error) co_return co_await fail(d, c, model, upstream_error_reply(r.status, r.body), t0);
   count(d, model, 200, t0);
@@ -278,7 +285,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   }
   note_timings(d, model, json::parse(r.body, nullptr, false));
   Reply rep;
-  rep.content_type = r.content_type.empty() ? "application/json" : r.content_type;
+  if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
   rep.headers = model_headers(model, queue_ms, lease.switch_ms());
   co_await c.send(std::move(rep));
@@ -308,8 +315,13 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c) {
   }
   Waiting waiting(d);
   const auto deadline = t0 + std::chrono::seconds(d.opt.queue.max_wait_s);
-  auto lease = call.stream ? co_await acquire_streaming(d, c, call, deadline)
-                           : co_await d.sup.acquire(call.profile, deadline);
+  // Not `cond ? co_await a : co_await b`: GCC 12 destroys that temporary twice (the lease's
+  // release would run while the lease is still in use).
+  Result<Lease> lease = make_error(Errc::internal, "no lease");
+  if (call.stream)
+    lease = co_await acquire_streaming(d, c, call, deadline);
+  else
+    lease = co_await d.sup.acquire(call.profile, deadline);
   waiting.done();
   if (!lease) co_return co_await fail(d, c, call.profile, error_reply(lease.error()), t0);
   const auto held = Clock::now();

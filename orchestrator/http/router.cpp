@@ -251,6 +251,18 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_pipeline_verdicts_total", T::counter, "Pipeline runs, by pipeline and verdict.");
 }
 
+namespace {
+
+// (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
+void count_load_failure(Metrics& m, const supervisor::Snapshot& snap, const std::string& model) {
+  const auto* st = find_status(snap, model);
+  std::string cause = "unknown";
+  if (st && st->last_failure) cause = std::string(supervisor::to_string(st->last_failure->kind));
+  m.inc("kevlaya_load_failures_total", {{"model", model}, {"cause", cause}});
+}
+
+}  // namespace
+
 void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchRecord& rec) {
   Door& d = *dp;
   auto& m = d.metrics;
@@ -271,11 +283,7 @@ void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchReco
   auto task = [dp, to = rec.to]() -> asio::awaitable<void> {
     Door& d = *dp;
     const auto snap = co_await d.sup.snapshot();
-    const auto* st = find_status(snap, to);
-    const std::string cause = st && st->last_failure
-                                  ? std::string(supervisor::to_string(st->last_failure->kind))
-                                  : "unknown";
-    d.metrics.inc("kevlaya_load_failures_total", {{"model", to}, {"cause", cause}});
+    count_load_failure(d.metrics, snap, to);
   };
   asio::co_spawn(d.strand, std::move(task), asio::detached);
 }

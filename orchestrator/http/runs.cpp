@@ -60,14 +60,48 @@ struct RunQueue::Run {
   }
 };
 
+namespace {
+
+// Plain functions: GCC 12 double-destroys class temporaries of ?: inside coroutines and rejects
+// some braced string-literal initialisers there.
+Reply unknown_pipeline(const config::Config& cfg, const std::string& name) {
+  std::string known;
+  for (const auto& p : cfg.pipelines) known += (known.empty() ? "" : ", ") + p.name;
+  if (known.empty()) known = "(none)";
+  return error_reply(make_error(Errc::not_found, "unknown pipeline '" + name + "'; known: " + known));
+}
+
+Reply run_reply(const RunQueue::Run* run, const std::string& id) {
+  if (!run) return error_reply(make_error(Errc::not_found, "unknown run '" + id + "'"));
+  return json_reply(200, run->to_json());
+}
+
+Reply finished_reply(const RunQueue::Run& run) {
+  if (run.error) return error_reply(*run.error);
+  return record_reply(run.record, run.id);
+}
+
+void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
+  std::string verdict = "error";
+  if (res) {
+    run.record = std::move(res.value());
+    run.state = RunQueue::Run::State::done;
+    const auto v = run.record.find("verdict");
+    verdict = v != run.record.end() && v->is_string() ? v->get<std::string>() : "unknown";
+  } else {
+    run.error = res.error();
+    run.state = RunQueue::Run::State::failed;
+  }
+  count_verdict(m, run.pipeline, verdict);
+}
+
+}  // namespace
+
 RunQueue::~RunQueue() = default;
 
 asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::string name, bool async) {
   if (!d_.cfg.find_pipeline(name)) {
-    std::string known;
-    for (const auto& p : d_.cfg.pipelines) known += (known.empty() ? "" : ", ") + p.name;
-    co_await c.send(error_reply(make_error(
-        Errc::not_found, "unknown pipeline '" + name + "'; known: " + (known.empty() ? "(none)" : known))));
+    co_await c.send(unknown_pipeline(d_.cfg, name));
     co_return;
   }
   if (!d_.runner) {
@@ -101,13 +135,12 @@ asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::strin
   boost::system::error_code ec;
   while (run->state == Run::State::queued || run->state == Run::State::running)
     co_await run->finished.async_wait(ec_token(ec));
-  co_await c.send(run->error ? error_reply(*run->error) : record_reply(run->record, run->id));
+  co_await c.send(finished_reply(*run));
 }
 
 asio::awaitable<void> RunQueue::get_run(Connection& c, const std::string& id) {
   auto it = runs_.find(id);
-  co_await c.send(it == runs_.end() ? error_reply(make_error(Errc::not_found, "unknown run '" + id + "'"))
-                                     : json_reply(200, it->second->to_json()));
+  co_await c.send(run_reply(it == runs_.end() ? nullptr : it->second.get(), id));
 }
 
 void RunQueue::remember(std::shared_ptr<Run> r) {
@@ -129,18 +162,7 @@ asio::awaitable<void> RunQueue::work() {
     pending_.pop_front();
     run->state = Run::State::running;
     auto res = co_await d_.runner->run_task(run->pipeline, run->task);
-    std::string verdict;
-    if (res) {
-      run->record = std::move(res.value());
-      run->state = Run::State::done;
-      const auto v = run->record.find("verdict");
-      verdict = v != run->record.end() && v->is_string() ? v->get<std::string>() : "unknown";
-    } else {
-      run->error = res.error();
-      run->state = Run::State::failed;
-      verdict = "error";
-    }
-    count_verdict(d_.metrics, run->pipeline, verdict);
+    finish(d_.metrics, *run, std::move(res));
     run->finished.cancel();
   }
   working_ = false;
