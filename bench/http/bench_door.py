@@ -62,7 +62,8 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     a = ap.parse_args()
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
-    orch = os.path.join(a.build, "kevlaya-orch")
+    orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"),
+                            os.path.join(a.build, "orchestrator", "kevlaya-orch")) if os.path.exists(p))
     with tempfile.TemporaryDirectory() as d:
         os.makedirs(f"{d}/profiles"); os.makedirs(f"{d}/pipelines")
         with open(f"{d}/profiles/kev.yaml", "w") as f:
@@ -80,7 +81,9 @@ def main():
 
 def run(a, door):
     c = http.client.HTTPConnection("127.0.0.1", door, timeout=120)
-    c.request("POST", "/admin/load/kev"); assert c.getresponse().status == 200
+    c.request("POST", "/admin/load/kev")
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
     c.request("GET", "/status"); st = json.loads(c.getresponse().read())
     child = next(p["port"] for p in st["profiles"] if p["name"] == "kev")
     body = {"model": "kev", "messages": [{"role": "user", "content": "Once upon a time"}],
