@@ -157,7 +157,7 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
   std::error_code ec;
   bp::child c(bp::exe = exe.string(), bp::args = args, bp::env = child_env(opts_.profile),
-              bp::std_in < bp::null, bp::std_out > *out_, bp::std_err > *err_, bp::limit_handles,
+              bp::std_in < bp::null, bp::std_out > *out_, bp::std_err > *err_,
               GroupAndDeathSignal{{}, ::getpid()}, ec);
   if (ec) {
     ChildFailure f;
