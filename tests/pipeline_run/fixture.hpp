@@ -83,7 +83,9 @@ struct RunProject {
   }
   // Same, stdout only (stderr goes to stderr.txt): for --json.
   CmdResult run_stdout(const std::string& args) const {
-    return run_command(cd() + orch() + " run pipelines/dv.yaml --config kevlaya.yaml " + args + " 2>stderr.txt");
+    // run_command appends 2>&1 to the whole line: the group keeps stderr in its own file.
+    return run_command(cd() + "{ " + orch() + " run pipelines/dv.yaml --config kevlaya.yaml " + args +
+                       " 2>stderr.txt; }");
   }
   CmdResult eval(const std::string& args) const {
     return run_command(cd() + orch() + " eval pipelines/dv.yaml --config kevlaya.yaml " + args + " 2>&1");

@@ -27,8 +27,8 @@ TEST_CASE("eval: stability is the share of the most common decision; --min-stabi
   RunProject p(eval_script(), {}, dv_pipeline(), standin_binary().string(), {"kev", "laya", "kev2"});
   p.tasks("sc.jsonl", {task_line("stable", "always cache this"), task_line("varies", "a situation")});
 
-  auto r = run_command(p.cd() + p.orch() +
-                       " eval pipelines/dv.yaml --config kevlaya.yaml --scenarios sc.jsonl --repeat 8 --json 2>err.txt");
+  auto r = run_command(p.cd() + "{ " + p.orch() +
+                       " eval pipelines/dv.yaml --config kevlaya.yaml --scenarios sc.jsonl --repeat 8 --json 2>err.txt; }");
   INFO(r.output << read_text(p.dir / "err.txt"));
   REQUIRE(r.exit_code == 0);
   const auto j = json::parse(r.output);

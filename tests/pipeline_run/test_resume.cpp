@@ -20,11 +20,12 @@ json pass_script() {
 // Starts a slow run in the background, waits for its first journal line, sends `signal`,
 // and returns the run's exit status (from `wait`).
 int interrupt_mid_run(const RunProject& p, const std::string& signal) {
-  const std::string script = p.cd() + p.orch() +
+  // The braces keep `$!` the pid of kevlaya-orch itself (not of a subshell running `cd && ...`).
+  const std::string script = p.cd() + "{ " + p.orch() +
                              " run pipelines/dv.yaml --config kevlaya.yaml --input-file tasks.jsonl"
                              " --output out.jsonl > bg.log 2>&1 & pid=$!; i=0;"
                              " while [ ! -s out.jsonl ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done;"
-                             " kill -" + signal + " $pid; wait $pid; echo \"rc=$?\"";
+                             " kill -" + signal + " $pid; wait $pid; echo \"rc=$?\"; }";
   auto r = run_command(script);
   const auto pos = r.output.rfind("rc=");
   REQUIRE(pos != std::string::npos);
