@@ -24,7 +24,12 @@ namespace asio = boost::asio;
 template <class F>
 void run_co(asio::io_context& ioc, F make) {
   std::exception_ptr err;
-  asio::co_spawn(ioc, make(), [&](std::exception_ptr e) { err = e; });
+  // Children keep detached readers/watchers alive on `ioc`, so run() would not return on its own:
+  // stop when the awaited coroutine completes; the rest stays queued for the next run_co.
+  asio::co_spawn(ioc, make(), [&](std::exception_ptr e) {
+    err = e;
+    ioc.stop();
+  });
   ioc.run();
   ioc.restart();
   if (err) std::rethrow_exception(err);

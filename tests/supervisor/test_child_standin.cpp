@@ -209,7 +209,12 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
                     " >/dev/null 2>&1 </dev/null & echo $!";
   auto r = test::run_command(cmd);
   int pid = std::stoi(r.output);
-  for (int i = 0; i < 100 && proc_cmdline(pid).size() < 3; ++i) usleep(10000);  // wait for exec
+  // Wait until setsid has exec'd the stand-in (before that, /proc shows setsid's own argv).
+  auto execd = [&] {
+    auto a = proc_cmdline(pid);
+    return !a.empty() && a[0] == test::standin_binary().string();
+  };
+  for (int i = 0; i < 200 && !execd(); ++i) usleep(10000);
   ChildRecord rec{pid, pid, proc_start_time(pid), "stale", proc_cmdline(pid)};
   REQUIRE(write_state(dir / "state", rec));
   ChildRecord self{::getpid(), ::getpid(), proc_start_time(::getpid()), "self", {"not-this-argv"}};

@@ -28,10 +28,15 @@ struct Rotation {
 // Alternates `n` switches between two profiles while a watcher samples /proc for both tags.
 Rotation rotate(const std::string& binary, int n, const std::string& name) {
   test::TempDir dir(name);
-  auto a = test::fast_profile("a", binary, test::stories260k());
-  auto b = test::fast_profile("b", binary, test::stories260k());
-  a.alias = {"rot-a-" + std::to_string(::getpid())};
-  b.alias = {"rot-b-" + std::to_string(::getpid())};
+  // The child argv carries only the profile name as alias, so tag each child through its model
+  // path (a uniquely named link to the same file) to find it in /proc.
+  const std::string ta = "rot-a-" + std::to_string(::getpid()), tb = "rot-b-" + std::to_string(::getpid());
+  std::filesystem::create_symlink(test::stories260k(), dir / (ta + ".gguf"));
+  std::filesystem::create_symlink(test::stories260k(), dir / (tb + ".gguf"));
+  auto a = test::fast_profile("a", binary, dir / (ta + ".gguf"));
+  auto b = test::fast_profile("b", binary, dir / (tb + ".gguf"));
+  a.alias = {ta};
+  b.alias = {tb};
   auto cfg = test::fast_config({a, b}, dir.path());
   asio::io_context ioc;
   Rotation rot;
@@ -89,7 +94,8 @@ TEST_CASE("supervisor: up killed with SIGKILL leaves no child behind") {
   std::string tagname = "upkill-" + std::to_string(::getpid());
   test::write_text(dir / "profiles" / "kev.yaml",
                    "name: kev\nbinary: " + test::standin_binary().string() + "\nmodel: " +
-                       test::stories260k().string() + "\nngl: 0\nctx: 256\nalias: [" + tagname + "]\n");
+                       (dir / (tagname + ".gguf")).string() + "\nngl: 0\nctx: 256\n");
+  std::filesystem::create_symlink(test::stories260k(), dir / (tagname + ".gguf"));
   test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
   auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +
                              " kev >" + (dir / "out.txt").string() + " 2>&1 & echo $!");

@@ -143,7 +143,12 @@ int main(int argc, char** argv) {
   }
   log_configure(opt.verbosity, opt.log_disable);
   if (opt.fake_ignore_sigterm) ignore_sigterm();
-  if (opt.fake_exit_before_listen) return *opt.fake_exit_before_listen;
+  if (opt.fake_exit_before_listen) {
+    // The real server always logs its start-up lines before it can fail; so does the double.
+    logf(Level::info, "srv          main: build: b10470-standin; exiting early with code %d (fault injection)",
+         *opt.fake_exit_before_listen);
+    return *opt.fake_exit_before_listen;
+  }
   if (opt.model_path.empty()) {
     std::fprintf(stderr, "error: the stand-in needs -m/--model (router mode is not modelled)\n");
     return 1;
