@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/pipeline_runner.hpp"
 #include "config/config.hpp"
 #include "http/server.hpp"
 #include "supervisor/process_effects.hpp"
@@ -57,9 +58,9 @@ int serve(const ServeArgs& args) {
   supervisor::SupervisorOptions sopt;
   supervisor::Supervisor sup(ioc.get_executor(), cfg,
                              std::make_unique<supervisor::ProcessEffects>(ioc, cfg.orch), sopt);
-  // WIRING POINT (pipeline): pass the pipeline engine's http::PipelineRunner adapter here; without
-  // it, /v1/pipelines/*/runs answers 503.
-  std::shared_ptr<http::PipelineRunner> runner;
+  // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
+  std::shared_ptr<http::PipelineRunner> runner =
+      std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
   http::Server door(ioc, sup, cfg, opt, runner);
   auto port = door.listen();
   if (!port) {
