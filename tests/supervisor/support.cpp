@@ -1,5 +1,7 @@
 #include "supervisor/support.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "supervisor/state_file.hpp"
@@ -57,6 +59,12 @@ std::vector<int> pids_with_arg(const std::string& needle) {
     }
   }
   return out;
+}
+
+int group_leaders_with_arg(const std::string& needle) {
+  int n = 0;
+  for (int pid : pids_with_arg(needle)) n += ::getpgid(pid) == pid ? 1 : 0;
+  return n;
 }
 
 bool alive(int pid) {

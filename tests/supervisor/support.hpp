@@ -54,6 +54,8 @@ config::Config fast_config(std::vector<config::Profile> profiles, const std::fil
 // Pids of live (non-zombie) processes whose argv contains `needle`.
 std::vector<int> pids_with_arg(const std::string& needle);
 bool alive(int pid);  // exists and is not a zombie
+// Live processes whose argv contains `needle` and that lead their own process group.
+int group_leaders_with_arg(const std::string& needle);
 int count_fds();      // entries in /proc/self/fd
 int count_threads();  // entries in /proc/self/task
 
