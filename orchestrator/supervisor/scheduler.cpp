@@ -71,7 +71,9 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
       return false;
     }
     auto forced_at = t.head_enqueued + milliseconds(cfg.max_wait_before_swap_ms);
-    if (has_queued(in, v.profile) && in.now < forced_at) {
+    // Until the starvation guard fires, the resident model keeps serving: work still in flight may
+    // be followed by more requests for it, and draining now would make those wait for a swap.
+    if ((has_queued(in, v.profile) || v.in_flight > 0) && in.now < forced_at) {
       earliest(d.wake_at, forced_at);  // keep grouping work for the resident model
       return false;
     }

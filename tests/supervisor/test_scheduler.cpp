@@ -126,6 +126,28 @@ TEST_CASE("scheduler: grouping keeps serving the resident model until the starva
   }
 }
 
+// Regression: a request for the other model used to start the drain at once when nothing else was
+// queued for the resident model, so its next requests (arriving a moment later) waited for a swap.
+TEST_CASE("scheduler: busy resident model is not drained before the starvation guard") {
+  auto in = base();
+  in.children = {ready("kev", 1, 1)};
+  in.queue = {{1, "laya", t0 - 500ms}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::drain).empty());
+  CHECK(of_kind(d, K::stop).empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 1500ms);
+
+  SECTION("idle resident model with nothing queued for it is swapped at once") {
+    in.children[0].in_flight = 0;
+    CHECK(of_kind(decide(in), K::stop).size() == 1);
+  }
+  SECTION("after the guard the busy resident model drains") {
+    in.now = t0 + 1500ms;
+    CHECK(of_kind(decide(in), K::drain).size() == 1);
+  }
+}
+
 TEST_CASE("scheduler: never evicts a child with requests in flight before drain_timeout") {
   auto in = base();
   in.children = {ready("kev", 1, 1)};

@@ -209,11 +209,7 @@ TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") 
   });
 }
 
-// Hidden (known failure, see docs/supervisor.md "Known gaps"): with parallel=1 the supervisor
-// currently releases the older queued request for the other model first. Run it with
-// `kevlaya_tests_supervisor "[known-failure]"`.
-TEST_CASE("supervisor: grouping serves queued requests of the resident model before swapping",
-          "[.][known-failure]") {
+TEST_CASE("supervisor: grouping serves queued requests of the resident model before swapping") {
   auto cfg = two_profiles();
   cfg.orch.scheduling.max_wait_before_swap_ms = 10000;
   Fixture f(cfg);
