@@ -89,7 +89,9 @@ bool health_ok(int port) {
     kevlaya::upstream::Request req;
     req.target = "/health";
     req.timeout = 1s;
-    auto r = co_await kevlaya::upstream::fetch(ioc.get_executor(), {"127.0.0.1", static_cast<std::uint16_t>(port)}, req);
+    // Named, not a braced temporary: GCC 12 double-frees braced temporaries passed into co_await.
+    kevlaya::upstream::Endpoint ep{"127.0.0.1", static_cast<std::uint16_t>(port)};
+    auto r = co_await kevlaya::upstream::fetch(ioc.get_executor(), ep, req);
     ok = r.ok() && r->status == 200;
   }, asio::detached);
   ioc.run();
