@@ -103,8 +103,9 @@ void Doc::report_parse_error(int line0, int col0, const std::string& msg) {
 bool Doc::load() {
   std::ifstream f(file_, std::ios::binary);
   if (!f) {
+    std::error_code exists_ec;  // the non-throwing overload: any path text must not throw
     error(SourceLoc{display_path(file_), 0, 0},
-          fs::exists(file_) ? "cannot read file" : "file not found");
+          fs::exists(file_, exists_ec) ? "cannot read file" : "file not found");
     return false;
   }
   std::ostringstream ss;

@@ -242,7 +242,8 @@ LoadResult load(const fs::path& orchestrator_file) {
   }
   const auto& o = r.config.orch;
   const SourceLoc top{o.file.empty() ? std::string("(defaults)") : display_path(o.file), 0, 0};
-  if (!fs::is_directory(o.profiles_dir)) {
+  std::error_code ec;  // non-throwing overloads: any path text must end in a diagnostic
+  if (!fs::is_directory(o.profiles_dir, ec)) {
     add_error(r, top, "profiles directory not found: " + o.profiles_dir.string());
   } else {
     load_dir(r, l, o.profiles_dir, true);
@@ -250,7 +251,7 @@ LoadResult load(const fs::path& orchestrator_file) {
       r.diagnostics.push_back(Diagnostic{Severity::warning, top, "no profiles (*.yaml) in " +
                                                                      o.profiles_dir.string()});
   }
-  if (fs::is_directory(o.pipelines_dir)) load_dir(r, l, o.pipelines_dir, false);
+  if (fs::is_directory(o.pipelines_dir, ec)) load_dir(r, l, o.pipelines_dir, false);
   else if (pipelines_dir_set)
     add_error(r, top, "pipelines directory not found: " + o.pipelines_dir.string());
   check_profile_names(r, l);

@@ -15,6 +15,12 @@ constexpr std::int64_t kMaxCtx = 1 << 20;
 constexpr std::int64_t kMaxLayers = 100000;
 constexpr std::int64_t kMaxPort = 65535;
 
+// Never throws: a path too long for the OS (ENAMETOOLONG) is simply not a file.
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
 bool valid_name(const std::string& s) {
   static const std::regex re("[A-Za-z0-9][A-Za-z0-9._-]*");
   return std::regex_match(s, re);
@@ -81,7 +87,7 @@ void read_lora(Doc& d, const YAML::Node& n, std::vector<LoraSpec>& out) {
              if (s.find_first_of(":,") != std::string::npos)  // --lora-scaled FNAME:SCALE,...
                d.error(v, key + ".path must not contain ':' or ',' (llama-server's --lora-scaled "
                                "cannot express them): " + s);
-             else if (!fs::is_regular_file(*p))
+             else if (!is_file(*p))
                d.error(v, "LoRA file not found: " + s);
            }
          }},
@@ -134,7 +140,7 @@ void check_backend(Doc& d, const Profile& p, const YAML::Node& at,
     d.error(at, "'command' is only used with backend 'command'");
   if (p.backend == Backend::llama_server && !model_node)
     d.error(d.root(), "missing required key 'model' (path of the .gguf file, relative to this file)");
-  if (model_node && !p.model.empty() && p.backend != Backend::remote && !fs::is_regular_file(p.model))
+  if (model_node && !p.model.empty() && p.backend != Backend::remote && !is_file(p.model))
     d.error(*model_node, "model file not found: " + p.model.string());
 }
 
