@@ -3,11 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "ledger/inputs.hpp"
+#include "ledger/plan.hpp"
+#include "supervisor/nvml.hpp"
 
 namespace kevlaya::cli {
 
@@ -97,6 +102,59 @@ void print_summary(std::ostream& out, const cfg::LoadResult& r) {
   print_pipelines(out, c);
 }
 
+struct LedgerCount {
+  std::size_t errors = 0, warnings = 0;
+};
+
+// A plan diagnostic at the profile's location when it names one ("kev.yaml:1:1: error: ...").
+void report(const cfg::Config& c, const ledger::PlanDiagnostic& d, LedgerCount& n) {
+  cfg::Diagnostic out;
+  out.severity = d.severity;
+  const auto* p = c.find_profile(d.subject);
+  if (p) out.loc = p->loc;
+  out.message = (p ? "profile " : "") + d.subject + ": " + d.message;
+  std::cerr << out.format() << '\n';
+  ++(d.severity == cfg::Severity::error ? n.errors : n.warnings);
+}
+
+// The VRAM ledger's verdicts: incompatible adapters and profiles that cannot fit even alone are
+// errors, thin headroom a warning. A model file the ledger cannot read is only noted here (the
+// loader checked that it exists; the child reports what is wrong with its contents).
+LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
+  LedgerCount n;
+  const bool local = std::any_of(c.profiles.begin(), c.profiles.end(), [](const cfg::Profile& p) {
+    return p.backend == cfg::Backend::llama_server && !p.model.empty();
+  });
+  if (!local) return n;
+  auto g = ledger::gather(c);
+  if (!g && g.error().code == Errc::config_invalid) {  // an adapter that does not fit its base
+    std::cerr << "error: " << g.error().message << '\n';
+    if (!g.error().hint.empty()) std::cerr << "  hint: " << g.error().hint << '\n';
+    ++n.errors;
+    return n;
+  }
+  if (!g) {
+    out << "ledger: not priced: " << g.error().message << '\n';
+    return n;
+  }
+  std::optional<std::uint64_t> nvml_total;
+  if (!c.orch.gpu.vram_mib) {
+    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
+  }
+  const auto budget = ledger::budget_bytes(c.orch.gpu, std::nullopt, nvml_total);
+  if (!budget) {
+    out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
+    return n;
+  }
+  const auto plan = ledger::make_plan(g->profiles, ledger::plan_options(c.orch, *budget));
+  out << "ledger: budget " << ledger::format_mib(*budget) << " MiB;";
+  for (const auto& p : plan.profiles)
+    out << ' ' << p.name << ' ' << ledger::format_mib(p.effective.total_gpu()) << (p.fits_alone ? "" : " (too big)");
+  out << " MiB; residency: " << ledger::to_string(plan.mode) << '\n';
+  for (const auto& d : plan.diagnostics) report(c, d, n);
+  return n;
+}
+
 }  // namespace
 
 void add_check(CLI::App& app, Globals& g) {
@@ -112,8 +170,9 @@ void add_check(CLI::App& app, Globals& g) {
     const auto r = load_any(*path);
     print_diagnostics(r);
     print_summary(std::cout, r);
-    const std::size_t errors = r.error_count();
-    const std::size_t warnings = r.diagnostics.size() - errors;
+    const LedgerCount ledger = r.ok() ? check_ledger(std::cout, r.config) : LedgerCount{};
+    const std::size_t errors = r.error_count() + ledger.errors;
+    const std::size_t warnings = r.diagnostics.size() - r.error_count() + ledger.warnings;
     std::cout << (errors ? "invalid: " : "ok: ") << errors << " error(s), " << warnings
               << " warning(s)\n";
     g.exit_code = errors ? kExitFailure : kExitOk;

@@ -18,6 +18,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_runner.hpp"
+#include "cli/plan_setup.hpp"
 #include "config/config.hpp"
 #include "http/server.hpp"
 #include "supervisor/process_effects.hpp"
@@ -53,11 +54,15 @@ int serve(const ServeArgs& args) {
                  opt.host);
 
   asio::io_context ioc(1);
-  // WIRING POINT (ledger): allowed_sets from ledger::make_plan once a shared CLI helper builds
-  // the plan; until then the supervisor keeps one child at a time (always safe).
-  supervisor::SupervisorOptions sopt;
+  // The ledger's plan: which profiles may stay resident together, which share one child.
+  auto residency = setup_residency(cfg);
+  if (residency.refused) {
+    std::cerr << "kevlaya-orch serve: " << residency.refused->message << "\n";
+    return kExitFailure;
+  }
   supervisor::Supervisor sup(ioc.get_executor(), cfg,
-                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg.orch), sopt);
+                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg.orch),
+                             std::move(residency.options));
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   std::shared_ptr<http::PipelineRunner> runner =
       std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);

@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/plan_setup.hpp"
 #include "config/config.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/supervisor.hpp"
@@ -73,10 +74,16 @@ int run_up(const UpArgs& a) {
     }
   }
   asio::io_context ioc;  // run on this (main) thread: PDEATHSIG of the children is tied to it
+  auto residency = setup_residency(loaded.config);
+  if (residency.refused) {
+    print_error("plan", *residency.refused);
+    return kExitFailure;
+  }
+  std::cout << residency.summary << std::endl;
   auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config.orch);
   if (effects->stale_killed() > 0)
     std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
-  sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects));
+  sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects), std::move(residency.options));
   sup.on_switch(print_switch);
 
   int exit_code = kExitOk;

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/plan_setup.hpp"
 #include "supervisor/process_effects.hpp"
 
 namespace kevlaya::cli {
@@ -154,12 +155,15 @@ void ProgressPrinter::finish() {
   line_open_ = false;
 }
 
-Session::Session(const config::Config& cfg) {
+Session::Session(config::Config cfg) {
+  // The ledger's plan (resident sets, shared-base groups, calibration), as `serve` follows it.
+  auto residency = setup_residency(cfg);
   // Run on this (main) thread: the children's PDEATHSIG is tied to the thread that spawned them.
   auto effects = std::make_unique<supervisor::ProcessEffects>(ioc_, cfg.orch);
   if (effects->stale_killed() > 0)
     std::cerr << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run\n";
-  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg, std::move(effects));
+  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), std::move(cfg), std::move(effects),
+                                                  std::move(residency.options));
 }
 
 Session::~Session() = default;

@@ -49,7 +49,8 @@ class ProgressPrinter {
 // One io_context + Supervisor (real processes) for the life of a command.
 class Session {
  public:
-  explicit Session(const config::Config& cfg);
+  // Plans residency for `cfg` (see plan_setup.hpp) and starts nothing yet.
+  explicit Session(config::Config cfg);
   ~Session();
   supervisor::Supervisor& sup() { return *sup_; }
   boost::asio::any_io_executor executor() { return ioc_.get_executor(); }

@@ -25,12 +25,26 @@ std::uint64_t mib_to_bytes(const std::string& mib) {
 
 void add(std::optional<std::uint64_t>& line, std::uint64_t bytes) { line = line.value_or(0) + bytes; }
 
-void add_buffer(Measured& m, const std::string& kind, const std::string& buf, std::uint64_t bytes) {
+// The compute buffers of one `sched_reserve` pass; llama-server reserves again when a request
+// changes the graph (e.g. other LoRA scales), so the measurement keeps the largest pass.
+struct Reserve {
+  std::optional<std::uint64_t> gpu, cpu;
+};
+
+void keep_max(std::optional<std::uint64_t>& line, const std::optional<std::uint64_t>& pass) {
+  if (pass && (!line || *pass > *line)) line = pass;
+}
+
+void add_buffer(Measured& m, Reserve& r, const std::string& kind, const std::string& buf, std::uint64_t bytes) {
   const bool host = is_host_buffer(buf);
   if (kind == "model") add(host ? m.weights_cpu : m.weights_gpu, bytes);
   if (kind == "KV") add(host ? m.kv_cpu : m.kv_gpu, bytes);
-  if (kind == "compute") add(host ? m.compute_cpu : m.compute_gpu, bytes);
   if (kind == "LoRA") add(host ? m.adapters_cpu : m.adapters_gpu, bytes);
+  if (kind == "compute") {
+    add(host ? r.cpu : r.gpu, bytes);
+    keep_max(m.compute_cpu, r.cpu);
+    keep_max(m.compute_gpu, r.gpu);
+  }
 }
 
 std::uint64_t fnv(std::uint64_t h, const char* data, std::size_t n) {
@@ -58,22 +72,32 @@ bool is_host_buffer(std::string_view name) {
 
 Measured parse_log(std::string_view log) {
   static const std::regex kLoadStart(R"(load_tensors: loading model tensors)");
+  static const std::regex kReserve(R"(sched_reserve: reserving)");
   static const std::regex kOffloaded(R"(load_tensors: offloaded (\d+)/(\d+) layers to GPU)");
   static const std::regex kBuffer(R"(:\s+(\S+)\s+(model|KV|compute|LoRA) buffer size =\s+([0-9.]+) MiB)");
   Measured m;
+  Reserve pass;
   std::size_t pos = 0;
   while (pos < log.size()) {
     const std::size_t eol = std::min(log.find('\n', pos), log.size());
-    const std::string line(log.substr(pos, eol - pos));
+    const std::string_view view = log.substr(pos, eol - pos);
     pos = eol + 1;
+    // Cheap filter first: at -lv 4 a long-running child's log is mostly request traces.
+    if (view.find("load_tensors") == std::string_view::npos && view.find("buffer size") == std::string_view::npos &&
+        view.find("sched_reserve") == std::string_view::npos)
+      continue;
+    const std::string line(view);
     std::smatch g;
     if (std::regex_search(line, kLoadStart)) {
       m = Measured{};  // a reload (sleep/resume) allocates everything again
+      pass = Reserve{};
+    } else if (std::regex_search(line, kReserve)) {
+      pass = Reserve{};
     } else if (std::regex_search(line, g, kOffloaded)) {
       m.layers_offloaded = static_cast<std::uint32_t>(std::stoul(g[1]));
       m.layers_total = static_cast<std::uint32_t>(std::stoul(g[2]));
     } else if (std::regex_search(line, g, kBuffer)) {
-      add_buffer(m, g[2], g[1], mib_to_bytes(g[3]));
+      add_buffer(m, pass, g[2], g[1], mib_to_bytes(g[3]));
     }
   }
   return m;

@@ -210,13 +210,14 @@ void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<P
   for (const auto& u : units) all.push_back(&u);
   const SetBill everything = price_set(all, in, opt.budget);
   const auto fitting = price_combinations(units, in, opt.budget, plan);
+  const bool one_group = units.size() == 1 && units.front().members.size() > 1;
   if (opt.residency == config::Residency::rotate || units.empty()) {
-    plan.mode = Mode::rotate;
+    plan.mode = one_group ? Mode::shared_base : Mode::rotate;  // grouping applies in every residency
     for (const auto& u : units) plan.allowed_sets.push_back(names_of({&u}, in));
     return;
   }
   if (opt.residency == config::Residency::co_resident || everything.fits) {
-    plan.mode = units.size() == 1 && units.front().members.size() > 1 ? Mode::shared_base : Mode::co_resident;
+    plan.mode = one_group ? Mode::shared_base : Mode::co_resident;
     if (!all.empty()) plan.allowed_sets.push_back(everything.profiles);
     if (!everything.fits) {
       plan.diagnostics.push_back({config::Severity::error, join(everything.profiles, "+"),
@@ -276,7 +277,9 @@ Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
       plan.diagnostics.push_back({config::Severity::error, p.name, refusal(plan.profiles.back(), opt.budget)});
     }
   }
-  auto units = form_units(in, plan.profiles, opt.residency == config::Residency::auto_);
+  // Shared-base grouping applies whatever the residency (unless a profile opts out): one child
+  // serving several profiles is never worse than rotating children of the same base.
+  auto units = form_units(in, plan.profiles, true);
   const auto price = [&] {
     for (auto& u : units) u.bill = effective_bill(in[u.members.front()], u.adapters, opt.overhead);
   };

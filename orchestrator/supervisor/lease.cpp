@@ -10,8 +10,9 @@
 
 namespace kevlaya::supervisor {
 
-Lease::Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms)
-    : s_(std::move(s)), queue_ms_(queue_ms), switch_ms_(switch_ms) {}
+Lease::Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms,
+             std::vector<std::pair<std::string, double>> lora)
+    : s_(std::move(s)), queue_ms_(queue_ms), switch_ms_(switch_ms), lora_(std::move(lora)) {}
 
 Lease& Lease::operator=(Lease&& o) noexcept {
   if (this != &o) {
@@ -36,11 +37,17 @@ Error Lease::crash_error() const {
 void Lease::release() {
   if (!s_) return;
   if (auto owner = s_->owner.lock()) {
-    asio::post(owner->strand_, [owner, profile = s_->profile, id = s_->id] {
-      owner->on_release(profile, id);
+    asio::post(owner->strand_, [owner, child = s_->child, id = s_->id] {
+      owner->on_release(child, id);
     });
   }
   s_.reset();
+}
+
+std::string shared_child_name(const SharedBase& g) {
+  std::string name;
+  for (const auto& m : g.members) name += (name.empty() ? "" : "+") + m;
+  return name;
 }
 
 Supervisor::Supervisor(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,

@@ -40,7 +40,48 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std
                                SupervisorOptions opts)
     : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), effects_(std::move(effects)),
       opts_(std::move(opts)), wake_(strand_) {
-  for (const auto& p : cfg_.profiles) profs_[p.name].profile = &p;
+  for (const auto& p : cfg_.profiles) child_of_[p.name] = p.name;
+  add_shared_bases();
+  for (const auto& p : cfg_.profiles) {
+    if (child_of_[p.name] == p.name) profs_[p.name].profile = &p;
+  }
+}
+
+// One synthesized profile per group: the first member's settings, every adapter at scale 0 (the
+// `lora` field of each request selects the member's adapters; unlisted ones would stay at 0).
+void SupervisorImpl::add_shared_bases() {
+  for (const auto& g : opts_.shared_bases) {
+    const bool known = g.members.size() > 1 && std::all_of(g.members.begin(), g.members.end(), [&](const auto& m) {
+      const auto it = child_of_.find(m);
+      return it != child_of_.end() && it->second == m;  // a profile, in no other group
+    });
+    if (!known) {
+      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", shared_child_name(g));
+      continue;
+    }
+    config::Profile child = *cfg_.find_profile(g.members.front());
+    child.name = shared_child_name(g);
+    child.alias.clear();
+    child.lora = g.adapters;
+    for (auto& a : child.lora) a.scale = 0;
+    group_profiles_.push_back(std::move(child));
+    profs_[group_profiles_.back().name].profile = &group_profiles_.back();
+    for (const auto& m : g.members) {
+      child_of_[m] = group_profiles_.back().name;
+      auto& lora = lora_of_[m];
+      const auto sc = g.scales.find(m);
+      for (std::size_t i = 0; i < g.adapters.size(); ++i) {
+        const double scale = sc != g.scales.end() && i < sc->second.size() ? sc->second[i] : 0.0;
+        const auto& a = g.adapters[i];
+        lora.emplace_back(a.name.empty() ? a.path.stem().string() : a.name, scale);
+      }
+    }
+  }
+}
+
+const std::string& SupervisorImpl::child_of(const std::string& profile) const {
+  const auto it = child_of_.find(profile);
+  return it != child_of_.end() ? it->second : profile;
 }
 
 // ---- queue ---------------------------------------------------------------------------------
@@ -50,7 +91,8 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock:
   if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_.find_profile(model);
   if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
-  auto& ps = profs_[p->name];
+  const std::string& child = child_of(p->name);
+  auto& ps = profs_[child];
   auto now = Clock::now();
   if (now < ps.failed_until) {
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
@@ -64,6 +106,7 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock:
   auto w = std::make_shared<Waiter>(strand_);
   w->id = next_id_++;
   w->profile = p->name;
+  w->child = child;
   w->enqueued = now;
   w->deadline = deadline;
   queue_.push_back(w);
@@ -89,28 +132,31 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   queue_.erase(it);
   auto s = std::make_shared<LeaseShared>();
   s->id = next_id_++;
-  s->profile = ps.profile->name;
+  s->profile = w->profile;
+  s->child = ps.profile->name;
   s->endpoint = ps.endpoint;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;
   ++ps.in_flight;
   // The part of the wait spent bringing the child up (0 when it was already ready).
   std::int64_t switch_ms = ps.became_ready_at > w->enqueued ? ms(ps.became_ready_at - w->enqueued) : 0;
-  w->result.emplace(Lease(std::move(s), ms(now - w->enqueued), switch_ms));
+  const auto lora = lora_of_.find(w->profile);
+  w->result.emplace(Lease(std::move(s), ms(now - w->enqueued), switch_ms,
+                          lora != lora_of_.end() ? lora->second : std::vector<std::pair<std::string, double>>{}));
   w->timer.cancel();
 }
 
-void SupervisorImpl::on_release(const std::string& profile, std::uint64_t lease_id) {
-  auto it = profs_.find(profile);
+void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id) {
+  auto it = profs_.find(child);
   if (it == profs_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
   --it->second.in_flight;
   reschedule();
 }
 
-void SupervisorImpl::fail_queued(const std::string& profile, const Error& e) {
+void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
   std::deque<std::shared_ptr<Waiter>> keep;
   for (auto& w : queue_) {
-    if (w->profile == profile) {
+    if (w->child == child) {
       w->result.emplace(e);
       w->timer.cancel();
     } else {
@@ -137,7 +183,14 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   SchedInput in;
   in.cfg = cfg_.orch.scheduling;
   in.now = now;
-  in.allowed_sets = opts_.allowed_sets;
+  for (const auto& set : opts_.allowed_sets) {  // in child names: a group member stands for its child
+    std::vector<std::string> children;
+    for (const auto& name : set) {
+      const auto& c = child_of(name);
+      if (std::find(children.begin(), children.end(), c) == children.end()) children.push_back(c);
+    }
+    in.allowed_sets.push_back(std::move(children));
+  }
   for (const auto& [name, ps] : profs_) {
     if (ps.not_before > now) in.not_before[name] = ps.not_before;
     if (ps.phase == Phase::none) continue;
@@ -152,7 +205,7 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     c.draining_since = ps.draining_since;
     in.children.push_back(c);
   }
-  for (const auto& w : queue_) in.queue.push_back({w->id, w->profile, w->enqueued});
+  for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
   return in;
 }
 
@@ -224,6 +277,7 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
     ps.ready_since = now;
     ps.became_ready_at = now;
     ps.draining_since.reset();
+    if (opts_.on_ready) opts_.on_ready(*ps.profile, *out.report);
   } else {
     ps.phase = Phase::none;
     ps.last_failure = out.failure;
@@ -354,7 +408,8 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
   Snapshot s;
   s.shutting_down = shutting_down_;
   s.queued = queue_.size();
-  for (const auto& [name, ps] : profs_) {
+  for (const auto& [name, child] : child_of_) {  // per profile; a group's members share one child
+    const auto& ps = profs_.at(child);
     ProfileStatus st;
     st.name = name;
     st.state = ps.phase == Phase::starting ? ChildState::starting

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ class SupervisorImpl;
 struct LeaseShared {
   std::uint64_t id = 0;
   std::string profile;
+  std::string child;  // the child serving it: the profile, or a shared-base group's child
   upstream::Endpoint endpoint;
   std::atomic<bool> crashed{false};
   Error crash;  // valid once crashed == true
@@ -51,7 +53,8 @@ struct LeaseShared {
 class Lease {
  public:
   Lease() = default;
-  Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms);
+  Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms,
+        std::vector<std::pair<std::string, double>> lora = {});
   Lease(Lease&&) noexcept = default;
   Lease& operator=(Lease&& o) noexcept;
   Lease(const Lease&) = delete;
@@ -62,7 +65,8 @@ class Lease {
   const std::string& profile() const { return s_->profile; }           // profile name (not alias)
   std::int64_t queue_ms() const { return queue_ms_; }   // time spent waiting in the queue
   std::int64_t switch_ms() const { return switch_ms_; }  // part of queue_ms spent on a switch (0 = none)
-  // Shared-base mode: LoRA adapter scales to put into the request (empty otherwise).
+  // Shared-base mode: (adapter name, scale) per adapter id of the child, to send as the request's
+  // `lora` field [{"id": i, "scale": s}]; empty when the child serves one profile.
   const std::vector<std::pair<std::string, double>>& lora_scales() const { return lora_; }
   bool crashed() const;       // the child exited unexpectedly while this lease was held
   Error crash_error() const;  // Errc::child_crashed with exit code/signal and last log lines
@@ -87,11 +91,30 @@ class Effects {
   virtual asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) = 0;
   // Stops the child (SIGTERM group, grace, SIGKILL, reap, VRAM wait). Never fails; no-op if absent.
   virtual asio::awaitable<StopReport> stop(const std::string& profile) = 0;
+  // Hint: `profile` is likely to be started soon (e.g. the oldest queued request's model); the
+  // real effects prefetch its files into the page cache. Must not block. Default: ignored.
+  virtual void likely_next(const std::string& /*profile*/) {}
 };
 
+// Profiles served by ONE child started with every adapter of the group at scale 0; a member's
+// lease carries its scales (Lease::lora_scales), so moving between members needs no process work.
+struct SharedBase {
+  std::vector<std::string> members;                   // profile names; same model and flags
+  std::vector<config::LoraSpec> adapters;             // loaded by the child; id = index
+  std::map<std::string, std::vector<double>> scales;  // member -> scale per adapter id
+};
+
+// Name of the child that serves a shared-base group ("kev+laya"): switch records and logs use it.
+std::string shared_child_name(const SharedBase& g);
+
 struct SupervisorOptions {
-  // Sets of profile names that may be alive at the same time. Empty = one at a time.
+  // Sets of profile names that may be alive at the same time. Empty = one at a time. A member of
+  // a shared-base group stands for the group's child.
   std::vector<std::vector<std::string>> allowed_sets;
+  std::vector<SharedBase> shared_bases;
+  // Called on the supervisor strand after each successful start, with the child's profile (for
+  // a group: the synthesized one, named by shared_child_name). E.g. records calibration.
+  std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
 };
 

@@ -35,7 +35,8 @@ struct ProfState {
 struct Waiter {
   Waiter(asio::any_io_executor ex) : timer(ex) {}
   std::uint64_t id = 0;
-  std::string profile;
+  std::string profile;  // the profile asked for
+  std::string child;    // the child that serves it (profile name, or shared-base group child)
   Clock::time_point enqueued{};
   Clock::time_point deadline{};
   asio::steady_timer timer;
@@ -57,12 +58,14 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<Status> unload();
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
-  void on_release(const std::string& profile, std::uint64_t lease_id);
+  void on_release(const std::string& child, std::uint64_t lease_id);
 
   asio::strand<asio::any_io_executor> strand_;
   std::function<void(const SwitchRecord&)> on_switch_;
 
  private:
+  void add_shared_bases();
+  const std::string& child_of(const std::string& profile) const;
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
   void apply(const Action& a, Clock::time_point now);
@@ -82,7 +85,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   config::Config cfg_;
   std::unique_ptr<Effects> effects_;
   SupervisorOptions opts_;
-  std::map<std::string, ProfState> profs_;
+  std::map<std::string, ProfState> profs_;  // by child name
+  std::map<std::string, std::string> child_of_;  // profile -> child name (itself unless grouped)
+  std::list<config::Profile> group_profiles_;  // synthesized profiles of shared-base children
+  std::map<std::string, std::vector<std::pair<std::string, double>>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
   asio::steady_timer wake_;
   std::list<asio::steady_timer*> watchers_;

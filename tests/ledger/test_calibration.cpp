@@ -120,3 +120,19 @@ TEST_CASE("fingerprint changes with content and keys include the flags") {
   f2.ctx = 4096;
   CHECK(measurement_key(*a, f1, {}) != measurement_key(*a, f2, {}));
 }
+
+TEST_CASE("parse_log keeps the largest compute reservation, not the sum of re-reservations") {
+  // llama-server reserves the graph again when a request changes it (e.g. other LoRA scales).
+  const std::string log =
+      "0.00.036.791 I load_tensors: loading model tensors, this can take a while... (load_mode = mmap)\n"
+      "0.00.037.758 I load_tensors:   CPU_Mapped model buffer size =     1.32 MiB\n"
+      "0.00.039.552 I sched_reserve: reserving ...\n"
+      "0.00.046.201 I sched_reserve:        CPU compute buffer size =     1.26 MiB\n"
+      "0.04.798.275 I sched_reserve: reserving ...\n"
+      "0.04.799.353 I sched_reserve:        CPU compute buffer size =     1.38 MiB\n"
+      "0.05.229.594 I sched_reserve: reserving ...\n"
+      "0.05.229.600 I sched_reserve:        CPU compute buffer size =     1.26 MiB\n";
+  const auto m = parse_log(log);
+  CHECK(m.compute_cpu == mib(1.38));
+  CHECK(m.weights_cpu == mib(1.32));
+}

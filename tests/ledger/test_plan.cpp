@@ -121,6 +121,23 @@ TEST_CASE("plan: same base, different adapters -> one shared-base child with per
   CHECK(plan.sets.empty());  // one child: nothing to combine
 }
 
+TEST_CASE("plan: shared-base grouping applies under residency rotate too") {
+  auto a = kev();
+  auto b = kev();
+  b.name = "laya";
+  a.adapters = {{"kev-lora", "/l/kev.gguf", 20 * kMiB, 1.0}};
+  b.adapters = {{"laya-lora", "/l/laya.gguf", 30 * kMiB, 0.5}};
+  auto other = laya();
+  other.name = "judge";
+  const auto plan = make_plan({a, b, other}, budget(24 * 1024 * kMiB, config::Residency::rotate));
+  CHECK(plan.mode == Mode::rotate);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK(plan.groups[0].members == std::vector<std::string>{"kev", "laya"});
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"judge"}});
+  const auto alone_group = make_plan({a, b}, budget(24 * 1024 * kMiB, config::Residency::rotate));
+  CHECK(alone_group.mode == Mode::shared_base);
+}
+
 TEST_CASE("plan: shared_base false opts a profile out of the group") {
   auto a = kev();
   auto b = kev();

@@ -1,0 +1,190 @@
+// The ledger's plan turned into supervisor options; see plan_setup.hpp.
+#include "cli/plan_setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "ledger/calibration.hpp"
+#include "supervisor/child.hpp"
+#include "supervisor/nvml.hpp"
+
+namespace kevlaya::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The load's buffer lines are near the end of the log when the child has just become ready.
+constexpr std::streamoff kLogTailBytes = 1 << 20;
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string read_tail(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - kLogTailBytes);
+  in.seekg(from);
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+bool sets_verbosity(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    for (const char* f : {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose", "--log-disable"}) {
+      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return true;
+    }
+    return false;
+  });
+}
+
+std::string describe(const ledger::Plan& plan, const std::string& why) {
+  std::string s = "residency: " + ledger::to_string(plan.mode) + (why.empty() ? "" : " (" + why + ")");
+  s += "; resident sets:";
+  for (const auto& set : plan.allowed_sets) s += " [" + join(set, ", ") + "]";
+  if (plan.allowed_sets.empty()) s += " none";
+  s += "; shared base:";
+  for (const auto& g : plan.groups) s += " [" + join(g.members, ", ") + "]";
+  if (plan.groups.empty()) s += " none";
+  return s;
+}
+
+// Which measurement keys each child's load calibrates: child name -> (keys, shared-base child).
+std::map<std::string, std::pair<std::vector<std::string>, bool>> calibration_keys(const ledger::Plan& plan,
+                                                                                  const ledger::Gathered& g) {
+  std::map<std::string, std::string> key_of;
+  for (std::size_t i = 0; i < g.profiles.size() && i < g.keys.size(); ++i) {
+    if (!g.keys[i].empty()) key_of[g.profiles[i].name] = g.keys[i];
+  }
+  std::map<std::string, std::pair<std::vector<std::string>, bool>> out;
+  for (const auto& [name, key] : key_of) {
+    if (!plan.group_of(name)) out[name] = {{key}, false};
+  }
+  for (const auto& gr : plan.groups) {
+    supervisor::SharedBase sb;
+    sb.members = gr.members;
+    auto& entry = out[supervisor::shared_child_name(sb)];
+    entry.second = true;
+    for (const auto& m : gr.members) {
+      if (key_of.count(m)) entry.first.push_back(key_of[m]);
+    }
+  }
+  return out;
+}
+
+void attach_calibration(ResidencySetup& setup, const config::Config& cfg, const ledger::Plan& plan,
+                        const ledger::Gathered& g) {
+  if (cfg.orch.state_dir.empty() || cfg.orch.log_dir.empty()) return;
+  auto keys = std::make_shared<const std::map<std::string, std::pair<std::vector<std::string>, bool>>>(
+      calibration_keys(plan, g));
+  setup.options.on_ready = [keys, log_dir = cfg.orch.log_dir, state_dir = cfg.orch.state_dir](
+                               const config::Profile& child, const supervisor::StartReport&) {
+    const auto it = keys->find(child.name);
+    if (it == keys->end() || it->second.first.empty()) return;
+    const int n = record_child_load(supervisor::child_log_path(log_dir, child.name), state_dir, it->second.first,
+                                    it->second.second);
+    if (n > 0) spdlog::info("{}: recorded the load's measured buffer sizes ({} profile(s))", child.name, n);
+  };
+}
+
+}  // namespace
+
+supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
+  supervisor::SupervisorOptions o;
+  o.allowed_sets = plan.allowed_sets;
+  for (const auto& gr : plan.groups) {
+    supervisor::SharedBase sb;
+    sb.members = gr.members;
+    for (const auto& a : gr.adapters) sb.adapters.push_back({a.name, a.path, a.scale});
+    for (const auto& [member, scales] : gr.scales) {
+      auto& v = sb.scales[member];
+      v.assign(gr.adapters.size(), 0.0);
+      for (const auto& s : scales) {
+        if (s.id >= 0 && static_cast<std::size_t>(s.id) < v.size()) v[static_cast<std::size_t>(s.id)] = s.scale;
+      }
+    }
+    o.shared_bases.push_back(std::move(sb));
+  }
+  return o;
+}
+
+void enable_calibration_logging(config::Config& cfg) {
+  for (auto& p : cfg.profiles) {
+    if (p.backend != config::Backend::llama_server || sets_verbosity(p.extra_args)) continue;
+    // b10470 prints the buffer sizes only at trace verbosity (4).
+    p.extra_args.insert(p.extra_args.end(), {"-lv", "4"});
+  }
+}
+
+int record_child_load(const fs::path& log_file, const fs::path& state_dir, const std::vector<std::string>& keys,
+                      bool shared) {
+  ledger::Measured m = ledger::parse_log(read_tail(log_file));
+  if (m.empty()) return 0;
+  if (shared) {  // the group's child loads every member's adapters; alone each loads its own
+    m.adapters_gpu.reset();
+    m.adapters_cpu.reset();
+  }
+  int n = 0;
+  for (const auto& key : keys) {
+    if (auto st = ledger::record_measurement(state_dir, key, m); st) {
+      ++n;
+    } else {
+      spdlog::warn("calibration not recorded: {}", st.error().message);
+    }
+  }
+  return n;
+}
+
+ResidencySetup setup_residency(config::Config& cfg) {
+  ResidencySetup setup;
+  enable_calibration_logging(cfg);
+  auto gathered = ledger::gather(cfg);
+  if (!gathered && gathered.error().code == Errc::config_invalid) {
+    setup.refused = gathered.error();
+    setup.summary = "residency: refused: " + gathered.error().message;
+    spdlog::error("{}", setup.summary);
+    return setup;
+  }
+  if (!gathered) {
+    setup.summary = "residency: rotate (the ledger could not read a model: " + gathered.error().message + ")";
+    spdlog::warn("{}", setup.summary);
+    return setup;
+  }
+  std::optional<std::uint64_t> nvml_total;
+  if (!cfg.orch.gpu.vram_mib) {
+    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
+  }
+  const auto budget = ledger::budget_bytes(cfg.orch.gpu, std::nullopt, nvml_total);
+  auto opt = ledger::plan_options(cfg.orch, budget.value_or(std::numeric_limits<std::uint64_t>::max()));
+  std::string why;
+  if (!budget) {  // nothing known about the GPU: one child at a time, as before the ledger
+    opt.residency = config::Residency::rotate;
+    why = "gpu.vram_mib is auto and no NVIDIA GPU answered";
+  } else {
+    why = "budget " + ledger::format_mib(*budget) + " MiB";
+  }
+  const auto plan = ledger::make_plan(gathered->profiles, opt);
+  setup.options = options_from_plan(plan);
+  setup.mode = plan.mode;
+  attach_calibration(setup, cfg, plan, *gathered);
+  setup.summary = describe(plan, why);
+  spdlog::info("{}", setup.summary);
+  for (const auto& d : plan.diagnostics) {
+    if (!budget) continue;  // without a budget every "fits" verdict is meaningless
+    setup.warnings.push_back(d.subject + ": " + d.message);
+    spdlog::warn("plan: {}: {}", d.subject, d.message);
+  }
+  return setup;
+}
+
+}  // namespace kevlaya::cli

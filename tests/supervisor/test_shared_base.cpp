@@ -1,0 +1,180 @@
+// Shared-base mode against fake Effects: the members of a group are served by one child started
+// with every adapter at scale 0; a lease selects the member's adapters through lora_scales().
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "supervisor/support.hpp"
+#include "supervisor/supervisor.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using kevlaya::test::in;
+using kevlaya::test::run_co;
+using kevlaya::test::sleep_for;
+using Scales = std::vector<std::pair<std::string, double>>;
+
+namespace {
+
+struct World {
+  std::vector<std::string> events;        // "start kev+laya", "stop kev+laya"
+  std::vector<config::Profile> started;   // profiles passed to start()
+  std::vector<std::string> ready;         // on_ready calls
+  int next_port = 41000;
+};
+
+class FakeEffects : public Effects {
+ public:
+  explicit FakeEffects(World& w) : w_(w) {}
+  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback) override {
+    w_.events.push_back("start " + p.name);
+    w_.started.push_back(p);
+    co_await sleep_for(2ms);  // a start takes time; nothing waits on this delay
+    StartReport r;
+    r.endpoint.port = static_cast<std::uint16_t>(w_.next_port++);
+    r.pid = 1;
+    StartOutcome out;
+    out.report = r;
+    co_return out;
+  }
+  asio::awaitable<StopReport> stop(const std::string& profile) override {
+    w_.events.push_back("stop " + profile);
+    co_return StopReport{};
+  }
+
+ private:
+  World& w_;
+};
+
+config::Config three_profiles() {
+  auto kev = test::fast_profile("kev", "x", "/m/base.gguf");
+  kev.parallel = 2;
+  kev.alias = {"decider"};
+  kev.lora = {{"kev-a", "/m/kev-a.gguf", 1.0}};
+  auto laya = test::fast_profile("laya", "x", "/m/base.gguf");
+  laya.parallel = 2;
+  laya.lora = {{"laya-b", "/m/laya-b.gguf", 0.5}};
+  auto other = test::fast_profile("other", "x", "/m/other.gguf");
+  return test::fast_config({kev, laya, other}, "/nonexistent");
+}
+
+SupervisorOptions group_options(World& w) {
+  SupervisorOptions o;
+  SharedBase g;
+  g.members = {"kev", "laya"};
+  g.adapters = {{"kev-a", "/m/kev-a.gguf", 1.0}, {"laya-b", "/m/laya-b.gguf", 0.5}};
+  g.scales = {{"kev", {1.0, 0.0}}, {"laya", {0.0, 0.5}}};
+  o.shared_bases = {g};
+  o.on_ready = [&w](const config::Profile& p, const StartReport&) { w.ready.push_back(p.name); };
+  return o;
+}
+
+struct Fixture {
+  asio::io_context ioc;
+  World world;
+  Supervisor sup;
+  Fixture() : sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(world), group_options(world)) {}
+};
+
+}  // namespace
+
+TEST_CASE("shared base: members share one child started with every adapter at scale 0") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("decider", in(2s));
+    REQUIRE(a.ok());
+    CHECK(a->profile() == "kev");
+    CHECK(a->lora_scales() == Scales{{"kev-a", 1.0}, {"laya-b", 0.0}});
+    const auto port = a->endpoint().port;
+    a->release();
+    auto b = co_await f.sup.acquire("laya", in(2s));
+    REQUIRE(b.ok());
+    CHECK(b->profile() == "laya");
+    CHECK(b->endpoint().port == port);  // the same child
+    CHECK(b->lora_scales() == Scales{{"kev-a", 0.0}, {"laya-b", 0.5}});
+    b->release();
+    auto snap = co_await f.sup.snapshot();
+    std::map<std::string, ChildState> states;
+    for (const auto& p : snap.profiles) states[p.name] = p.state;
+    CHECK(states == std::map<std::string, ChildState>{
+                        {"kev", ChildState::ready}, {"laya", ChildState::ready}, {"other", ChildState::stopped}});
+    CHECK(snap.recent_switches.size() == 1);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev+laya", "stop kev+laya"});
+  REQUIRE(f.world.started.size() == 1);
+  const auto& child = f.world.started.front();
+  CHECK(child.model == "/m/base.gguf");
+  REQUIRE(child.lora.size() == 2);
+  CHECK(child.lora[0].path == "/m/kev-a.gguf");
+  CHECK(child.lora[0].scale == 0.0);
+  CHECK(child.lora[1].path == "/m/laya-b.gguf");
+  CHECK(child.lora[1].scale == 0.0);
+  CHECK(child.alias.empty());
+  CHECK(f.world.ready == std::vector<std::string>{"kev+laya"});
+}
+
+TEST_CASE("shared base: leases of two members are held at once without process work") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    auto b = co_await f.sup.acquire("laya", in(2s));  // parallel 2: the second slot of the same child
+    REQUIRE(b.ok());
+    CHECK(a->endpoint().port == b->endpoint().port);
+    auto snap = co_await f.sup.snapshot();
+    for (const auto& p : snap.profiles) {
+      if (p.name != "other") CHECK(p.in_flight == 2);
+    }
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev+laya", "stop kev+laya"});
+}
+
+TEST_CASE("shared base: a profile outside the group still rotates with the group's child") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"kev", "other", "laya", "kev"}) {
+      auto l = co_await f.sup.acquire(m, in(2s));
+      REQUIRE(l.ok());
+      CHECK(l->lora_scales().empty() == (std::string(m) == "other"));
+    }
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev+laya", "stop kev+laya", "start other", "stop other",
+                                                   "start kev+laya", "stop kev+laya"});
+}
+
+TEST_CASE("shared base: an allowed set naming a member keeps the group's child alive with it") {
+  asio::io_context ioc;
+  World w;
+  auto opt = group_options(w);
+  opt.allowed_sets = {{"laya", "other"}};  // stands for {kev+laya, other}
+  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(w), opt);
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"kev", "other", "laya"}) {
+      auto l = co_await sup.acquire(m, in(2s));
+      REQUIRE(l.ok());
+    }
+    co_await sup.shutdown();
+  });
+  const std::vector<std::string> head(w.events.begin(), w.events.begin() + 2);
+  CHECK(head == std::vector<std::string>{"start kev+laya", "start other"});
+  CHECK(std::count(w.events.begin(), w.events.end(), "start kev+laya") == 1);
+}
+
+TEST_CASE("shared base: a group naming an unknown profile is ignored, members keep their own children") {
+  asio::io_context ioc;
+  World w;
+  SupervisorOptions opt;
+  opt.shared_bases = {SharedBase{{"kev", "nobody"}, {}, {}}};
+  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(w), opt);
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    auto l = co_await sup.acquire("kev", in(2s));
+    REQUIRE(l.ok());
+    CHECK(l->lora_scales().empty());
+    co_await sup.shutdown();
+  });
+  CHECK(w.events == std::vector<std::string>{"start kev", "stop kev"});
+}

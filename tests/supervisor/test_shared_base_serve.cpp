@@ -1,0 +1,192 @@
+// Shared base end to end: `kevlaya-orch serve` plans kev and laya (same base, different LoRA
+// adapters) onto ONE child and selects each profile's adapter per request through `lora`.
+// With the stand-in and, when $KEVLAYA_LLAMA_SERVER is set, the real llama-server; the real run
+// also checks calibration: the child's logged model + KV buffers vs the ledger's estimate.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/paths.hpp"
+
+using namespace kevlaya::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path& tiny_models() {
+  static const fs::path dir = [] {
+    auto d = binary_dir() / "shared_base_models";
+    if (!fs::exists(d / "kev-lora-b.gguf")) {
+      auto r = run_command(tiny_gguf_tool().string() + " standins --dir " + d.string());
+      if (r.exit_code != 0) throw std::runtime_error("kevlaya-tiny-gguf failed: " + r.output);
+    }
+    return d;
+  }();
+  return dir;
+}
+
+// `kevlaya-orch serve CONFIG --port 0`, stdout and stderr into one pipe we read.
+class Serve {
+ public:
+  explicit Serve(const fs::path& config) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      ::dup2(fds[1], 2);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<std::string> args = {orch_binary().string(), "serve", config.string(), "--port", "0"};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~Serve() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Reads output until `re` matches (first group, or the whole match); empty on EOF / timeout.
+  std::string wait_for(const std::regex& re, std::chrono::milliseconds timeout = 60s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      if (std::regex_search(log_, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 200) <= 0) continue;
+      char buf[4096];
+      const auto n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      log_.append(buf, static_cast<std::size_t>(n));
+    }
+    return {};
+  }
+  int stop() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd_, buf, sizeof buf)) > 0;) log_.append(buf, static_cast<std::size_t>(n));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const std::string& log() const { return log_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string log_;
+};
+
+// kev (adapter a), laya (adapter b) and base (no adapter), all on kev-tiny with the same flags.
+void write_config(const TempDir& dir, const std::string& binary) {
+  const auto m = tiny_models();
+  const std::string common = "binary: " + binary + "\nmodel: " + (m / "kev-tiny.gguf").string() +
+                             "\nngl: 0\nctx: 256\nparallel: 1\n";
+  write_text(dir / "profiles/kev.yaml", "name: kev\n" + common + "lora:\n  - path: " +
+                                            (m / "kev-lora-a.gguf").string() + "\n");
+  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common + "lora:\n  - path: " +
+                                             (m / "kev-lora-b.gguf").string() + "\n");
+  write_text(dir / "profiles/base.yaml", "name: base\n" + common);
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\ngpu:\n  vram_mib: 8192\n");
+}
+
+// Greedy /completion through the door: the generated text and the adapter scales the child applied.
+std::pair<std::string, json> complete(const std::string& base, const std::string& model) {
+  const std::string body = R"({"model":")" + model +
+                           R"(","prompt":"Once upon a time","n_predict":8,"temperature":0,"seed":1})";
+  const auto r = run_command("curl -sS --max-time 120 -H 'Content-Type: application/json' -d '" + body + "' " +
+                             base + "/completion");
+  INFO(r.output);
+  const auto j = json::parse(r.output, nullptr, false);
+  REQUIRE(j.is_object());
+  REQUIRE(j.contains("content"));
+  return {j["content"].get<std::string>(), j.value("generation_settings", json::object()).value("lora", json())};
+}
+
+json scales(double a, double b) {
+  return json::array({{{"id", 0}, {"scale", a}}, {{"id", 1}, {"scale", b}}});
+}
+
+void exercise(const TempDir& dir, const std::string& binary) {
+  write_config(dir, binary);
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = serve.wait_for(std::regex("kevlaya: listening on http://127\\.0\\.0\\.1:(\\d+)"));
+  INFO(serve.log());
+  REQUIRE_FALSE(port.empty());
+  CHECK(serve.log().find("residency: shared-base") != std::string::npos);
+  const std::string base = "http://127.0.0.1:" + port;
+  const auto kev = complete(base, "kev");
+  const auto laya = complete(base, "laya");
+  const auto plain = complete(base, "base");
+  const auto kev_again = complete(base, "kev");
+  CHECK(kev.second == scales(1, 0));
+  CHECK(laya.second == scales(0, 1));
+  CHECK(plain.second == scales(0, 0));
+  CHECK(kev.first != laya.first);  // the adapter really changes the greedy output
+  CHECK(kev.first != plain.first);
+  CHECK(laya.first != plain.first);
+  CHECK(kev_again.first == kev.first);
+  CHECK(serve.stop() == 0);
+  INFO(serve.log());
+  // One child served all three profiles: one start, no switch between them.
+  const std::regex switch_line("switch from=\\S+ to=(\\S+) ok=true");
+  std::vector<std::string> targets;
+  for (auto it = std::sregex_iterator(serve.log().begin(), serve.log().end(), switch_line);
+       it != std::sregex_iterator(); ++it)
+    targets.push_back((*it)[1].str());
+  CHECK(targets == std::vector<std::string>{"base+kev+laya"});
+}
+
+}  // namespace
+
+TEST_CASE("shared base: serve selects each profile's adapter on one stand-in child", "[e2e]") {
+  TempDir dir("shared-base-standin");
+  exercise(dir, standin_binary().string());
+}
+
+TEST_CASE("shared base: serve selects each profile's adapter on one real llama-server", "[e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  TempDir dir("shared-base-real");
+  exercise(dir, real);
+  // The load was calibrated: `plan` now shows the measured figures next to the estimate, and
+  // the estimate of the model and KV buffers is within 10% of what llama-server logged.
+  const auto r = run_command(orch_binary().string() + " plan " + (dir / "kevlaya.yaml").string() + " --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = json::parse(r.output);
+  for (const auto& p : j["profiles"]) {
+    INFO(p.dump());
+    REQUIRE(p["measured"].is_object());
+    const auto& e = p["estimate"];
+    const auto& m = p["measured"];
+    const double est = e["weights_gpu"].get<double>() + e["weights_cpu"].get<double>() + e["kv_gpu"].get<double>() +
+                       e["kv_cpu"].get<double>();
+    const double got = m.value("weights_gpu", 0.0) + m.value("weights_cpu", 0.0) + m.value("kv_gpu", 0.0) +
+                       m.value("kv_cpu", 0.0);
+    REQUIRE(got > 0);
+    CHECK(est >= 0.9 * got);
+    CHECK(est <= 1.1 * got);
+  }
+}
