@@ -48,6 +48,19 @@ Error http_error(int status, const std::string& body, const std::string& profile
   return make_error(Errc::upstream_error, profile + " answered HTTP " + std::to_string(status) + ": " + msg);
 }
 
+// Shared-base mode: the lease's adapter scales go into the body's `lora` field (the child loads
+// every adapter of its group at scale 0; this selects the profile's own).
+std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
+  const auto& lora = lease.lora_scales();
+  if (lora.empty()) return body;
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return body;
+  json arr = json::array();
+  for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
+  j["lora"] = std::move(arr);
+  return j.dump();
+}
+
 struct Exchange {
   int status = 0;
   std::string body;
@@ -91,7 +104,7 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
   if (env.on_lease) env.on_lease(lease->profile());
   if (env.stopping) co_return make_error(Errc::unavailable, "call abandoned: the run was interrupted");
   const auto t0 = Clock::now();
-  auto ex = co_await post_chat(env, lease->endpoint(), body);
+  auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, *lease));
   const double call_ms = ms_since(t0);
   if (!ex) {
     if (ex.error().code == Errc::upstream_error && !env.stopping && co_await crash_noticed(env.ex, *lease)) {

@@ -57,6 +57,7 @@ struct Outcome {
   int id_slot = 0;
   std::string id;
   std::string model;
+  std::vector<float> lora;  // the adapter scales applied (id = index)
 };
 
 ojson timings(const Outcome& o) {
@@ -98,6 +99,13 @@ ojson oai_envelope(const Outcome& o, const char* object, ojson choices) {
 
 const char* finish_reason(const Outcome& o) { return o.stopped_by_eos ? "stop" : "length"; }
 
+// generation_settings.lora of /completion, as llama-server's task_params::to_json.
+ojson lora_json(const Outcome& o) {
+  ojson arr = ojson::array();
+  for (std::size_t i = 0; i < o.lora.size(); ++i) arr.push_back({{"id", i}, {"scale", o.lora[i]}});
+  return arr;
+}
+
 // The final (non-stream) body for each endpoint.
 ojson final_body(Kind kind, const Outcome& o) {
   const std::string text = joined(o.tokens);
@@ -122,7 +130,8 @@ ojson final_body(Kind kind, const Outcome& o) {
                {"stop", true}, {"model", o.model}, {"tokens_predicted", o.tokens.size()},
                {"tokens_evaluated", o.n_prompt}, {"has_new_line", text.find('\n') != std::string::npos},
                {"truncated", false}, {"stop_type", o.stopped_by_eos ? "eos" : "limit"}, {"stopping_word", ""},
-               {"tokens_cached", o.n_prompt + static_cast<int>(o.tokens.size())}, {"timings", timings(o)}};
+               {"tokens_cached", o.n_prompt + static_cast<int>(o.tokens.size())}, {"timings", timings(o)},
+               {"generation_settings", {{"lora", lora_json(o)}}}};
 }
 
 // SSE events for one generated token.
@@ -338,6 +347,7 @@ net::awaitable<void> App::run_task(Task& task, Slot& slot, Responder& res) {
   Outcome o;
   o.id = random_id(task.kind == Kind::oai_chat ? "chatcmpl-" : "cmpl-");
   o.model = opt_.model_name();
+  o.lora = task.lora;
   o.id_slot = slot.id;
   o.n_prompt = static_cast<int>(task.prompt_tokens.size());
   // Like llama.cpp, a full cache hit still re-evaluates the last prompt token.
