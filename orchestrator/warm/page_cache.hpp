@@ -1,0 +1,32 @@
+// Page-cache queries and hints for model files (Linux: mmap + mincore, posix_fadvise).
+// Pure functions of the file system; no threads, no asio.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "common/error.hpp"
+
+namespace kevlaya::warm {
+
+struct Residency {
+  std::uint64_t file_bytes = 0;
+  std::uint64_t pages = 0;
+  std::uint64_t resident_pages = 0;
+  // 0..100; an empty file counts as fully resident.
+  double percent() const { return pages == 0 ? 100.0 : 100.0 * double(resident_pages) / double(pages); }
+};
+
+// How much of `path` is in the OS page cache now (mmap + mincore; reads nothing).
+Result<Residency> residency(const std::filesystem::path& path);
+
+// residency(path)->percent(), or -1 when the file cannot be inspected (missing, unreadable).
+double resident_pct(const std::filesystem::path& path);
+
+// Asks the kernel to drop the file's clean pages (POSIX_FADV_DONTNEED); used by tests/benchmarks.
+Status drop_from_cache(const std::filesystem::path& path);
+
+// MemAvailable from /proc/meminfo in MiB, or nullopt when unknown.
+std::optional<std::int64_t> mem_available_mib();
+
+}  // namespace kevlaya::warm

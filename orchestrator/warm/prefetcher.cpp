@@ -1,0 +1,124 @@
+#include "warm/prefetcher.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
+
+#include "warm/page_cache.hpp"
+
+namespace kevlaya::warm {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// <linux/ioprio.h> is not in every libc's headers; the ABI values are stable.
+constexpr int kIoprioWhoProcess = 1;
+constexpr int kIoprioClassIdle = 3;
+constexpr int kIoprioClassShift = 13;
+
+void lower_io_priority() {
+  // who=PROCESS with id 0 means the calling thread: only the worker reads at idle priority.
+  ::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift);
+}
+
+}  // namespace
+
+const char* to_string(PrefetchEnd e) {
+  switch (e) {
+    case PrefetchEnd::done: return "done";
+    case PrefetchEnd::memory_floor: return "memory_floor";
+    case PrefetchEnd::cancelled: return "cancelled";
+    case PrefetchEnd::error: return "error";
+  }
+  return "?";
+}
+
+Prefetcher::Prefetcher(PrefetchOptions opt) : opt_(std::move(opt)) {
+  if (opt_.chunk_bytes == 0) opt_.chunk_bytes = 16ULL << 20;
+  if (opt_.idle_io_priority) boost::asio::post(pool_, [] { lower_io_priority(); });
+}
+
+Prefetcher::~Prefetcher() {
+  ++gen_;
+  pool_.join();
+}
+
+void Prefetcher::prefetch(std::vector<fs::path> files, Done done) {
+  const std::uint64_t gen = ++gen_;
+  boost::asio::post(pool_, [this, gen, files = std::move(files), done = std::move(done)]() mutable {
+    PrefetchResult r = run(gen, std::move(files));
+    if (done) done(r);
+  });
+}
+
+void Prefetcher::cancel() { ++gen_; }
+
+void Prefetcher::wait_idle() {
+  std::promise<void> p;
+  auto f = p.get_future();
+  boost::asio::post(pool_, [&p] { p.set_value(); });  // the pool has one thread: runs after the rest
+  f.wait();
+}
+
+std::optional<std::int64_t> Prefetcher::available() const {
+  return opt_.mem_available ? opt_.mem_available() : mem_available_mib();
+}
+
+PrefetchResult Prefetcher::run(std::uint64_t gen, std::vector<fs::path> files) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PrefetchResult res;
+  res.files = std::move(files);
+  // Cached pages count as "available", so reading does not lower MemAvailable by itself: the
+  // budget is what was above the floor at the start, re-checked against the live value per chunk.
+  auto avail = available();
+  std::int64_t budget = avail ? (*avail - opt_.min_available_mib) << 20 : INT64_MAX;
+  for (const auto& f : res.files) {
+    res.end = read_file(gen, f, budget, res);
+    if (res.end != PrefetchEnd::done) break;
+  }
+  res.ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int64_t& budget,
+                                  PrefetchResult& res) {
+  int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    res.message = "cannot open " + f.string() + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return PrefetchEnd::error;
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  PrefetchEnd end = PrefetchEnd::done;
+  for (std::uint64_t off = 0; off < size; off += opt_.chunk_bytes) {
+    if (gen_.load() != gen) { end = PrefetchEnd::cancelled; break; }
+    const std::uint64_t len = std::min<std::uint64_t>(opt_.chunk_bytes, size - off);
+    auto avail = available();
+    bool under_floor = avail && *avail - opt_.min_available_mib < static_cast<std::int64_t>(len >> 20);
+    if (under_floor || budget < static_cast<std::int64_t>(len)) {
+      res.message = "MemAvailable " + (avail ? std::to_string(*avail) : std::string("?")) +
+                    " MiB is at the prefetch floor of " + std::to_string(opt_.min_available_mib) + " MiB";
+      end = PrefetchEnd::memory_floor;
+      break;
+    }
+    // readahead() reads the range synchronously on this (idle-priority) thread; WILLNEED is the
+    // portable fallback that only queues the read.
+    if (::readahead(fd, static_cast<off64_t>(off), len) != 0)
+      ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_WILLNEED);
+    budget -= static_cast<std::int64_t>(len);
+    res.bytes_advised += len;
+  }
+  ::close(fd);
+  return end;
+}
+
+}  // namespace kevlaya::warm
