@@ -1,6 +1,7 @@
 // Shared-base mode against fake Effects: the members of a group are served by one child started
 // with every adapter at scale 0; a lease selects the member's adapters through lora_scales().
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <map>
 #include <set>
 
