@@ -79,7 +79,7 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
 }  // namespace
 
 TEST_CASE("supervisor: many alternating switches, never two children alive, no leaks") {
-  constexpr int kSwitches = 50;
+  constexpr int kSwitches = 200;  // issue 4: 200 alternating switches
   auto rot = rotate(test::standin_binary().string(), kSwitches, "sup-rot");
   CHECK(rot.samples > kSwitches);
   CHECK(rot.max_alive_together == 1);
