@@ -9,6 +9,7 @@
 #include <array>
 
 #include "http/detail.hpp"
+#include "http/framing.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -36,14 +37,6 @@ std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) 
   if (ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category())
     return make_error(Errc::bad_request, "malformed HTTP request: " + ec.message());
   return std::nullopt;
-}
-
-// RFC 9112 allows repeated identical Content-Length values; a proxy in front of children must not
-// (request smuggling), so any repetition or list is refused.
-bool bad_framing(const Request& req) {
-  if (req.count(bhttp::field::content_length) > 1) return true;
-  auto it = req.find(bhttp::field::content_length);
-  return it != req.end() && it->value().find(',') != beast::string_view::npos;
 }
 
 }  // namespace
@@ -129,9 +122,12 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
   stream_.expires_after(std::chrono::seconds(opt.limits.read_timeout_s));
   co_await bhttp::async_read_header(stream_, buffer_, parser, ec_token(ec));
-  if (!ec && bad_framing(parser.get())) {
+  // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
+  std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
+  if (!ec) framing = framing_problem(parser.get());
+  if (framing) {
     keep_alive_ = false;
-    co_await send(error_reply(make_error(Errc::bad_request, "malformed HTTP request: repeated Content-Length")));
+    co_await send(error_reply(make_error(Errc::bad_request, "malformed HTTP request: " + *framing)));
     co_await linger_close();
     co_return std::nullopt;
   }

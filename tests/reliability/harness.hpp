@@ -1,0 +1,119 @@
+// Helpers for the reliability suite: `kevlaya-orch` as a real child process (serve, run, logs),
+// a small blocking HTTP client on raw sockets (so malformed requests can be sent as bytes), and
+// /proc probes (children, zombies, fds, RSS, threads).
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/paths.hpp"
+
+namespace kevlaya::test {
+
+using namespace std::chrono_literals;
+
+// A child process with stdout+stderr appended to a file. Killed (SIGKILL) on destruction.
+class Proc {
+ public:
+  Proc(std::vector<std::string> argv, std::filesystem::path log_file,
+       std::map<std::string, std::string> env = {});
+  ~Proc();
+  Proc(const Proc&) = delete;
+  Proc& operator=(const Proc&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string log() const;
+  // Waits until `re` matches the log; returns the first group (or the match), empty on timeout
+  // or when the process has exited without printing it.
+  std::string wait_for(const std::regex& re, std::chrono::milliseconds timeout = 30s);
+  // Sends `sig` and waits for the exit; returns the exit code (128 + signal when killed).
+  int signal_and_wait(int sig, std::chrono::milliseconds timeout = 30s);
+  // Waits for the exit without signalling; nullopt on timeout.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+  bool running();
+
+ private:
+  pid_t pid_ = -1;
+  std::filesystem::path log_;
+  std::optional<int> status_;
+};
+
+// `kevlaya-orch serve CONFIG --port 0`, started and waited for until it listens.
+class Serve {
+ public:
+  explicit Serve(const std::filesystem::path& config, std::map<std::string, std::string> env = {});
+  Proc& proc() { return proc_; }
+  int port() const { return port_; }
+
+ private:
+  Proc proc_;
+  int port_ = 0;
+};
+
+struct HttpReply {
+  int status = 0;                             // 0 = no response (connection closed / timeout)
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;                           // de-chunked
+  bool timed_out = false;
+};
+
+// Sends `raw` bytes to 127.0.0.1:port and reads one response (until it is complete or the peer
+// closes). Never hangs longer than `timeout`.
+HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s);
+// A request with `Connection: close`; a body means POST with Content-Type: application/json.
+HttpReply http_get(int port, const std::string& target, std::chrono::milliseconds timeout = 30s,
+                   const std::string& extra_headers = "");
+HttpReply http_post(int port, const std::string& target, const std::string& json_body,
+                    std::chrono::milliseconds timeout = 30s, const std::string& extra_headers = "");
+// A chat completion for `model` (max_tokens 4; streamed when `stream`).
+HttpReply chat(int port, const std::string& model, bool stream = false,
+               std::chrono::milliseconds timeout = 30s);
+// True when the body is an OpenAI-shaped error: {"error":{"message":...,"type":...,"code":...}}.
+bool is_openai_error(const std::string& body);
+
+// /proc probes.
+std::vector<pid_t> children_of(pid_t parent);  // direct children
+std::vector<pid_t> zombie_children_of(pid_t parent);
+int fd_count(pid_t pid);
+long rss_kib(pid_t pid);
+int thread_count(pid_t pid);
+// Processes (any parent) whose environment contains `marker` (KEY=VALUE), other than us.
+std::vector<pid_t> processes_with_env(const std::string& marker);
+
+void poll_pause();  // 20 ms
+
+// Polls `pred` every 20 ms until it is true or `timeout` passes; returns the last value.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    poll_pause();
+  }
+}
+
+}  // namespace kevlaya::test
+
+namespace kevlaya::test {
+
+// A stand-in profile for write_config: name, stand-in flags, and extra YAML lines.
+struct StandinProfile {
+  std::string name;
+  std::vector<std::string> flags;
+  std::string yaml;  // extra top-level lines, e.g. "port: 1234\n"
+};
+
+// kevlaya.yaml + profiles/*.yaml in `dir`: stand-in children on stories260K with fast health
+// probes, a short stop grace and quick restarts; `orch_yaml` is appended to kevlaya.yaml (a
+// `queue:` in it replaces the default queue).
+std::filesystem::path write_config(const TempDir& dir, const std::vector<StandinProfile>& profiles,
+                                   const std::string& orch_yaml = "");
+
+}  // namespace kevlaya::test
