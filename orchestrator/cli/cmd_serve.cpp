@@ -61,7 +61,7 @@ int serve(const ServeArgs& args) {
     return kExitFailure;
   }
   supervisor::Supervisor sup(ioc.get_executor(), cfg,
-                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg.orch),
+                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg),
                              std::move(residency.options));
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   std::shared_ptr<http::PipelineRunner> runner =

@@ -80,7 +80,7 @@ int run_up(const UpArgs& a) {
     return kExitFailure;
   }
   std::cout << residency.summary << std::endl;
-  auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config.orch);
+  auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config);
   if (effects->stale_killed() > 0)
     std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
   sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects), std::move(residency.options));

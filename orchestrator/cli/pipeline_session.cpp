@@ -159,7 +159,7 @@ Session::Session(config::Config cfg) {
   // The ledger's plan (resident sets, shared-base groups, calibration), as `serve` follows it.
   auto residency = setup_residency(cfg);
   // Run on this (main) thread: the children's PDEATHSIG is tied to the thread that spawned them.
-  auto effects = std::make_unique<supervisor::ProcessEffects>(ioc_, cfg.orch);
+  auto effects = std::make_unique<supervisor::ProcessEffects>(ioc_, cfg);
   if (effects->stale_killed() > 0)
     std::cerr << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run\n";
   sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), std::move(cfg), std::move(effects),

@@ -7,6 +7,7 @@
 
 #include "http/auth.hpp"
 #include "http/detail.hpp"
+#include "warm/page_cache.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -47,7 +48,8 @@ json switch_json(const supervisor::SwitchRecord& s) {
   json j = {{"from", s.from}, {"to", s.to}, {"at_ms", at.count()}, {"ok", s.ok},
             {"phases_ms", {{"drain", s.drain_ms}, {"stop", s.stop_ms}, {"vram_wait", s.vram_wait_ms},
                            {"spawn_to_listening", s.spawn_to_listening_ms}, {"detect", s.detect_ms},
-                           {"total", s.total_ms}}}};
+                           {"total", s.total_ms}, {"save", s.save_ms}, {"restore", s.restore_ms}}}};
+  if (s.prefetch_resident_pct >= 0) j["prefetch_resident_pct"] = s.prefetch_resident_pct;  // docs/warm.md
   if (!s.ok) j["error"] = s.error;
   return j;
 }
@@ -97,6 +99,8 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
               {"in_flight", p.in_flight}, {"queued", p.queued},
               {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
               {"crashes", p.crashes}};
+    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+      j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
       j["last_failure"] = failure_json(*p.last_failure);
       failures.push_back({{"model", p.name}, {"failure", failure_json(*p.last_failure)},
@@ -134,6 +138,8 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
     m.set("kevlaya_child_crashes_total", {{"model", p.name}}, p.crashes);
     m.set("kevlaya_model_state", {{"model", p.name}, {"state", std::string(model_state(p.state))}}, 1);
+    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+      m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
   }
   Reply r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -241,6 +247,9 @@ void describe_metrics(Metrics& m) {
              "Model request latency at the door (queue + switch + generation).", secs);
   m.describe("kevlaya_switches_total", T::counter, "Model switches, by result.");
   m.describe("kevlaya_switch_phase_seconds", T::histogram, "Duration of each phase of a switch.", secs);
+  m.describe("kevlaya_switch_prefetch_resident_percent", T::gauge,
+             "Percent of the model file in the page cache when its last start began, by model.");
+  m.describe("kevlaya_model_page_cache_percent", T::gauge, "Percent of each model file in the page cache now.");
   m.describe("kevlaya_child_restarts_total", T::counter, "Child restarts, by model.");
   m.describe("kevlaya_child_crashes_total", T::counter, "Child deaths after ready, by model.");
   m.describe("kevlaya_load_failures_total", T::counter, "Failed child starts, by model and cause.");
@@ -270,9 +279,11 @@ void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchReco
   const std::pair<const char*, std::int64_t> phases[] = {
       {"drain", rec.drain_ms}, {"stop", rec.stop_ms}, {"vram_wait", rec.vram_wait_ms},
       {"spawn_to_listening", rec.spawn_to_listening_ms}, {"detect", rec.detect_ms},
-      {"total", rec.total_ms}};
+      {"total", rec.total_ms}, {"save", rec.save_ms}, {"restore", rec.restore_ms}};
   for (const auto& [phase, ms] : phases)
     m.observe("kevlaya_switch_phase_seconds", {{"phase", phase}}, static_cast<double>(ms) / 1000.0);
+  if (rec.ok && rec.prefetch_resident_pct >= 0)
+    m.set("kevlaya_switch_prefetch_resident_percent", {{"model", rec.to}}, rec.prefetch_resident_pct);
   if (rec.ok) {
     d.switch_s.add(static_cast<double>(rec.total_ms) / 1000.0);
     spdlog::info("switch {} -> {}: {} ms", rec.from.empty() ? "(none)" : rec.from, rec.to, rec.total_ms);

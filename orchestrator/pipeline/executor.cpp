@@ -279,7 +279,9 @@ void Executor::on_progress(ProgressFn cb) { impl_->progress_fn = std::move(cb); 
 
 void Executor::note_switch(const supervisor::SwitchRecord& rec) {
   ++impl_->progress.switches;
-  impl_->pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok}});
+  impl_->pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok},
+                                     {"save_ms", rec.save_ms}, {"restore_ms", rec.restore_ms},
+                                     {"prefetch_resident_pct", rec.prefetch_resident_pct}});  // docs/warm.md
 }
 
 void Executor::stop() {

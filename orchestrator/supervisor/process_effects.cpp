@@ -9,6 +9,10 @@
 
 #include "supervisor/nvml.hpp"
 #include "supervisor/state_file.hpp"
+#include "warm/page_cache.hpp"
+#include "warm/predict.hpp"
+#include "warm/prefetcher.hpp"
+#include "warm/slot_cache.hpp"
 
 namespace kevlaya::supervisor {
 
@@ -38,11 +42,47 @@ int pick_free_port(const std::string& host) {
 ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch)
     : ioc_(ioc), orch_(orch) {
   if (!orch_.state_dir.empty()) stale_killed_ = reap_stale(orch_.state_dir);
+  if (orch_.prefetch.enabled) {
+    warm::PrefetchOptions po;
+    po.min_available_mib = orch_.prefetch.min_available_mib;
+    prefetcher_ = std::make_unique<warm::Prefetcher>(std::move(po));
+  }
+}
+
+ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
+    : ProcessEffects(ioc, cfg.orch) {
+  cfg_ = cfg;
+  for (const auto& p : cfg.profiles) seen_[p.name] = p;
 }
 
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
 
 asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, ExitCallback on_exit) {
+  seen_[p.name] = p;
+  // Reading another model now would compete with this child's own load for the disk.
+  if (prefetcher_ && !prefetching_.empty() && prefetching_ != p.name) prefetcher_->cancel();
+  prefetching_.clear();
+  const double resident = p.model.empty() ? -1.0 : warm::resident_pct(p.model);
+  auto plan = slot_plan(p, orch_.state_dir);
+  config::Profile run = p;
+  if (plan) {
+    run.extra_args.push_back("--slot-save-path");
+    run.extra_args.push_back(plan->dir.string());
+  }
+  StartOutcome out = co_await spawn_child(run, std::move(on_exit));
+  if (!out.ok()) co_return out;
+  out.report->prefetch_resident_pct = resident;
+  ready_[p.name] = out.report->endpoint;
+  if (plan) {
+    slot_plans_[p.name] = *plan;
+    co_await restore_slots(*plan, out.report->endpoint, *out.report);
+    out.report->total_ms += out.report->restore_ms;
+  }
+  prefetch_after_start(p.name);
+  co_return out;
+}
+
+asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, ExitCallback on_exit) {
   if (auto m = nvml::memory()) free_before_[p.name] = m->free;
   StartOutcome out;
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
@@ -74,13 +114,60 @@ asio::awaitable<StopReport> ProcessEffects::stop(const std::string& profile) {
   if (it == children_.end()) co_return StopReport{};
   auto child = it->second;
   children_.erase(it);
+  StopReport saved;
+  auto plan = slot_plans_.find(profile);
+  auto ep = ready_.find(profile);
+  if (plan != slot_plans_.end() && ep != ready_.end()) co_await save_slots(plan->second, ep->second, saved);
+  if (plan != slot_plans_.end()) slot_plans_.erase(plan);
+  if (ep != ready_.end()) ready_.erase(ep);
   StopReport rep = co_await child->stop();
+  rep.save_ms = saved.save_ms;
+  rep.slots_saved = saved.slots_saved;
+  rep.stop_ms += saved.save_ms;
   auto base = free_before_.find(profile);
   if (base != free_before_.end()) {
     rep.vram_wait_ms = co_await wait_for_vram(base->second);
     free_before_.erase(base);
   }
   co_return rep;
+}
+
+void ProcessEffects::likely_next(const std::string& profile) {
+  if (!prefetcher_ || children_.count(profile) || prefetching_ == profile) return;
+  auto it = seen_.find(profile);
+  if (it != seen_.end()) prefetch(it->second);
+}
+
+void ProcessEffects::wait_prefetch_idle() {
+  if (prefetcher_) prefetcher_->wait_idle();
+}
+
+// After `started` is up, read the profile most likely to follow it (docs/warm.md: prediction).
+void ProcessEffects::prefetch_after_start(const std::string& started) {
+  std::string previous = last_started_ == started ? std::string() : last_started_;
+  last_started_ = started;
+  if (!prefetcher_) return;
+  config::Config known;
+  if (cfg_) known = *cfg_;
+  else
+    for (const auto& [name, p] : seen_) known.profiles.push_back(p);
+  for (const auto& name : warm::likely_next(known, started, previous)) {
+    if (children_.count(name)) continue;  // already resident (co-resident sets)
+    likely_next(name);
+    return;
+  }
+}
+
+void ProcessEffects::prefetch(const config::Profile& p) {
+  auto files = warm::profile_files(p);
+  if (files.empty()) return;
+  prefetching_ = p.name;
+  spdlog::debug("{}: prefetching {} file(s) into the page cache", p.name, files.size());
+  prefetcher_->prefetch(std::move(files), [name = p.name](const warm::PrefetchResult& r) {
+    // Runs on the prefetch thread: log only (spdlog is thread-safe).
+    spdlog::info("prefetch {}: {} ({} MiB in {} ms){}{}", name, warm::to_string(r.end), r.bytes_advised >> 20,
+                 r.ms, r.message.empty() ? "" : ": ", r.message);
+  });
 }
 
 // Polls NVML until free memory is back near `baseline_free` (the driver frees a dead process's

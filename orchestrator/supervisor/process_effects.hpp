@@ -1,37 +1,77 @@
 // ProcessEffects: the real Effects. Starts children as processes (Child), allocates ports and
 // retries on port_in_use, stops them and waits for GPU memory to come back before the next start.
+// Warm switches (docs/warm.md): while a child serves, the predicted next profile's files are read
+// into the page cache in the background (orch.prefetch); with a profile's slot_cache enabled, its KV
+// slots are saved before the child stops and restored after the next start, before it counts as ready.
 #pragma once
 #include <utility>  // before asio: awaitable.hpp uses std::exchange
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/supervisor.hpp"
 
+namespace kevlaya::warm {
+class Prefetcher;
+}
+
 namespace kevlaya::supervisor {
 
 class ProcessEffects : public Effects {
  public:
   // Kills leftover children recorded in orch.state_dir by a previous run (checked via /proc).
+  // Prefetch prediction then knows only the profiles it has started (two-model rotation).
   ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch);
+  // Same, and predicts the next profile from the pipelines (the stage after the one now serving).
+  ProcessEffects(asio::io_context& ioc, const config::Config& cfg);
   ~ProcessEffects() override;
 
   asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override;
   asio::awaitable<StopReport> stop(const std::string& profile) override;
+  // Prefetches `profile`'s files unless it is alive or already being prefetched; never blocks.
+  void likely_next(const std::string& profile) override;
 
   int stale_killed() const { return stale_killed_; }  // leftover groups killed at construction
+  // Blocks until the background prefetch posted so far has ended (tests and benchmarks only).
+  void wait_prefetch_idle();
+
+  // Where a profile's KV slots are saved (slot_cache.enabled, llama-server backend, state_dir set).
+  struct SlotPlan {
+    std::filesystem::path dir;  // --slot-save-path
+    std::string key;            // model/ctx/cache types/LoRA key, part of every file name
+    int slots = 1;
+    std::int64_t max_bytes = 0;
+  };
 
  private:
   asio::awaitable<std::int64_t> wait_for_vram(std::uint64_t baseline_free);
+  asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, ExitCallback on_exit);
+  asio::awaitable<void> restore_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StartReport& rep);
+  asio::awaitable<void> save_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StopReport& rep);
+  void prefetch_after_start(const std::string& started);
+  void prefetch(const config::Profile& p);
+
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
+  std::optional<config::Config> cfg_;                        // set by the Config constructor
+  std::map<std::string, config::Profile> seen_;              // profiles started so far
   std::map<std::string, std::shared_ptr<Child>> children_;  // starting or running, by profile
+  std::map<std::string, upstream::Endpoint> ready_;          // children that became ready
+  std::map<std::string, SlotPlan> slot_plans_;               // of the children alive now
   std::map<std::string, std::uint64_t> free_before_;        // GPU free bytes before each start
+  std::unique_ptr<warm::Prefetcher> prefetcher_;             // null when prefetch is disabled
+  std::string prefetching_;                                  // profile last handed to the prefetcher
+  std::string last_started_;
   int stale_killed_ = 0;
 };
+
+// The slot plan of `p` under `state_dir`, or nullopt (disabled, not llama-server, no state_dir, or
+// the model cannot be fingerprinted).
+std::optional<ProcessEffects::SlotPlan> slot_plan(const config::Profile& p, const std::filesystem::path& state_dir);
 
 // Picks a free TCP port on `host` by binding port 0 (the child may still lose a race for it:
 // callers retry on port_in_use).

@@ -214,6 +214,11 @@ void SupervisorImpl::reschedule() {
   auto now = Clock::now();
   Decision d = decide(sched_input(now));
   for (const auto& a : d.actions) apply(a, now);
+  // Warm switches (docs/warm.md): the oldest waiter's model is likely next; the effects prefetch it.
+  if (!queue_.empty()) {
+    const auto it = profs_.find(child_of(queue_.front()->profile));
+    if (it != profs_.end() && it->second.phase == Phase::none) effects_->likely_next(queue_.front()->profile);
+  }
   if (d.wake_at) {
     wake_.expires_at(*d.wake_at);
     wake_.async_wait([w = weak_from_this()](boost::system::error_code ec) {
@@ -296,6 +301,7 @@ asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
   if (switch_ && switch_->rec.from == name) {
     switch_->rec.stop_ms += rep.stop_ms;
     switch_->rec.vram_wait_ms += rep.vram_wait_ms;
+    switch_->rec.save_ms += rep.save_ms;
   }
   if (rep.killed) spdlog::warn("{}: needed SIGKILL after stop.grace_s", name);
   ps.phase = Phase::none;
@@ -362,6 +368,8 @@ void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& ou
   if (out.ok()) {
     rec.spawn_to_listening_ms = out.report->spawn_to_listening_ms;
     rec.detect_ms = out.report->detect_ms;
+    rec.prefetch_resident_pct = out.report->prefetch_resident_pct;
+    rec.restore_ms = out.report->restore_ms;
   } else {
     rec.error = out.failure.message;
   }

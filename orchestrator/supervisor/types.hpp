@@ -51,6 +51,9 @@ struct StartReport {
   std::int64_t spawn_to_listening_ms = 0;  // spawn -> "listening on" line (or first 200 if none)
   std::int64_t detect_ms = 0;              // "listening on" line -> ready seen
   std::int64_t total_ms = 0;               // spawn -> ready
+  double prefetch_resident_pct = -1;       // % of the model file in the page cache at spawn (-1 = unknown)
+  std::int64_t restore_ms = 0;             // KV slot restore after ready (slot_cache.enabled), in total_ms
+  int slots_restored = 0;
 };
 
 struct StartOutcome {
@@ -65,6 +68,8 @@ struct StopReport {
   int exit_code = -1;
   int signal = 0;
   bool killed = false;  // SIGKILL was needed after stop.grace_s
+  std::int64_t save_ms = 0;  // KV slot save before SIGTERM (slot_cache.enabled), in stop_ms
+  int slots_saved = 0;
 };
 
 // One model switch, with the time each phase took.
@@ -78,6 +83,9 @@ struct SwitchRecord {
   std::int64_t spawn_to_listening_ms = 0;
   std::int64_t detect_ms = 0;
   std::int64_t total_ms = 0;
+  double prefetch_resident_pct = -1;  // % of `to`'s model file in the page cache at spawn (-1 = unknown)
+  std::int64_t save_ms = 0;           // saving `from`'s KV slots (part of stop_ms)
+  std::int64_t restore_ms = 0;        // restoring `to`'s KV slots before it was reported ready
   bool ok = true;
   std::string error;  // start failure message when !ok
 };

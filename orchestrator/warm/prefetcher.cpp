@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <vector>
 
 #include "warm/page_cache.hpp"
 
@@ -23,6 +26,21 @@ namespace fs = std::filesystem;
 constexpr int kIoprioWhoProcess = 1;
 constexpr int kIoprioClassIdle = 3;
 constexpr int kIoprioClassShift = 13;
+
+constexpr std::size_t kReadBytes = 1 << 20;  // pread buffer; the data itself is thrown away
+
+// Reads [off, off+len) so the pages land in the page cache; false on a read error.
+bool read_range(int fd, std::uint64_t off, std::uint64_t len, std::vector<char>& buf) {
+  while (len > 0) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(len, buf.size()));
+    const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0;  // 0: the file shrank meanwhile, nothing more to read
+    off += static_cast<std::uint64_t>(n);
+    len -= static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
 
 void lower_io_priority() {
   // who=PROCESS with id 0 means the calling thread: only the worker reads at idle priority.
@@ -98,6 +116,7 @@ PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int
     return PrefetchEnd::error;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::vector<char> buf(kReadBytes);
   PrefetchEnd end = PrefetchEnd::done;
   for (std::uint64_t off = 0; off < size; off += opt_.chunk_bytes) {
     if (gen_.load() != gen) { end = PrefetchEnd::cancelled; break; }
@@ -110,10 +129,14 @@ PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int
       end = PrefetchEnd::memory_floor;
       break;
     }
-    // readahead() reads the range synchronously on this (idle-priority) thread; WILLNEED is the
-    // portable fallback that only queues the read.
-    if (::readahead(fd, static_cast<off64_t>(off), len) != 0)
-      ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_WILLNEED);
+    // WILLNEED queues one large read; readahead()/WILLNEED alone are asynchronous and capped by the
+    // device's read_ahead_kb, so the chunk is then read for real (pread, on this idle-I/O thread).
+    ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_WILLNEED);
+    if (!read_range(fd, off, len, buf)) {
+      res.message = "read error in " + f.string() + ": " + std::strerror(errno);
+      end = PrefetchEnd::error;
+      break;
+    }
     budget -= static_cast<std::int64_t>(len);
     res.bytes_advised += len;
   }

@@ -17,7 +17,7 @@ namespace kevlaya::warm {
 
 struct PrefetchOptions {
   std::int64_t min_available_mib = 1024;     // stop when MemAvailable would go under this
-  std::uint64_t chunk_bytes = 16ULL << 20;   // one readahead() call; cancellation granularity
+  std::uint64_t chunk_bytes = 16ULL << 20;   // one WILLNEED + read; cancellation granularity
   bool idle_io_priority = true;              // ioprio_set(IDLE) on the worker thread (best effort)
   // MemAvailable in MiB (injectable for tests); nullopt = unknown, no floor applied.
   std::function<std::optional<std::int64_t>()> mem_available;
@@ -28,7 +28,7 @@ const char* to_string(PrefetchEnd e);
 
 struct PrefetchResult {
   std::vector<std::filesystem::path> files;
-  std::uint64_t bytes_advised = 0;  // bytes asked to be read (resident ones cost ~nothing)
+  std::uint64_t bytes_advised = 0;  // bytes read through (resident pages cost only a copy)
   PrefetchEnd end = PrefetchEnd::done;
   std::string message;              // why it ended early
   std::int64_t ms = 0;

@@ -1,6 +1,8 @@
 // Page-cache residency and the background prefetcher (memory floor, cancellation).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <fstream>
 #include <future>

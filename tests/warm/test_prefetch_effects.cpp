@@ -1,6 +1,7 @@
 // Prefetch wiring in ProcessEffects: after one child is up, the predicted next profile's model is
 // read into the page cache; a hinted profile too; the memory floor from the config is honoured.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include "support/paths.hpp"
 #include "warm/page_cache.hpp"

@@ -32,25 +32,25 @@ TEST_CASE("slot key changes with model bytes, ctx, slots, cache types and LoRA s
   write_bytes(dir / "m.gguf", 3 << 20);
   write_bytes(dir / "a.gguf", 1000);
   auto p = profile_on(dir / "m.gguf");
-  const auto base = warm::slot_key(p);
+  auto base = warm::slot_key(p);
   REQUIRE(base.ok());
   CHECK(base->size() == 16);
-  CHECK(*warm::slot_key(p) == *base);  // stable
+  CHECK(warm::slot_key(p).value() == *base);  // stable
   auto q = p;
   q.ctx = 4096;
-  CHECK(*warm::slot_key(q) != *base);
+  CHECK(warm::slot_key(q).value() != *base);
   q = p;
   q.parallel = 2;
-  CHECK(*warm::slot_key(q) != *base);
+  CHECK(warm::slot_key(q).value() != *base);
   q = p;
   q.cache_type_k = "q8_0";
-  CHECK(*warm::slot_key(q) != *base);
+  CHECK(warm::slot_key(q).value() != *base);
   q = p;
   q.lora.push_back({"a", dir / "a.gguf", 1.0});
-  CHECK(*warm::slot_key(q) != *base);
+  CHECK(warm::slot_key(q).value() != *base);
   auto q2 = q;
   q2.lora[0].scale = 0.5;
-  CHECK(*warm::slot_key(q2) != *warm::slot_key(q));
+  CHECK(warm::slot_key(q2).value() != warm::slot_key(q).value());
   // Same size, other last MiB: another model.
   write_bytes(dir / "m2.gguf", 3 << 20);
   { std::fstream f(dir / "m2.gguf", std::ios::in | std::ios::out | std::ios::binary); f.seekp((3 << 20) - 10); f << "Z"; }

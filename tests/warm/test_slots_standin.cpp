@@ -23,7 +23,7 @@ struct Rig {
     profile = test::warm_profile("kev", binary, test::stories260k());
   }
   fs::path slot_file() const {
-    return warm::slot_dir(dir / "state", profile.name) / warm::slot_file_name(*warm::slot_key(profile), 0);
+    return warm::slot_dir(dir / "state", profile.name) / warm::slot_file_name(warm::slot_key(profile).value(), 0);
   }
   TempDir dir;
   asio::io_context ioc;
@@ -44,7 +44,6 @@ TEST_CASE("slot cache: saved on stop, restored on the next start, the shared pre
   auto rep = test::stop(r.ioc, r.fx, "kev");
   CHECK(rep.slots_saved == 1);
   CHECK(fs::file_size(r.slot_file()) > 0);
-  CHECK(fs::directory_iterator(r.slot_file().parent_path()) != fs::directory_iterator());
 
   auto again = test::start(r.ioc, r.fx, r.profile);
   REQUIRE(again.ok());
@@ -95,7 +94,7 @@ TEST_CASE("slot cache: an empty slot saves nothing and leaves no partial file", 
 
 TEST_CASE("slot cache: over max_bytes the oldest files are evicted, the new one kept", "[warm]") {
   Rig r("warm-slot-cap");
-  r.profile.slot_cache.max_bytes = 64 << 10;
+  r.profile.slot_cache.max_bytes = (60 << 10) + 100;  // the old file fits, the two together do not
   const auto dir = r.slot_file().parent_path();
   fs::create_directories(dir);
   std::ofstream(dir / "0000000000000000-slot0.bin") << std::string(60 << 10, 'o');
