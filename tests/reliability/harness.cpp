@@ -305,7 +305,9 @@ fs::path write_config(const TempDir& dir, const std::vector<StandinProfile>& pro
     write_text(dir / ("profiles/" + p.name + ".yaml"),
                "name: " + p.name + "\nbinary: " + standin_binary().string() + "\nmodel: " +
                    stories260k().string() + "\nngl: 0\nctx: 256\nparallel: 2\nextra_args: [" + flags +
-                   "]\nhealth: {first_probe_ms: 5, interval_ms: 10, startup_timeout_s: 3}\n"
+                   "]\nshared_base: false\n" +  // same GGUF for all: keep them separate children
+                   (p.yaml.find("health:") == std::string::npos
+                        ? "health: {first_probe_ms: 5, interval_ms: 10, startup_timeout_s: 3}\n" : "") +
                    "stop: {grace_s: 0.5}\n"
                    "restart: {max_restarts: 3, window_s: 60, backoff_initial_ms: 20, backoff_max_s: 1, "
                    "cooldown_s: 30}\n" + p.yaml);
@@ -314,6 +316,7 @@ fs::path write_config(const TempDir& dir, const std::vector<StandinProfile>& pro
   write_text(dir / "kevlaya.yaml",
              std::string("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n") +
                  (orch_yaml.find("queue:") == std::string::npos ? "queue: {max_depth: 8, max_wait_s: 20}\n" : "") +
+                 "residency: rotate\n"  // one child at a time: every model change is a switch
                  "scheduling: {max_wait_before_swap_ms: 100, min_residency_ms: 0, drain_timeout_s: 5}\n" +
                  orch_yaml);
   return dir / "kevlaya.yaml";

@@ -79,7 +79,7 @@ const std::vector<FaultCase>& cases() {
       {"cuda oom", {"--fake-cuda-oom"}, "", bad_twice, {503}},
       {"hang (health never answers)", {"--fake-hang-health"},
        "health: {first_probe_ms: 5, interval_ms: 10, probe_timeout_ms: 200, startup_timeout_s: 1}\n",
-       bad_twice, {503}},
+       bad_twice, {504}},  // startup_timeout: a gateway timeout (code "timeout")
       {"ignored SIGTERM", {"--fake-ignore-sigterm"}, "", bad_twice, {200}},
       {"crash mid-request", {"--fake-crash-after", "1"}, "", [](int port) {
          return std::vector<HttpReply>{chat(port, "bad"), chat(port, "bad"), chat(port, "bad")};
@@ -135,7 +135,9 @@ TEST_CASE("fault matrix: every stand-in fault is answered, contained and cleaned
     {
       Serve serve(config, {{"KEVLAYA_RELIABILITY_TAG", dir.path().string()}});
       const int port = serve.port();
-      REQUIRE(chat(port, "good").status == 200);  // warm: good resident, its log file open
+      const auto warm = chat(port, "good");  // warm: good resident, its log file open
+      INFO(warm.body << "\n" << serve.proc().log());
+      REQUIRE(warm.status == 200);
       const int fds_before = fd_count(serve.proc().pid());
 
       check_replies(fc.exercise(port), fc.allowed);
@@ -157,7 +159,9 @@ TEST_CASE("fault matrix: a child port already in use is a 503, and `logs` shows 
   const auto config = write_config(dir, {{"good", {}, ""},
                                          {"bad", {}, "port: " + std::to_string(taken.port()) + "\n"}});
   Serve serve(config);
-  REQUIRE(chat(serve.port(), "good").status == 200);
+  const auto warm = chat(serve.port(), "good");
+  INFO(warm.body << "\n" << serve.proc().log());
+  REQUIRE(warm.status == 200);
   const int fds_before = fd_count(serve.proc().pid());
   check_replies({chat(serve.port(), "bad")}, {503});
   CHECK(chat(serve.port(), "good").status == 200);
