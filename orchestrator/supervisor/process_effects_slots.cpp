@@ -20,7 +20,7 @@ using json = nlohmann::json;
 
 // Bounds one save/restore call: a slot still busy (a request cut by drain_timeout_s) is deferred by
 // llama-server, and a switch must not hang on it.
-constexpr auto kSlotCallTimeout = std::chrono::seconds(30);
+constexpr auto kSlotCallTimeout = std::chrono::seconds(10);
 
 std::int64_t since_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
