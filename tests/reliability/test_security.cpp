@@ -43,7 +43,7 @@ TEST_CASE("constant_time_equal: equal only for identical strings, whatever the l
   CHECK_FALSE(kevlaya::http::authorized({kKey}, "", ""));
 }
 
-TEST_CASE("security: API key required, never logged; no traversal; smuggling refused with 400",
+TEST_CASE("security: API key required and never logged, no traversal, smuggling refused with 400",
           "[reliability][security]") {
   TempDir dir("security");
   const auto config = write_config(dir, {{"kev", {}, ""}},
