@@ -42,6 +42,14 @@ def start_door(orch, cfg):
     raise RuntimeError("door did not start")
 
 
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def throughput(port, path, body, clients, per_client):
     def worker():
         for _ in range(per_client):
@@ -75,6 +83,7 @@ def main():
         door, port = start_door(orch, f"{d}/kevlaya.yaml")
         try:
             run(a, port)
+            print(f"  door RSS after the run: {rss_mib(door.pid):.1f} MiB (target < 20 MiB)")
         finally:
             door.terminate(); door.wait(30)
 

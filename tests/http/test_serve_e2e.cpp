@@ -114,7 +114,47 @@ void exercise(const std::string& server_binary) {
   CHECK(serve.terminate_and_wait() == 0);
 }
 
+// A burst of concurrent requests alternating between two models that must rotate (one child at a
+// time): every one is answered 200, none lost to a connection error while a child starts.
+void alternating_burst(const std::string& server_binary, int n) {
+  TempDir dir("http-burst");
+  write_config(dir, server_binary, "residency: rotate\n");
+  for (const char* name : {"kev", "laya"}) {  // same model file: opt out of the shared base
+    auto f = dir / "profiles" / (std::string(name) + ".yaml");
+    write_text(f, read_text(f) + "shared_base: false\n");
+  }
+  ServeProcess serve(dir / "kevlaya.yaml");
+  const auto port = serve.wait_for(std::regex("kevlaya: listening on http://127\\.0\\.0\\.1:(\\d+)"));
+  REQUIRE_FALSE(port.empty());
+  std::string script = "for i in $(seq 1 " + std::to_string(n) + "); do m=kev; [ $((i % 2)) = 0 ] && m=laya; "
+                       "curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 120 -H 'Content-Type: application/json' "
+                       "-d \"{\\\"model\\\":\\\"$m\\\",\\\"max_tokens\\\":4,\\\"messages\\\":[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"Once\\\"}]}\" "
+                       "http://127.0.0.1:" + port + "/v1/chat/completions & done; wait";
+  auto r = run_command(script);
+  INFO(r.output);
+  INFO(serve.log());
+  CHECK(count_of(r.output, "200\n") == static_cast<std::size_t>(n));
+  auto st = run_command("curl -sS --max-time 30 http://127.0.0.1:" + port + "/status");
+  INFO(st.output);
+  // It really rotated (grouping serves each model's waiting requests together, so one or more
+  // switches, each between the two children).
+  CHECK((st.output.find("\"from\":\"kev\",") != std::string::npos ||
+         st.output.find("\"from\":\"laya\",") != std::string::npos));
+  CHECK(serve.terminate_and_wait() == 0);
+}
+
 }  // namespace
+
+TEST_CASE("serve answers every request of an alternating burst (no request lost while a child starts)",
+          "[http][e2e]") {
+  alternating_burst(standin_binary().string(), 24);
+}
+
+TEST_CASE("serve answers an alternating burst on the real llama-server", "[http][e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  alternating_burst(real, 12);
+}
 
 TEST_CASE("serve end to end with the stand-in child, SIGTERM exits 0", "[http][e2e]") {
   exercise(standin_binary().string());
