@@ -79,7 +79,6 @@ int run_up(const UpArgs& a) {
     print_error("plan", *residency.refused);
     return kExitFailure;
   }
-  std::cout << residency.summary << std::endl;
   auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config);
   if (effects->stale_killed() > 0)
     std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
