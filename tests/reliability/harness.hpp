@@ -13,48 +13,11 @@
 #include <vector>
 
 #include "support/paths.hpp"
+#include "support/process.hpp"  // Proc, Serve, eventually
 
 namespace kevlaya::test {
 
 using namespace std::chrono_literals;
-
-// A child process with stdout+stderr appended to a file. Killed (SIGKILL) on destruction.
-class Proc {
- public:
-  Proc(std::vector<std::string> argv, std::filesystem::path log_file,
-       std::map<std::string, std::string> env = {});
-  ~Proc();
-  Proc(const Proc&) = delete;
-  Proc& operator=(const Proc&) = delete;
-
-  pid_t pid() const { return pid_; }
-  std::string log() const;
-  // Waits until `re` matches the log; returns the first group (or the match), empty on timeout
-  // or when the process has exited without printing it.
-  std::string wait_for(const std::regex& re, std::chrono::milliseconds timeout = 30s);
-  // Sends `sig` and waits for the exit; returns the exit code (128 + signal when killed).
-  int signal_and_wait(int sig, std::chrono::milliseconds timeout = 30s);
-  // Waits for the exit without signalling; nullopt on timeout.
-  std::optional<int> wait_exit(std::chrono::milliseconds timeout);
-  bool running();
-
- private:
-  pid_t pid_ = -1;
-  std::filesystem::path log_;
-  std::optional<int> status_;
-};
-
-// `kevlaya-orch serve CONFIG --port 0`, started and waited for until it listens.
-class Serve {
- public:
-  explicit Serve(const std::filesystem::path& config, std::map<std::string, std::string> env = {});
-  Proc& proc() { return proc_; }
-  int port() const { return port_; }
-
- private:
-  Proc proc_;
-  int port_ = 0;
-};
 
 struct HttpReply {
   int status = 0;                             // 0 = no response (connection closed / timeout)
@@ -85,19 +48,6 @@ long rss_kib(pid_t pid);
 int thread_count(pid_t pid);
 // Processes (any parent) whose environment contains `marker` (KEY=VALUE), other than us.
 std::vector<pid_t> processes_with_env(const std::string& marker);
-
-void poll_pause();  // 20 ms
-
-// Polls `pred` every 20 ms until it is true or `timeout` passes; returns the last value.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    poll_pause();
-  }
-}
 
 }  // namespace kevlaya::test
 

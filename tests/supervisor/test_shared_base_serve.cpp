@@ -4,8 +4,6 @@
 // also checks calibration: the child's logged model + KV buffers vs the ledger's estimate.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <regex>
 
 #include "support/paths.hpp"
+#include "support/process.hpp"
 
 using namespace kevlaya::test;
 using namespace std::chrono_literals;
@@ -33,68 +32,6 @@ const fs::path& tiny_models() {
   }();
   return dir;
 }
-
-// `kevlaya-orch serve CONFIG --port 0`, stdout and stderr into one pipe we read.
-class Serve {
- public:
-  explicit Serve(const fs::path& config) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(fds[1], 1);
-      ::dup2(fds[1], 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      std::vector<std::string> args = {orch_binary().string(), "serve", config.string(), "--port", "0"};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    fd_ = fds[0];
-  }
-  ~Serve() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) ::close(fd_);
-  }
-  // Reads output until `re` matches (first group, or the whole match); empty on EOF / timeout.
-  std::string wait_for(const std::regex& re, std::chrono::milliseconds timeout = 60s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      if (std::regex_search(log_, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 200) <= 0) continue;
-      char buf[4096];
-      const auto n = ::read(fd_, buf, sizeof buf);
-      if (n <= 0) break;
-      log_.append(buf, static_cast<std::size_t>(n));
-    }
-    return {};
-  }
-  int stop() {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd_, buf, sizeof buf)) > 0;) log_.append(buf, static_cast<std::size_t>(n));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  const std::string& log() const { return log_; }
-
- private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string log_;
-};
 
 // kev (adapter a), laya (adapter b) and base (no adapter), all on kev-tiny with the same flags.
 void write_config(const TempDir& dir, const std::string& binary) {
@@ -131,11 +68,9 @@ json scales(double a, double b) {
 void exercise(const TempDir& dir, const std::string& binary) {
   write_config(dir, binary);
   Serve serve(dir / "kevlaya.yaml");
-  const auto port = serve.wait_for(std::regex("kevlaya: listening on http://127\\.0\\.0\\.1:(\\d+)"));
-  INFO(serve.log());
-  REQUIRE_FALSE(port.empty());
-  CHECK(serve.log().find("residency: shared-base") != std::string::npos);
-  const std::string base = "http://127.0.0.1:" + port;
+  INFO(serve.proc().log());
+  CHECK(serve.proc().log().find("residency: shared-base") != std::string::npos);
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
   const auto kev = complete(base, "kev");
   const auto laya = complete(base, "laya");
   const auto plain = complete(base, "base");
@@ -147,12 +82,13 @@ void exercise(const TempDir& dir, const std::string& binary) {
   CHECK(kev.first != plain.first);
   CHECK(laya.first != plain.first);
   CHECK(kev_again.first == kev.first);
-  CHECK(serve.stop() == 0);
-  INFO(serve.log());
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+  const std::string log = serve.proc().log();
+  INFO(log);
   // One child served all three profiles: one start, no switch between them.
   const std::regex switch_line("switch from=\\S+ to=(\\S+) ok=true");
   std::vector<std::string> targets;
-  for (auto it = std::sregex_iterator(serve.log().begin(), serve.log().end(), switch_line);
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), switch_line);
        it != std::sregex_iterator(); ++it)
     targets.push_back((*it)[1].str());
   CHECK(targets == std::vector<std::string>{"base+kev+laya"});
