@@ -13,6 +13,7 @@
 #include "ledger/inputs.hpp"
 #include "ledger/plan.hpp"
 #include "supervisor/nvml.hpp"
+#include "warm/page_cache.hpp"
 
 namespace kevlaya::cli {
 namespace {
@@ -162,6 +163,26 @@ config::LoadResult load_config(const std::string& path) {
   return config::load(path);
 }
 
+// How much of each profile's model file is in the OS page cache (docs/warm.md): a cold file makes
+// the next start pay for the disk. -1 = unreadable.
+json page_cache_json(const config::Config& cfg) {
+  json j = json::object();
+  for (const auto& p : cfg.profiles)
+    if (!p.model.empty()) j[p.name] = warm::resident_pct(p.model);
+  return j;
+}
+
+void print_page_cache(const config::Config& cfg) {
+  std::cout << "\npage cache (share of each model file in RAM; the prefetcher warms the next one):\n";
+  for (const auto& p : cfg.profiles) {
+    if (p.model.empty()) continue;
+    const double pct = warm::resident_pct(p.model);
+    char cell[32] = "unreadable";
+    if (pct >= 0) std::snprintf(cell, sizeof cell, "%.0f %%", pct);
+    std::cout << "  " << p.name << ": " << cell << "  " << p.model.string() << "\n";
+  }
+}
+
 int run_plan(const PlanArgs& a) {
   const auto loaded = load_config(a.config);
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << '\n';
@@ -184,9 +205,12 @@ int run_plan(const PlanArgs& a) {
   }
   const auto plan = ledger::make_plan(gathered->profiles, ledger::plan_options(cfg.orch, *budget));
   if (a.json) {
-    std::cout << plan_json(plan, *gathered).dump(2) << '\n';
+    auto j = plan_json(plan, *gathered);
+    j["page_cache_pct"] = page_cache_json(cfg);
+    std::cout << j.dump(2) << '\n';
   } else {
     print_plan(plan, *gathered);
+    print_page_cache(cfg);
   }
   return plan.ok() ? kExitOk : kExitFailure;
 }

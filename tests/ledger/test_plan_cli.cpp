@@ -109,3 +109,19 @@ TEST_CASE("plan CLI: an adapter for another base is refused naming the tensor") 
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("blk.0.attn_q.weight") != std::string::npos);
 }
+
+TEST_CASE("plan CLI: reports how much of each model file is in the page cache") {
+  test::TempDir dir("plan-cli-pagecache");
+  // A private copy, so evicting it cannot disturb other tests; read fully -> resident.
+  const auto model = dir / "copy.gguf";
+  fs::copy_file(test::stories260k(), model);
+  (void)test::read_text(model);
+  write_config(dir, model, "", "");
+  const auto j = nlohmann::json::parse(plan(dir, "--json").output);
+  REQUIRE(j.contains("page_cache_pct"));
+  CHECK(j["page_cache_pct"]["kev"].get<double>() == Approx(100.0));
+  CHECK(j["page_cache_pct"]["laya"].get<double>() == Approx(100.0));
+  const auto text = plan(dir, "").output;
+  CHECK(text.find("page cache") != std::string::npos);
+  CHECK(text.find("kev: 100 %") != std::string::npos);
+}
