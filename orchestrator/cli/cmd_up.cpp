@@ -38,7 +38,10 @@ void print_switch(const sv::SwitchRecord& r) {
   std::cout << "switch " << (r.from.empty() ? "-" : r.from) << " -> " << r.to << (r.ok ? "" : " FAILED")
             << ": drain " << r.drain_ms << " ms, stop " << r.stop_ms << " ms, vram " << r.vram_wait_ms
             << " ms, spawn->listening " << r.spawn_to_listening_ms << " ms, detect " << r.detect_ms
-            << " ms, total " << r.total_ms << " ms" << std::endl;
+            << " ms, total " << r.total_ms << " ms";
+  if (r.save_ms || r.restore_ms) std::cout << " (slot save " << r.save_ms << " ms, restore " << r.restore_ms << " ms)";
+  if (r.prefetch_resident_pct >= 0) std::cout << ", model " << static_cast<int>(r.prefetch_resident_pct) << "% cached";
+  std::cout << std::endl;
 }
 
 void print_error(const std::string& profile, const Error& e) {

@@ -374,9 +374,10 @@ void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& ou
     rec.error = out.failure.message;
   }
   spdlog::info("switch from={} to={} ok={} drain_ms={} stop_ms={} vram_wait_ms={} spawn_to_listening_ms={} "
-               "detect_ms={} total_ms={}",
+               "detect_ms={} total_ms={} save_ms={} restore_ms={} prefetch_resident_pct={:.0f}",
                rec.from.empty() ? "-" : rec.from, rec.to, rec.ok, rec.drain_ms, rec.stop_ms, rec.vram_wait_ms,
-               rec.spawn_to_listening_ms, rec.detect_ms, rec.total_ms);
+               rec.spawn_to_listening_ms, rec.detect_ms, rec.total_ms, rec.save_ms, rec.restore_ms,
+               rec.prefetch_resident_pct);
   switches_.push_back(rec);
   while (switches_.size() > opts_.switch_history) switches_.pop_front();
   if (on_switch_) on_switch_(rec);
