@@ -15,34 +15,11 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "support/coro.hpp"  // run_co, sleep_for, in
 
 namespace kevlaya::test {
 
 namespace asio = boost::asio;
-
-// Runs `make()` (a coroutine) on `ioc` until everything finishes; rethrows test failures.
-template <class F>
-void run_co(asio::io_context& ioc, F make) {
-  std::exception_ptr err;
-  // Children keep detached readers/watchers alive on `ioc`, so run() would not return on its own:
-  // stop when the awaited coroutine completes; the rest stays queued for the next run_co.
-  asio::co_spawn(ioc, make(), [&](std::exception_ptr e) {
-    err = e;
-    ioc.stop();
-  });
-  ioc.run();
-  ioc.restart();
-  if (err) std::rethrow_exception(err);
-}
-
-inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
-inline std::chrono::steady_clock::time_point in(std::chrono::milliseconds d) {
-  return std::chrono::steady_clock::now() + d;
-}
 
 // A profile named `name` that runs `binary` on `model`, with fast health/stop/restart settings.
 config::Profile fast_profile(const std::string& name, const std::string& binary,

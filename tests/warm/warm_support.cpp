@@ -38,7 +38,7 @@ std::string long_prompt(int n, const std::string& seed) {
 
 int prompt_n(asio::io_context& ioc, const upstream::Endpoint& ep, const std::string& prompt) {
   int n = -1;
-  run_warm_co(ioc, [&]() -> asio::awaitable<void> {
+  run_co(ioc, [&]() -> asio::awaitable<void> {
     upstream::Request req;
     req.method = "POST";
     req.target = "/completion";
@@ -54,13 +54,13 @@ int prompt_n(asio::io_context& ioc, const upstream::Endpoint& ep, const std::str
 
 supervisor::StartOutcome start(asio::io_context& ioc, supervisor::ProcessEffects& fx, const config::Profile& p) {
   supervisor::StartOutcome out;
-  run_warm_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, [](supervisor::ChildFailure) {}); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, [](supervisor::ChildFailure) {}); });
   return out;
 }
 
 supervisor::StopReport stop(asio::io_context& ioc, supervisor::ProcessEffects& fx, const std::string& name) {
   supervisor::StopReport rep;
-  run_warm_co(ioc, [&]() -> asio::awaitable<void> { rep = co_await fx.stop(name); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { rep = co_await fx.stop(name); });
   return rep;
 }
 

@@ -10,24 +10,12 @@
 
 #include "config/config.hpp"
 #include "supervisor/process_effects.hpp"
+#include "support/coro.hpp"  // run_co
 #include "upstream/client.hpp"
 
 namespace kevlaya::test {
 
 namespace asio = boost::asio;
-
-// Runs `make()` on `ioc` until it completes (children keep detached watchers on `ioc`).
-template <class F>
-void run_warm_co(asio::io_context& ioc, F make) {
-  std::exception_ptr err;
-  asio::co_spawn(ioc, make(), [&](std::exception_ptr e) {
-    err = e;
-    ioc.stop();
-  });
-  ioc.run();
-  ioc.restart();
-  if (err) std::rethrow_exception(err);
-}
 
 // A profile with fast health/stop settings, ctx 2048, one slot, slot_cache enabled.
 config::Profile warm_profile(const std::string& name, const std::string& binary, const std::filesystem::path& model);
