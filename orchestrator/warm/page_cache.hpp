@@ -12,12 +12,14 @@ namespace kevlaya::warm {
 struct Residency {
   std::uint64_t file_bytes = 0;
   std::uint64_t pages = 0;
-  std::uint64_t resident_pages = 0;
+  std::uint64_t resident_pages = 0;  // estimated from a sample when `sampled`
+  bool sampled = false;              // files over 256 MiB: 256 evenly spread 256 KiB windows
   // 0..100; an empty file counts as fully resident.
   double percent() const { return pages == 0 ? 100.0 : 100.0 * double(resident_pages) / double(pages); }
 };
 
-// How much of `path` is in the OS page cache now (mmap + mincore; reads nothing).
+// How much of `path` is in the OS page cache now (mmap + mincore; reads nothing). Exact up to
+// 256 MiB; larger files are sampled so the call stays around a millisecond whatever the size.
 Result<Residency> residency(const std::filesystem::path& path);
 
 // residency(path)->percent(), or -1 when the file cannot be inspected (missing, unreadable).

@@ -56,6 +56,29 @@ TEST_CASE("residency is low after DONTNEED and full after prefetch", "[warm]") {
   CHECK(res->percent() > 95.0);
 }
 
+TEST_CASE("residency of a file over 256 MiB is sampled and tracks the cached share", "[warm]") {
+  TempDir dir("warm-residency-big");
+  // A sparse 512 MiB file: reading its holes caches zero pages without writing 512 MiB to disk.
+  const auto f = dir / "big.bin";
+  { std::ofstream create(f); }
+  std::filesystem::resize_file(f, 512ULL << 20);
+  if (!dropped(f)) KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
+  auto none = warm::residency(f);
+  REQUIRE(none.ok());
+  CHECK(none->sampled);
+  CHECK(none->percent() < 5.0);
+  {  // read the first half
+    std::ifstream in(f, std::ios::binary);
+    std::string buf(1 << 20, '\0');
+    for (int i = 0; i < 256; ++i) in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  }
+  auto half = warm::residency(f);
+  REQUIRE(half.ok());
+  CHECK(half->sampled);
+  CHECK(half->percent() == Approx(50.0).margin(5.0));
+  CHECK(warm::drop_from_cache(f).ok());
+}
+
 TEST_CASE("residency of a missing file is an io_error", "[warm]") {
   auto r = warm::residency("/nonexistent/kevlaya/model.gguf");
   REQUIRE_FALSE(r.ok());
