@@ -50,26 +50,11 @@ struct Models {
   fs::path base, lora_a, lora_b;
 };
 
-// The project's stand-in models (as `kevlaya-tiny-gguf standins`): kev-tiny and two adapters.
+// The project's stand-in models: kev-tiny and its two adapters.
 Models write_models(const fs::path& dir) {
-  gg::TinyModelSpec kev;
-  kev.name = "kev-tiny";
-  kev.n_embd = 128;
-  kev.n_layer = 4;
-  kev.n_head = 4;
-  kev.n_head_kv = 2;
-  kev.n_ff = 256;
-  kev.n_ctx_train = 4096;
-  kev.n_vocab = 384;
-  kev.tensor_type = 1;  // F16
-  kev.seed = 1;
-  Models m{dir / "kev-tiny.gguf", dir / "kev-lora-a.gguf", dir / "kev-lora-b.gguf"};
-  const gg::TinyLoraSpec a{8, 16.0f, {"attn_q", "attn_v"}, 101};
-  const gg::TinyLoraSpec b{8, 16.0f, {"attn_q", "attn_v", "ffn_up"}, 202};
-  if (!gg::write_tiny_model(m.base, kev) || !gg::write_tiny_lora(m.lora_a, kev, a) ||
-      !gg::write_tiny_lora(m.lora_b, kev, b))
-    throw std::runtime_error("cannot write the tiny models into " + dir.string());
-  return m;
+  auto f = gg::write_standins(dir);
+  if (!f) throw std::runtime_error(f.error().message);
+  return Models{f->kev, f->kev_lora_a, f->kev_lora_b};
 }
 
 kevlaya::config::Profile profile(const std::string& name, const std::string& bin, const Models& m,

@@ -199,4 +199,38 @@ TinyModelSpec big_model_spec(std::uint64_t mib, std::uint64_t seed) {
   return s;
 }
 
+Result<StandinFiles> write_standins(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(Errc::io_error, "cannot create " + dir.string() + ": " + ec.message());
+  TinyModelSpec kev;
+  kev.name = "kev-tiny";
+  kev.n_embd = 128;
+  kev.n_layer = 4;
+  kev.n_head = 4;
+  kev.n_head_kv = 2;
+  kev.n_ff = 256;
+  kev.n_ctx_train = 4096;
+  kev.n_vocab = 384;
+  kev.tensor_type = 1;  // F16
+  kev.seed = 1;
+  TinyModelSpec laya;
+  laya.name = "laya-tiny";
+  laya.n_embd = 64;
+  laya.n_layer = 2;
+  laya.n_head = 4;
+  laya.n_head_kv = 2;
+  laya.n_ff = 128;
+  laya.n_ctx_train = 2048;
+  laya.n_vocab = 320;
+  laya.seed = 2;
+  const TinyLoraSpec a{8, 16.0f, {"attn_q", "attn_v"}, 101};
+  const TinyLoraSpec b{8, 16.0f, {"attn_q", "attn_v", "ffn_up"}, 202};
+  StandinFiles f{dir / "kev-tiny.gguf", dir / "laya-tiny.gguf", dir / "kev-lora-a.gguf", dir / "kev-lora-b.gguf"};
+  for (auto st : {write_tiny_model(f.kev, kev), write_tiny_model(f.laya, laya), write_tiny_lora(f.kev_lora_a, kev, a),
+                  write_tiny_lora(f.kev_lora_b, kev, b)})
+    if (!st) return st.error();
+  return f;
+}
+
 }  // namespace kevlaya::gguf

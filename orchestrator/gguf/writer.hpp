@@ -37,6 +37,13 @@ Status write_tiny_model(const std::filesystem::path& out, const TinyModelSpec& s
 // Writes an adapter whose tensors fit the base described by `base`.
 Status write_tiny_lora(const std::filesystem::path& out, const TinyModelSpec& base, const TinyLoraSpec& spec);
 
+// The project's stand-in models (`kevlaya-tiny-gguf standins`, the demo, tests, benchmarks):
+// kev-tiny (F16), laya-tiny (F32) and two adapters for Kev, written into one folder.
+struct StandinFiles {
+  std::filesystem::path kev, laya, kev_lora_a, kev_lora_b;
+};
+Result<StandinFiles> write_standins(const std::filesystem::path& dir);
+
 // An F16 spec (n_embd 1024) whose file is about `mib` MiB (whole layers; at least one).
 TinyModelSpec big_model_spec(std::uint64_t mib, std::uint64_t seed = 42);
 

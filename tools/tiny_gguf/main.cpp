@@ -55,35 +55,10 @@ std::vector<std::string> split_csv(const std::string& s) {
 
 // kev-tiny + laya-tiny + two adapters for Kev: the stand-in models of the project.
 int standins(const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
-  gg::TinyModelSpec kev;
-  kev.name = "kev-tiny";
-  kev.n_embd = 128;
-  kev.n_layer = 4;
-  kev.n_head = 4;
-  kev.n_head_kv = 2;
-  kev.n_ff = 256;
-  kev.n_ctx_train = 4096;
-  kev.n_vocab = 384;
-  kev.tensor_type = 1;  // F16
-  kev.seed = 1;
-  gg::TinyModelSpec laya;
-  laya.name = "laya-tiny";
-  laya.n_embd = 64;
-  laya.n_layer = 2;
-  laya.n_head = 4;
-  laya.n_head_kv = 2;
-  laya.n_ff = 128;
-  laya.n_ctx_train = 2048;
-  laya.n_vocab = 320;
-  laya.seed = 2;
-  gg::TinyLoraSpec a{8, 16.0f, {"attn_q", "attn_v"}, 101};
-  gg::TinyLoraSpec b{8, 16.0f, {"attn_q", "attn_v", "ffn_up"}, 202};
-  int rc = report(gg::write_tiny_model(dir / "kev-tiny.gguf", kev), dir / "kev-tiny.gguf");
-  if (rc == 0) rc = report(gg::write_tiny_model(dir / "laya-tiny.gguf", laya), dir / "laya-tiny.gguf");
-  if (rc == 0) rc = report(gg::write_tiny_lora(dir / "kev-lora-a.gguf", kev, a), dir / "kev-lora-a.gguf");
-  if (rc == 0) rc = report(gg::write_tiny_lora(dir / "kev-lora-b.gguf", kev, b), dir / "kev-lora-b.gguf");
-  return rc;
+  auto files = gg::write_standins(dir);
+  if (!files) return report(files.error(), dir);
+  for (const auto& p : {files->kev, files->laya, files->kev_lora_a, files->kev_lora_b}) report(kevlaya::ok_status(), p);
+  return 0;
 }
 
 }  // namespace
