@@ -26,6 +26,7 @@
 #include "supervisor/process_effects.hpp"
 #include "supervisor/supervisor.hpp"
 #include "upstream/client.hpp"
+#include "../stats.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -38,13 +39,8 @@ namespace {
 
 constexpr int kRounds = 3;
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kevlaya::bench::median;
+using kevlaya::bench::ms;
 
 struct Models {
   fs::path base, lora_a, lora_b;

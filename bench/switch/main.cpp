@@ -26,6 +26,7 @@
 #include "supervisor/process_effects.hpp"
 #include "supervisor/supervisor.hpp"
 #include "upstream/client.hpp"
+#include "../stats.hpp"
 
 namespace asio = boost::asio;
 namespace bp = boost::process;
@@ -38,13 +39,8 @@ namespace {
 constexpr auto kScriptSleep = 2s;
 constexpr auto kScriptPoll = 1s;
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kevlaya::bench::median;
+using kevlaya::bench::ms;
 
 kevlaya::config::Profile profile(const std::string& name, const std::string& bin, int port) {
   kevlaya::config::Profile p;

@@ -26,6 +26,7 @@
 #include "upstream/client.hpp"
 #include "warm/page_cache.hpp"
 #include "warm/prefetcher.hpp"
+#include "../stats.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -35,13 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kevlaya::bench::median;
+using kevlaya::bench::ms;
 
 template <class F>
 void run_co(asio::io_context& ioc, F make) {
