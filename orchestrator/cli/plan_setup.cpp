@@ -39,15 +39,6 @@ std::string read_tail(const fs::path& file) {
   return text;
 }
 
-bool sets_verbosity(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    for (const char* f : {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose", "--log-disable"}) {
-      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return true;
-    }
-    return false;
-  });
-}
-
 std::string describe(const ledger::Plan& plan, const std::string& why) {
   std::string s = "residency: " + ledger::to_string(plan.mode) + (why.empty() ? "" : " (" + why + ")");
   s += "; resident sets:";
@@ -118,14 +109,6 @@ supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
   return o;
 }
 
-void enable_calibration_logging(config::Config& cfg) {
-  for (auto& p : cfg.profiles) {
-    if (p.backend != config::Backend::llama_server || sets_verbosity(p.extra_args)) continue;
-    // b10470 prints the buffer sizes only at trace verbosity (4).
-    p.extra_args.insert(p.extra_args.end(), {"-lv", "4"});
-  }
-}
-
 int record_child_load(const fs::path& log_file, const fs::path& state_dir, const std::vector<std::string>& keys,
                       bool shared) {
   ledger::Measured m = ledger::parse_log(read_tail(log_file));
@@ -147,7 +130,6 @@ int record_child_load(const fs::path& log_file, const fs::path& state_dir, const
 
 ResidencySetup setup_residency(config::Config& cfg) {
   ResidencySetup setup;
-  enable_calibration_logging(cfg);
   auto gathered = ledger::gather(cfg);
   if (!gathered && gathered.error().code == Errc::config_invalid) {
     setup.refused = gathered.error();

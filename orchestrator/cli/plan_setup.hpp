@@ -30,9 +30,6 @@ ResidencySetup setup_residency(config::Config& cfg);
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
 
-// Adds `-lv 4` to llama_server profiles that do not set a log verbosity themselves.
-void enable_calibration_logging(config::Config& cfg);
-
 // Records the buffer sizes a child logged at its last load (read from the tail of `log_file`)
 // under `keys`, the measurement keys of the profiles it serves; a shared-base child (`shared`)
 // leaves the adapters line to the estimate, as each member loads fewer adapters alone.

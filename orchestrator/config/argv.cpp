@@ -1,5 +1,6 @@
 // Profile -> child argv. Pure: the same profile, host and port always give the same vector, in a
 // fixed order, so it can be golden-tested and shown by `kevlaya-orch args`.
+#include <algorithm>
 #include <sstream>
 
 #include "config/config.hpp"
@@ -12,6 +13,16 @@ std::string number(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
+}
+
+// True when the profile's own extra args already choose llama-server's log verbosity.
+bool sets_verbosity(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    for (const char* f : {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose", "--log-disable"}) {
+      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return true;
+    }
+    return false;
+  });
 }
 
 std::string ngl_text(int ngl) { return ngl < 0 ? "all" : std::to_string(ngl); }  // b10470 takes "all"
@@ -51,6 +62,9 @@ std::vector<std::string> build_argv_text(const Profile& p, const std::string& ho
   if (!p.cache_type_v.empty()) a.insert(a.end(), {"-ctv", p.cache_type_v});
   if (p.flash_attn) a.insert(a.end(), {"-fa", *p.flash_attn ? "on" : "off"});
   for (const auto& l : p.lora) a.insert(a.end(), {"--lora-scaled", l.path.string() + ":" + number(l.scale)});
+  // The VRAM ledger calibrates from the buffer sizes the child logs at load; b10470 prints them
+  // only at verbosity 4 (~35 extra lines per request, in the rotated child log).
+  if (!sets_verbosity(p.extra_args)) a.insert(a.end(), {"-lv", "4"});
   a.insert(a.end(), p.extra_args.begin(), p.extra_args.end());
   return a;
 }

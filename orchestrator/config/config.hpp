@@ -212,7 +212,7 @@ LoadResult load_pipeline_file(const fs::path& file);
 std::string expand_env(const std::string& in, std::string* err);
 
 // Profile -> child argv (pure). `port` is the port chosen for this spawn; `host` the bind host.
-// Reference Kev profile: llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev
+// Reference Kev profile: llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev -lv 4
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
 
 // Same as build_argv with the port written as given text (e.g. "<port>" for display).

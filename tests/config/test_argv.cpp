@@ -23,7 +23,7 @@ using Argv = std::vector<std::string>;
 TEST_CASE("argv: the reference Kev profile gives the golden command", "[config]") {
   CHECK(cfg::build_argv(kev(), "127.0.0.1", 8101) ==
         Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "32", "-c", "2048",
-             "-np", "1", "--host", "127.0.0.1", "--port", "8101", "--alias", "kev"});
+             "-np", "1", "--host", "127.0.0.1", "--port", "8101", "--alias", "kev", "-lv", "4"});
 }
 
 TEST_CASE("argv: the reference Kev profile file gives the golden command", "[config]") {
@@ -37,7 +37,7 @@ TEST_CASE("argv: the reference Kev profile file gives the golden command", "[con
   const std::string model = (d.path() / "models/kev-7b.Q4_K_S.gguf").string();
   CHECK(cfg::build_argv(r.config.profiles[0], "127.0.0.1", 8101) ==
         Argv{"llama-server", "-m", model, "-ngl", "32", "-c", "2048", "-np", "1", "--host",
-             "127.0.0.1", "--port", "8101", "--alias", "kev"});
+             "127.0.0.1", "--port", "8101", "--alias", "kev", "-lv", "4"});
 }
 
 TEST_CASE("argv: optional flags follow in a fixed order", "[config]") {
@@ -54,10 +54,23 @@ TEST_CASE("argv: optional flags follow in a fixed order", "[config]") {
         Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "all", "-c", "2048",
              "-np", "1", "--host", "127.0.0.1", "--port", "9", "--alias", "kev", "-b", "256",
              "-ctk", "q8_0", "-ctv", "q4_0", "-fa", "off", "--lora-scaled", "/l/a.gguf:0.5",
-             "--lora-scaled", "/l/b.gguf:1", "--temp", "0.2", "--system-prompt", "two words"});
+             "--lora-scaled", "/l/b.gguf:1", "-lv", "4", "--temp", "0.2", "--system-prompt", "two words"});
   p.flash_attn = true;
   const auto on = cfg::build_argv(p, "127.0.0.1", 9);
   CHECK(std::find(on.begin(), on.end(), "on") != on.end());
+}
+
+TEST_CASE("argv: llama-server children get -lv 4 unless the profile sets a verbosity", "[config]") {
+  auto a = kev();
+  const auto plain = cfg::build_argv(a, "127.0.0.1", 1);
+  CHECK(Argv(plain.end() - 2, plain.end()) == Argv{"-lv", "4"});
+  a.extra_args = {"--log-verbosity", "3"};
+  const auto own = cfg::build_argv(a, "127.0.0.1", 1);
+  CHECK(std::count(own.begin(), own.end(), "-lv") == 0);
+  CHECK(Argv(own.end() - 2, own.end()) == Argv{"--log-verbosity", "3"});
+  a.extra_args = {"--log-disable"};
+  const auto off = cfg::build_argv(a, "127.0.0.1", 1);
+  CHECK(std::count(off.begin(), off.end(), "-lv") == 0);
 }
 
 TEST_CASE("argv: a command backend fills its template", "[config]") {

@@ -67,7 +67,7 @@ TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
   CHECK(r.exit_code == 0);
   const std::string model = (d.path() / "var/models/laya-tiny.gguf").string();
   CHECK(r.output == "CUDA_VISIBLE_DEVICES=0 '/opt/my server/llama-server' -m " + model +
-                        " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya\n");
+                        " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya -lv 4\n");
   const auto unknown = run_command(orch(d, "args nobody --config kevlaya.tiny.yaml"));
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.output.find("no profile named 'nobody'") != std::string::npos);

@@ -45,21 +45,6 @@ TEST_CASE("plan setup: a shared-base plan becomes one SharedBase with per-member
   CHECK(supervisor::shared_child_name(g) == "kev+laya");
 }
 
-TEST_CASE("plan setup: llama-server children get -lv 4 unless the profile sets a verbosity") {
-  config::Config c;
-  config::Profile a, b, r;
-  a.name = "a";
-  b.name = "b";
-  b.extra_args = {"--log-verbosity", "3"};
-  r.name = "r";
-  r.backend = config::Backend::remote;
-  c.profiles = {a, b, r};
-  cli::enable_calibration_logging(c);
-  CHECK(c.profiles[0].extra_args == std::vector<std::string>{"-lv", "4"});
-  CHECK(c.profiles[1].extra_args == std::vector<std::string>{"--log-verbosity", "3"});
-  CHECK(c.profiles[2].extra_args.empty());
-}
-
 TEST_CASE("plan setup: a child's load is recorded under every key it serves") {
   test::TempDir dir("plan-setup-record");
   test::write_text(dir / "logs/kev.log", std::string("old run noise\n") + kLoad + "request trace lines\n");
