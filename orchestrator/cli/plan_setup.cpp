@@ -1,6 +1,8 @@
 // The ledger's plan turned into supervisor options; see plan_setup.hpp.
 #include "cli/plan_setup.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +16,8 @@
 #include "supervisor/nvml.hpp"
 
 namespace kevlaya::cli {
+
+namespace asio = boost::asio;
 namespace {
 
 namespace fs = std::filesystem;
@@ -78,13 +82,22 @@ void attach_calibration(ResidencySetup& setup, const config::Config& cfg, const 
   if (cfg.orch.state_dir.empty() || cfg.orch.log_dir.empty()) return;
   auto keys = std::make_shared<const std::map<std::string, std::pair<std::vector<std::string>, bool>>>(
       calibration_keys(plan, g));
-  setup.options.on_ready = [keys, log_dir = cfg.orch.log_dir, state_dir = cfg.orch.state_dir](
+  // Recording reads the log tail, parses it and rewrites the store (~2 ms for a 1 MiB tail, more
+  // under sanitizers): do it on one background thread, in order, so the switch that just finished
+  // releases its waiting requests at once. The last owner of the callback waits for what is queued.
+  struct Recorder {
+    asio::thread_pool pool{1};
+    ~Recorder() { pool.join(); }
+  };
+  auto recorder = std::make_shared<Recorder>();
+  setup.options.on_ready = [keys, recorder, log_dir = cfg.orch.log_dir, state_dir = cfg.orch.state_dir](
                                const config::Profile& child, const supervisor::StartReport&) {
     const auto it = keys->find(child.name);
     if (it == keys->end() || it->second.first.empty()) return;
-    const int n = record_child_load(supervisor::child_log_path(log_dir, child.name), state_dir, it->second.first,
-                                    it->second.second);
-    if (n > 0) spdlog::info("{}: recorded the load's measured buffer sizes ({} profile(s))", child.name, n);
+    asio::post(recorder->pool, [name = child.name, entry = it->second, log_dir, state_dir] {
+      const int n = record_child_load(supervisor::child_log_path(log_dir, name), state_dir, entry.first, entry.second);
+      if (n > 0) spdlog::info("{}: recorded the load's measured buffer sizes ({} profile(s))", name, n);
+    });
   };
 }
 
