@@ -43,14 +43,17 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
   Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
   bool done = false;
   int fds_after_warmup = 0, threads_after_warmup = 0;
-  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+  // Count supervised children, i.e. process-group leaders (each child is spawned into its own
+  // group): a short-lived fork of a child (the ASan runtime forks helpers) shares its cmdline
+  // and must not count as a second child.
+  auto sample = [&] {
+    int together = test::group_leaders_with_arg(a.alias[0]) + test::group_leaders_with_arg(b.alias[0]);
+    rot.max_alive_together = std::max(rot.max_alive_together, together);
+    ++rot.samples;
+  };
+  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {  // between switches, as often as it gets run
     while (!done) {
-      // Count supervised children, i.e. process-group leaders (each child is spawned into its own
-      // group): a short-lived fork of a child (the ASan runtime forks helpers) shares its cmdline
-      // and must not count as a second child.
-      int together = test::group_leaders_with_arg(a.alias[0]) + test::group_leaders_with_arg(b.alias[0]);
-      rot.max_alive_together = std::max(rot.max_alive_together, together);
-      ++rot.samples;
+      sample();
       co_await test::sleep_for(3ms);
     }
   }, asio::detached);
@@ -58,6 +61,7 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
     for (int i = 0; i < n; ++i) {
       auto l = co_await sup.acquire(i % 2 ? "b" : "a", in(30s));
       REQUIRE(l.ok());
+      sample();  // at every switch too: on a loaded machine the timer sampler may rarely run
       l->release();
       if (i == 1) {
         fds_after_warmup = test::count_fds();
