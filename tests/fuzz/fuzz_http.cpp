@@ -1,12 +1,11 @@
-// libFuzzer entry for the front door's request handling without a network. The first byte picks
-// a mode:
-//  - raw (even): the bytes are requests, parsed with the door's limits and framing rules
+// libFuzzer entry for the front door's request handling without a network. Two modes:
+//  - raw (any input not starting with '#'): the bytes are requests, parsed with the door's limits and framing rules
 //    (http/framing.cpp, what Connection::read_request applies); each parsed one goes through the
 //    router's decisions: the gate (Host count and loopback rule, Origin, route table and 405,
 //    JSON content type; http/gate.cpp), the API-key check, and its body as the route reads it
 //    (http/bodies.cpp: model resolution and the alias rewrite that re-serializes it; a pipeline
 //    run's body, then the task rules of pipeline/tasks.cpp as the CLI runner applies them).
-//  - generated (odd): the bytes steer a generated body (nesting depth up to 300,000 of arrays and
+//  - generated ('#' first): the bytes after it steer a generated body (nesting depth up to 300,000 of arrays and
 //    objects, `model` as profile / alias / unknown / non-string, stream, extra fields) sent as a
 //    model call with an alias and as a pipeline run.
 // Must never crash, hang or grow without bound; traps on a broken invariant: a refusal other than
@@ -151,9 +150,8 @@ void generated_mode(std::string_view rest) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
-  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  if (data[0] % 2 == 0) raw_mode(rest);
-  else generated_mode(rest);
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  if (!in.empty() && in.front() == '#') generated_mode(in.substr(1));
+  else raw_mode(in);  // the committed seeds are raw HTTP
   return 0;
 }

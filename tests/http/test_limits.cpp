@@ -80,6 +80,19 @@ std::string post_raw(const std::string& target, const std::string& body) {
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// Two connections busy with a request each: one held by the child, one queued behind it.
+bool two_busy(Door& door, RawClient& a, RawClient& b) {
+  a.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
+  b.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
+  if (!door.upstream().wait_held(1)) return false;
+  for (int i = 0; i < 2000; ++i) {  // bounded: the second is queued within milliseconds
+    for (const auto& p : door.snapshot().profiles)
+      if (p.name == "kev" && p.queued >= 1) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("connections over max_connections + reserved_connections are refused with 503", "[http]") {
@@ -88,10 +101,7 @@ TEST_CASE("connections over max_connections + reserved_connections are refused w
   o.reserved_connections = 0;
   Door door(o);
   RawClient a(door.port()), b(door.port());
-  // Both busy with a request in flight (a busy connection is never closed to make room).
-  a.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
-  b.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
-  REQUIRE(door.upstream().wait_held(1));
+  REQUIRE(two_busy(door, a, b));  // a busy connection is never closed to make room
   RawClient third(door.port());
   const auto got = third.read_until("\r\n\r\n");
   CHECK(got.rfind("HTTP/1.1 503", 0) == 0);
@@ -105,9 +115,7 @@ TEST_CASE("the reserve answers /health and /metrics when every slot is busy, not
   o.reserved_connections = 2;
   Door door(o);
   RawClient a(door.port()), b(door.port());
-  a.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
-  b.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
-  REQUIRE(door.upstream().wait_held(1));
+  REQUIRE(two_busy(door, a, b));
   CHECK(http_request(door.port(), "GET", "/health").status == 200);
   CHECK(http_request(door.port(), "GET", "/metrics").status == 200);
   auto other = http_request(door.port(), "GET", "/v1/models");
@@ -124,6 +132,6 @@ TEST_CASE("idle connections holding every slot are closed to make room: /health 
   Door door(o);
   std::vector<std::unique_ptr<RawClient>> idle;
   for (int i = 0; i < 35; ++i) idle.push_back(std::make_unique<RawClient>(door.port()));
-  std::this_thread::sleep_for(1100ms);  // older than the 1 s an idle connection keeps its slot
+  std::this_thread::sleep_for(1500ms);  // older than the 1 s an idle connection keeps its slot
   for (int i = 0; i < 3; ++i) CHECK(http_request(door.port(), "GET", "/health").status == 200);
 }
