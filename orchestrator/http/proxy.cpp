@@ -95,7 +95,7 @@ void note_stream_timings(Door& d, const std::string& model, const std::string& t
     const auto end = tail.find('\n', pos);
     const auto j = parse_json_bounded(
         std::string_view(tail).substr(pos + 6, end == std::string::npos ? end : end - pos - 6));
-    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, *j);
+    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, j.value());
   }
 }
 
@@ -246,7 +246,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return;
   }
   const auto answer = parse_json_bounded(r.body);
-  if (answer) note_timings(d, model, *answer);
+  if (answer) note_timings(d, model, answer.value());
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
