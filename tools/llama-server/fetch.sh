@@ -6,9 +6,10 @@
 #
 #   tools/llama-server/fetch.sh [PREFIX]      (default PREFIX: <repo>/var/llama-server, git-ignored)
 #
+# KEVLAYA_DEBIAN_MIRROR overrides the Debian mirror (default: the one this machine's apt uses).
 # Writes PREFIX/{llama-server,llama-finetune,llama-quantize,llama-tokenize}; prints the server's
-# version line. A second run is a no-op (the .complete stamp holds the hash of this script and its
-# wrapper template).
+# version line. A second run is a no-op (the .complete stamp names the layout, the wrapper template's
+# hash and the packages).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,7 +28,8 @@ tools=(llama-server llama-finetune llama-quantize llama-tokenize)
 pkgs=(llama.cpp-tools llama.cpp-examples llama.cpp-tools-extra libllama0 libggml0
       libc6 libstdc++6 libgcc-s1 libgomp1 libssl3t64 zlib1g libzstd1)
 suites=(testing unstable)
-key="$(cat "${BASH_SOURCE[0]}" "$here/wrapper.sh.in" | sha256sum | cut -c1-16) ${pkgs[*]}"
+layout=1  # bump when the prefix's layout changes, so existing prefixes are redone
+key="$layout $(sha256sum <"$here/wrapper.sh.in" | cut -c1-16) ${pkgs[*]}"
 
 print_version() {
   local v
@@ -71,7 +73,7 @@ mirror_uri() {
 }
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [[ -r $keyring ]] || die "Debian's archive keyring $keyring is missing (apt-get install debian-archive-keyring)"
-uri=$(mirror_uri)
+uri=${KEVLAYA_DEBIAN_MIRROR:-$(mirror_uri)}
 
 apt_dir=$prefix/.apt
 log=$apt_dir/log
