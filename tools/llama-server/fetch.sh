@@ -45,8 +45,9 @@ if [[ -f $prefix/.complete && "$(<"$prefix/.complete")" == "$key" ]]; then
 fi
 
 [[ $(uname -m) == x86_64 ]] || die "only x86_64 is supported (this machine is $(uname -m)); build llama-server from source instead"
-command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
+if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
   die "apt-get and dpkg-deb are needed (a Debian or Ubuntu machine); build llama-server from source instead"
+fi
 
 exec 9>"$prefix/.lock"
 flock -w 600 9 || die "another fetch.sh holds $prefix/.lock for more than 10 minutes"
