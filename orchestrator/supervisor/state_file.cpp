@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -90,18 +89,10 @@ void remove_state(const fs::path& dir, const ChildRecord& rec) {
 
 namespace {
 
-// The recorded argv, or its arguments behind another program: a wrapper that execs the server
-// through a dynamic loader (tools/llama-server/fetch.sh) leaves `ld.so ... SERVER ARGS` in /proc.
-bool runs_recorded(const std::vector<std::string>& cmd, const std::vector<std::string>& argv) {
-  if (cmd == argv) return true;
-  if (argv.size() < 2 || cmd.size() < argv.size()) return false;
-  return std::equal(argv.begin() + 1, argv.end(), cmd.end() - static_cast<std::ptrdiff_t>(argv.size() - 1));
-}
-
 bool kill_if_ours(const ChildRecord& rec) {
   if (rec.pid <= 1 || rec.pgid <= 1) return false;
   // A reused pid runs something else or started at another time: leave it alone.
-  if (!runs_recorded(proc_cmdline(rec.pid), rec.argv) || proc_start_time(rec.pid) != rec.start_time) return false;
+  if (proc_cmdline(rec.pid) != rec.argv || proc_start_time(rec.pid) != rec.start_time) return false;
   spdlog::warn("killing leftover child of a previous run: profile {} pid {}", rec.profile, rec.pid);
   ::kill(-rec.pgid, SIGKILL);
   auto until = std::chrono::steady_clock::now() + kGoneWait;

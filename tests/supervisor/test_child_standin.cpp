@@ -228,33 +228,3 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
   CHECK_FALSE(test::alive(pid));
   CHECK(std::filesystem::is_empty(dir / "state"));
 }
-
-TEST_CASE("supervisor: a leftover child started through a loader wrapper is still found and killed") {
-  // tools/llama-server's wrappers exec `ld.so --library-path L llama-server ARGS`: /proc shows the
-  // loader's argv, the state file the wrapper's.
-  test::TempDir dir("sup-stale-wrapper");
-  auto p = standin("stalewrap");
-  const auto wrapper = dir / "llama-server";
-  test::write_text(wrapper, "#!/bin/sh\nexec /lib64/ld-linux-x86-64.so.2 --library-path /nonexistent " +
-                                test::standin_binary().string() + " \"$@\"\n");
-  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
-  const std::vector<std::string> argv{wrapper.string(), "-m", test::tiny_llama().string(), "--port",
-                                      std::to_string(pick_free_port("127.0.0.1")), "--alias", tag(p)};
-  std::string cmd = "setsid";
-  for (const auto& a : argv) cmd += " " + a;
-  auto r = test::run_command(cmd + " >/dev/null 2>&1 </dev/null & echo $!");
-  int pid = std::stoi(r.output);
-  auto execd = [&] {
-    auto a = proc_cmdline(pid);
-    return a.size() > 2 && a[0].find("ld-linux") != std::string::npos;
-  };
-  for (int i = 0; i < 200 && !execd(); ++i) usleep(10000);
-  REQUIRE(execd());
-  REQUIRE(write_state(dir / "state", ChildRecord{pid, pid, proc_start_time(pid), "stalewrap", argv}));
-  asio::io_context ioc;
-  config::OrchestratorCfg orch;
-  orch.state_dir = dir / "state";
-  ProcessEffects fx(ioc, orch);
-  CHECK(fx.stale_killed() == 1);
-  CHECK_FALSE(test::alive(pid));
-}
