@@ -3,8 +3,15 @@
 # tiny stand-in models, then run the decide->verify pipeline on a small bundled task file.
 # Uses the real llama-server when one is on PATH (or $KEVLAYA_SERVER_BINARY), else the bundled
 # stand-in server with scripted Kev/Laya answers. It says which one it used.
+#   tools/demo.sh --real [ARGS]   fetches Debian's llama-server into var/llama-server first and uses it
+# Other arguments go to `kevlaya-orch run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--real" ]; then
+  shift
+  tools/llama-server/fetch.sh
+  KEVLAYA_SERVER_BINARY=$PWD/var/llama-server/llama-server
+fi
 tools/setup.sh
 mkdir -p var/models var/demo
 [ -f var/models/kev-tiny.gguf ] || build/tools/kevlaya-tiny-gguf standins --dir var/models

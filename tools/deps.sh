@@ -2,7 +2,7 @@
 # Installs the Debian bookworm packages kevlaya-orch builds with, only those that are missing.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev curl)
+      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev curl ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

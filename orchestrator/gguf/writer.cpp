@@ -180,6 +180,21 @@ Status write_tiny_lora(const std::filesystem::path& out, const TinyModelSpec& ba
   return b.write(out);
 }
 
+TinyModelSpec stories_shaped_spec() {
+  TinyModelSpec s;
+  s.name = "stories-shaped";
+  s.n_embd = 64;
+  s.n_layer = 5;
+  s.n_head = 8;
+  s.n_head_kv = 4;
+  s.n_ff = 172;
+  s.n_ctx_train = 2048;
+  s.n_vocab = 512;
+  s.tensor_type = 0;
+  s.seed = 260;
+  return s;
+}
+
 TinyModelSpec big_model_spec(std::uint64_t mib, std::uint64_t seed) {
   TinyModelSpec s;
   s.name = "big-" + std::to_string(mib) + "mib";

@@ -44,6 +44,11 @@ struct StandinFiles {
 };
 Result<StandinFiles> write_standins(const std::filesystem::path& dir);
 
+// The shape of llama2.c's stories260K (n_embd 64, 5 layers, 8 heads, 4 KV heads, FFN 172, vocab 512,
+// ctx 2048, F32): the same tensor table and byte counts, with this writer's tokenizer and weights.
+// Tests use it as their small real model, so a clone needs no downloaded file.
+TinyModelSpec stories_shaped_spec();
+
 // An F16 spec (n_embd 1024) whose file is about `mib` MiB (whole layers; at least one).
 TinyModelSpec big_model_spec(std::uint64_t mib, std::uint64_t seed = 42);
 

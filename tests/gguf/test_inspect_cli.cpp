@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 
 using namespace kevlaya::test;
@@ -10,8 +11,8 @@ namespace {
 CmdResult inspect(const std::string& args) { return run_command(orch_binary().string() + " inspect " + args); }
 }  // namespace
 
-TEST_CASE("inspect: text summary of stories260K", "[gguf][cli]") {
-  auto r = inspect(stories260k().string());
+TEST_CASE("inspect: text summary of the stories-shaped model", "[gguf][cli]") {
+  auto r = inspect(tiny_llama().string());
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("architecture  llama") != std::string::npos);
   CHECK(r.output.find("layers        5") != std::string::npos);
@@ -25,7 +26,7 @@ TEST_CASE("inspect: text summary of stories260K", "[gguf][cli]") {
 }
 
 TEST_CASE("inspect: --json carries the model facts", "[gguf][cli]") {
-  auto r = inspect(stories260k().string() + " --json");
+  auto r = inspect(tiny_llama().string() + " --json");
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.output);
   CHECK(j.at("architecture") == "llama");

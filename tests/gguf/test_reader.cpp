@@ -1,16 +1,20 @@
-// Reader on well-formed input: the real stories260K model, every value type, big arrays, traits.
+// Reader on well-formed input: stories260K's shape (the project's model, llama2.c's file when present), every value type, big arrays, traits.
 #include <catch2/catch.hpp>
 #include <numeric>
 
 #include "gguf/gguf.hpp"
 #include "gguf_bytes.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 
 namespace gg = kevlaya::gguf;
 using kevlaya::test::Bytes;
 
-TEST_CASE("reader: stories260K model info", "[gguf]") {
-  auto m = gg::inspect(kevlaya::test::stories260k());
+namespace {
+
+// stories260K's shape, as the file says it: llama2.c's model and the project's stories-shaped model.
+void check_stories_info(const std::filesystem::path& path) {
+  auto m = gg::inspect(path);
   REQUIRE(m.ok());
   CHECK(m->architecture == "llama");
   CHECK(m->n_embd == 64);
@@ -22,7 +26,7 @@ TEST_CASE("reader: stories260K model info", "[gguf]") {
   CHECK(m->n_ff == 172);
   CHECK(m->n_vocab == 512);
   CHECK(m->n_ctx_train == 2048);
-  CHECK(m->quant == "F32");  // no general.file_type: inferred from the tensors
+  CHECK(m->quant == "F32");
   CHECK(m->bytes_by_type.size() == 1);
   CHECK(m->bytes_by_type.count("f32") == 1);
   REQUIRE(m->layer_bytes.size() == 5);
@@ -36,8 +40,8 @@ TEST_CASE("reader: stories260K model info", "[gguf]") {
   CHECK(m->tensor_bytes < m->file_size);
 }
 
-TEST_CASE("reader: stories260K tensor table", "[gguf]") {
-  auto f = gg::read_file(kevlaya::test::stories260k());
+void check_stories_table(const std::filesystem::path& path) {
+  auto f = gg::read_file(path);
   REQUIRE(f.ok());
   CHECK(f->version == 3);
   CHECK(f->alignment == 32);
@@ -48,6 +52,24 @@ TEST_CASE("reader: stories260K tensor table", "[gguf]") {
   CHECK(tokens->array_len == 512);
   CHECK(std::get<std::vector<std::string>>(tokens->v).size() == gg::kArrayKeep);  // only a prefix is kept
   for (const auto& t : f->tensors) CHECK(f->data_offset + t.offset + t.n_bytes() <= f->file_size);
+}
+
+}  // namespace
+
+TEST_CASE("reader: stories-shaped model info", "[gguf]") { check_stories_info(kevlaya::test::tiny_llama()); }
+
+TEST_CASE("reader: stories-shaped tensor table", "[gguf]") { check_stories_table(kevlaya::test::tiny_llama()); }
+
+// llama2.c's own file (written by another program than ours, no general.file_type: the quant is
+// inferred from the tensors); an optional extra.
+TEST_CASE("reader: stories260K model info", "[gguf]") {
+  KEVLAYA_SKIP_WITHOUT_STORIES260K();
+  check_stories_info(kevlaya::test::stories260k());
+}
+
+TEST_CASE("reader: stories260K tensor table", "[gguf]") {
+  KEVLAYA_SKIP_WITHOUT_STORIES260K();
+  check_stories_table(kevlaya::test::stories260k());
 }
 
 TEST_CASE("reader: every value type, v2 and v3", "[gguf]") {

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "door_fixture.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 
@@ -18,9 +19,9 @@ namespace {
 
 void write_config(const TempDir& dir, const std::string& server_binary, const std::string& extra = "") {
   write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + server_binary + "\nmodel: " +
-                                            stories260k().string() + "\nngl: 0\nctx: 256\nparallel: 2\n");
+                                            tiny_llama().string() + "\nngl: 0\nctx: 256\nparallel: 2\n");
   write_text(dir / "profiles/laya.yaml", "name: laya\nbinary: " + server_binary + "\nmodel: " +
-                                             stories260k().string() + "\nngl: 0\nctx: 256\nparallel: 1\n");
+                                             tiny_llama().string() + "\nngl: 0\nctx: 256\nparallel: 1\n");
   write_text(dir / "pipelines/.keep", "");
   write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
                                    "log_dir: logs\n" + extra);

@@ -1,10 +1,12 @@
-// `kevlaya-orch plan` end to end on stories260K (real GGUF, no GPU: the budget is given).
+// `kevlaya-orch plan` end to end on the stories-shaped model (stories260K's tensor table; no GPU: the
+// budget is given).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "gguf/writer.hpp"
 #include "ledger/calibration.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 
 using namespace kevlaya;
@@ -28,9 +30,9 @@ test::CmdResult plan(const test::TempDir& dir, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("plan CLI: two profiles on stories260K are co-resident and priced like llama-server") {
+TEST_CASE("plan CLI: two profiles on the stories-shaped model are co-resident and priced like llama-server") {
   test::TempDir dir("plan-cli-co");
-  write_config(dir, test::stories260k(), "", "shared_base: false\n");
+  write_config(dir, test::tiny_llama(), "", "shared_base: false\n");
   const auto r = plan(dir, "--json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -46,7 +48,7 @@ TEST_CASE("plan CLI: two profiles on stories260K are co-resident and priced like
 
 TEST_CASE("plan CLI: same model and flags -> one shared-base child; text output lists the group") {
   test::TempDir dir("plan-cli-shared");
-  write_config(dir, test::stories260k(), "", "");
+  write_config(dir, test::tiny_llama(), "", "");
   const auto r = plan(dir, "");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -56,7 +58,7 @@ TEST_CASE("plan CLI: same model and flags -> one shared-base child; text output 
 
 TEST_CASE("plan CLI: --vram-mib too small refuses the profiles and exits 1") {
   test::TempDir dir("plan-cli-small");
-  write_config(dir, test::stories260k(), "", "");
+  write_config(dir, test::tiny_llama(), "", "");
   const auto r = plan(dir, "--vram-mib 600");  // 600 - 256 reserve < 450 overhead
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -76,8 +78,8 @@ TEST_CASE("plan CLI: a file that is not GGUF is a clear error naming the profile
 
 TEST_CASE("plan CLI: a stored measurement shows next to the estimate") {
   test::TempDir dir("plan-cli-measured");
-  write_config(dir, test::stories260k(), "", "shared_base: false\n");
-  auto fp = ledger::fingerprint_file(test::stories260k());
+  write_config(dir, test::tiny_llama(), "", "shared_base: false\n");
+  auto fp = ledger::fingerprint_file(test::tiny_llama());
   REQUIRE(fp.ok());
   ledger::Flags f;
   f.ngl = -1;
@@ -114,7 +116,7 @@ TEST_CASE("plan CLI: reports how much of each model file is in the page cache") 
   test::TempDir dir("plan-cli-pagecache");
   // A private copy, so evicting it cannot disturb other tests; read fully -> resident.
   const auto model = dir / "copy.gguf";
-  fs::copy_file(test::stories260k(), model);
+  fs::copy_file(test::tiny_llama(), model);
   (void)test::read_text(model);
   write_config(dir, model, "", "");
   const auto j = nlohmann::json::parse(plan(dir, "--json").output);

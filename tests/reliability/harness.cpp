@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "support/models.hpp"
+
 namespace kevlaya::test {
 
 namespace fs = std::filesystem;
@@ -227,7 +229,7 @@ fs::path write_config(const TempDir& dir, const std::vector<StandinProfile>& pro
     for (const auto& f : p.flags) flags += (flags.empty() ? "" : ", ") + std::string("\"") + f + "\"";
     write_text(dir / ("profiles/" + p.name + ".yaml"),
                "name: " + p.name + "\nbinary: " + standin_binary().string() + "\nmodel: " +
-                   stories260k().string() + "\nngl: 0\nctx: 256\nparallel: 2\nextra_args: [" + flags +
+                   tiny_llama().string() + "\nngl: 0\nctx: 256\nparallel: 2\nextra_args: [" + flags +
                    "]\nshared_base: false\n" +  // same GGUF for all: keep them separate children
                    (p.yaml.find("health:") == std::string::npos
                         ? "health: {first_probe_ms: 5, interval_ms: 10, startup_timeout_s: 3}\n" : "") +

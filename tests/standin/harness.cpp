@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 
 extern char** environ;
@@ -67,9 +68,9 @@ std::string dechunk(const std::string& s) {
 }  // namespace
 
 StandinProcess::StandinProcess(const std::vector<std::string>& args, std::filesystem::path log_path,
-                               const std::map<std::string, std::string>& env)
+                               const std::map<std::string, std::string>& env, const std::string& binary)
     : log_path_(std::move(log_path)) {
-  std::vector<std::string> argv_s{standin_binary().string()};
+  std::vector<std::string> argv_s{binary.empty() ? standin_binary().string() : binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s;
   for (char** e = environ; *e; e++) env_s.emplace_back(*e);
@@ -174,6 +175,6 @@ std::vector<std::string> sse_events(const std::string& body) {
   return out;
 }
 
-std::string model_path() { return stories260k().string(); }
+std::string model_path() { return tiny_llama().string(); }
 
 }  // namespace kevlaya::test

@@ -16,9 +16,10 @@ using namespace std::chrono_literals;
 
 class StandinProcess {
  public:
-  // Starts the stand-in with `args`; stderr+stdout go to `log_path`. `env` entries are added.
+  // Starts the stand-in (or `binary`, e.g. the real llama-server) with `args`; stderr+stdout go to
+  // `log_path`. `env` entries are added.
   StandinProcess(const std::vector<std::string>& args, std::filesystem::path log_path,
-                 const std::map<std::string, std::string>& env = {});
+                 const std::map<std::string, std::string>& env = {}, const std::string& binary = "");
   ~StandinProcess();
   StandinProcess(const StandinProcess&) = delete;
   StandinProcess& operator=(const StandinProcess&) = delete;

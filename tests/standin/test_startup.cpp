@@ -76,7 +76,7 @@ TEST_CASE("memory lines follow llama.cpp at -lv 4 and are hidden at the default 
   StandinProcess p({"-m", model_path(), "--port", "0", "-lv", "4", "-c", "2048", "-ngl", "99"}, dir / "log");
   REQUIRE(p.wait_ready() > 0);
   const std::string log = p.log();
-  // stories260K: 5 layers x 2048 cells x (32 + 32) x 2 bytes x (K + V) = 1.25 MiB, as the real server prints.
+  // stories-shaped model: 5 layers x 2048 cells x (32 + 32) x 2 bytes x (K + V) = 1.25 MiB, as the real server prints.
   CHECK(log.find("I llama_kv_cache:      CUDA0 KV buffer size =     1.25 MiB") != std::string::npos);
   CHECK(log.find("I load_tensors: offloaded 6/6 layers to GPU") != std::string::npos);
   CHECK(log.find("I load_tensors:        CUDA0 model buffer size =") != std::string::npos);

@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/process_effects.hpp"
@@ -24,7 +25,7 @@ namespace {
 
 // A profile for the stand-in with a unique alias, so its processes can be found in /proc.
 config::Profile standin(const std::string& name, std::vector<std::string> extra = {}) {
-  auto p = test::fast_profile(name, test::standin_binary().string(), test::stories260k(), std::move(extra));
+  auto p = test::fast_profile(name, test::standin_binary().string(), test::tiny_llama(), std::move(extra));
   p.alias = {name + "-" + std::to_string(::getpid())};
   return p;
 }
@@ -204,7 +205,7 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
   test::TempDir dir("sup-stale");
   auto p = standin("stale");
   auto port = pick_free_port("127.0.0.1");
-  std::string cmd = "setsid " + test::standin_binary().string() + " -m " + test::stories260k().string() +
+  std::string cmd = "setsid " + test::standin_binary().string() + " -m " + test::tiny_llama().string() +
                     " --port " + std::to_string(port) + " --alias " + tag(p) +
                     " >/dev/null 2>&1 </dev/null & echo $!";
   auto r = test::run_command(cmd);

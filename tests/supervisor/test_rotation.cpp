@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <fstream>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/support.hpp"
@@ -31,8 +32,8 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
   // The child argv carries only the profile name as alias, so tag each child through its model
   // path (a uniquely named link to the same file) to find it in /proc.
   const std::string ta = "rot-a-" + std::to_string(::getpid()), tb = "rot-b-" + std::to_string(::getpid());
-  std::filesystem::create_symlink(test::stories260k(), dir / (ta + ".gguf"));
-  std::filesystem::create_symlink(test::stories260k(), dir / (tb + ".gguf"));
+  std::filesystem::create_symlink(test::tiny_llama(), dir / (ta + ".gguf"));
+  std::filesystem::create_symlink(test::tiny_llama(), dir / (tb + ".gguf"));
   auto a = test::fast_profile("a", binary, dir / (ta + ".gguf"));
   auto b = test::fast_profile("b", binary, dir / (tb + ".gguf"));
   a.alias = {ta};
@@ -102,7 +103,7 @@ TEST_CASE("supervisor: up killed with SIGKILL leaves no child behind") {
   test::write_text(dir / "profiles" / "kev.yaml",
                    "name: kev\nbinary: " + test::standin_binary().string() + "\nmodel: " +
                        (dir / (tagname + ".gguf")).string() + "\nngl: 0\nctx: 256\n");
-  std::filesystem::create_symlink(test::stories260k(), dir / (tagname + ".gguf"));
+  std::filesystem::create_symlink(test::tiny_llama(), dir / (tagname + ".gguf"));
   test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
   auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +
                              " kev >" + (dir / "out.txt").string() + " 2>&1 & echo $!");
@@ -128,7 +129,7 @@ TEST_CASE("supervisor: up rotates, prints switches, stops on SIGTERM") {
   for (const char* n : {"kev", "laya"})
     test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
                      std::string("name: ") + n + "\nbinary: " + test::standin_binary().string() + "\nmodel: " +
-                         test::stories260k().string() + "\nngl: 0\nctx: 256\nshared_base: false\n");
+                         test::tiny_llama().string() + "\nngl: 0\nctx: 256\nshared_base: false\n");
   test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
   std::string out = (dir / "out.txt").string();
   auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "warm/page_cache.hpp"
 #include "warm/warm_support.hpp"
@@ -14,13 +15,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Kev on stories260K, Laya on its own copy (so its pages can be dropped), a kev -> laya pipeline.
+// Kev on the stories-shaped model, Laya on its own copy (so its pages can be dropped), a kev -> laya pipeline.
 config::Config two_models(const TempDir& dir, std::int64_t floor_mib) {
-  fs::copy_file(test::stories260k(), dir / "laya.gguf");
+  fs::copy_file(test::tiny_llama(), dir / "laya.gguf");
   config::Config cfg;
   cfg.orch = test::warm_orch(dir.path(), true);
   cfg.orch.prefetch.min_available_mib = floor_mib;
-  cfg.profiles.push_back(test::warm_profile("kev", test::standin_binary().string(), test::stories260k()));
+  cfg.profiles.push_back(test::warm_profile("kev", test::standin_binary().string(), test::tiny_llama()));
   cfg.profiles.push_back(test::warm_profile("laya", test::standin_binary().string(), dir / "laya.gguf"));
   for (auto& p : cfg.profiles) p.slot_cache.enabled = false;
   config::Pipeline pl;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "warm/slot_cache.hpp"
 #include "warm/warm_support.hpp"
@@ -20,7 +21,7 @@ constexpr int kPromptWords = 300;
 struct Rig {
   explicit Rig(const std::string& tag, const std::string& binary = test::standin_binary().string())
       : dir(tag), fx(ioc, test::warm_orch(dir.path(), false)) {
-    profile = test::warm_profile("kev", binary, test::stories260k());
+    profile = test::warm_profile("kev", binary, test::tiny_llama());
   }
   fs::path slot_file() const {
     return warm::slot_dir(dir / "state", profile.name) / warm::slot_file_name(warm::slot_key(profile).value(), 0);
@@ -119,11 +120,11 @@ TEST_CASE("slot cache: disabled profiles get no --slot-save-path and save nothin
   CHECK_FALSE(fs::exists(r.dir / "state" / "slots"));
 }
 
-TEST_CASE("slot cache: real llama-server saves and restores a slot of stories260K", "[warm][real]") {
+TEST_CASE("slot cache: real llama-server saves and restores a slot of the stories-shaped model", "[warm][real]") {
   const auto bin = test::real_llama_server();
   if (bin.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
   Rig r("warm-slot-real", bin);
-  // stories260K has a 512-token vocabulary of word pieces: 150 words make a few hundred tokens.
+  // The tiny vocabulary has letters and letter pairs: 150 words make several hundred tokens.
   const auto prompt = test::long_prompt(150, "story");
   auto out = test::start(r.ioc, r.fx, r.profile);
   REQUIRE(out.ok());

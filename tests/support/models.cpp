@@ -1,0 +1,31 @@
+#include "support/models.hpp"
+
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "gguf/writer.hpp"
+
+namespace kevlaya::test {
+
+std::filesystem::path tiny_llama() {
+  const auto path = binary_dir() / "test-models" / "stories-shaped.gguf";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return path;
+  // Test processes run in parallel: write a private file, then rename it into place (same bytes).
+  auto tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  std::filesystem::create_directories(path.parent_path());
+  if (auto st = gguf::write_tiny_model(tmp, gguf::stories_shaped_spec()); !st)
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + st.error().message);
+  std::filesystem::rename(tmp, path);
+  return path;
+}
+
+bool have_stories260k() {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(stories260k(), ec);
+}
+
+}  // namespace kevlaya::test
