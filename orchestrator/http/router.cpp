@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/clock.hpp"
 #include "http/auth.hpp"
 #include "http/detail.hpp"
 #include "warm/page_cache.hpp"
@@ -18,10 +19,6 @@ using supervisor::ChildState;
 constexpr std::string_view kAdminLoad = "/admin/load/";
 constexpr std::string_view kPipelines = "/v1/pipelines/";
 constexpr std::string_view kRuns = "/v1/runs/";
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The state names of /v1/models and /status.
 std::string_view model_state(ChildState s) {

@@ -106,9 +106,50 @@ TEST_CASE("serve refuses a port already in use with a clear error", "[http][e2e]
   write_config(dir, standin_binary().string());
   Serve first(dir / "kevlaya.yaml");
   const auto port = std::to_string(first.port());
-  auto second = run_command(orch_binary().string() + " serve " + (dir / "kevlaya.yaml").string() +
+  // Its own state_dir: the same one is refused earlier, by the lock (see the state_dir tests).
+  write_text(dir / "other.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state2\nlog_dir: logs2\n");
+  auto second = run_command(orch_binary().string() + " serve " + (dir / "other.yaml").string() +
                             " --port " + port);
   CHECK(second.exit_code == 1);
   CHECK(second.output.find("cannot listen on 127.0.0.1:" + port) != std::string::npos);
   CHECK(first.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("state_dir lock: a second instance is refused while the first streams; the first's child survives",
+          "[http][e2e]") {
+  TempDir dir("http-lock");
+  write_config(dir, standin_binary().string());
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + standin_binary().string() + "\nmodel: " +
+                                            stories260k().string() +
+                                            "\nngl: 0\nctx: 256\nparallel: 1\nextra_args: [--fake-token-ms, \"40\"]\n");
+  // Not a child record: start-up clean-up must neither delete nor trip over these.
+  std::filesystem::create_directories(dir / "state/x.json");
+  write_text(dir / "state/ledger-measurements.json", "{}");
+  Serve first(dir / "kevlaya.yaml");
+  const std::string base = "http://127.0.0.1:" + std::to_string(first.port());
+  const std::string chat =
+      R"({"model":"kev","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Once"}]})";
+  const auto out = dir / "stream.txt";
+  const auto bg = run_command("curl -sS -N --max-time 120 -H 'Content-Type: application/json' -d '" + chat + "' " +
+                              base + "/v1/chat/completions >" + out.string() + " 2>&1 & echo $!");
+  const std::string curl = std::to_string(std::stoi(bg.output));
+  REQUIRE(eventually([&] { return read_text(out).find("data: ") != std::string::npos; }, 60s));
+  const std::string holder = "is in use by another kevlaya-orch (pid " + std::to_string(first.proc().pid()) + ")";
+  for (const std::string args : {"serve " + (dir / "kevlaya.yaml").string() + " --port 0",
+                                 "up " + (dir / "kevlaya.yaml").string() + " kev"}) {
+    const auto second = run_command(orch_binary().string() + " " + args);
+    INFO(second.output);
+    CHECK(second.exit_code == 1);
+    CHECK(second.output.find(holder) != std::string::npos);
+    CHECK(second.output.find("killing leftover child") == std::string::npos);
+  }
+  CHECK(run_command("for i in $(seq 1 1200); do kill -0 " + curl + " 2>/dev/null || exit 0; sleep 0.05; done; exit 1")
+            .exit_code == 0);
+  const std::string streamed = read_text(out);
+  INFO(streamed);
+  CHECK(streamed.find("data: [DONE]") != std::string::npos);
+  CHECK(streamed.find("\"error\"") == std::string::npos);
+  CHECK(first.proc().signal_and_wait(SIGTERM) == 0);
+  CHECK(std::filesystem::is_directory(dir / "state/x.json"));
+  CHECK(std::filesystem::exists(dir / "state/ledger-measurements.json"));
 }

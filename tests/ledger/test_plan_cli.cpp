@@ -1,5 +1,7 @@
 // `kevlaya-orch plan` end to end on stories260K (real GGUF, no GPU: the budget is given).
 #include <catch2/catch.hpp>
+
+#include "common/hash.hpp"
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -77,7 +79,7 @@ TEST_CASE("plan CLI: a file that is not GGUF is a clear error naming the profile
 TEST_CASE("plan CLI: a stored measurement shows next to the estimate") {
   test::TempDir dir("plan-cli-measured");
   write_config(dir, test::stories260k(), "", "shared_base: false\n");
-  auto fp = ledger::fingerprint_file(test::stories260k());
+  auto fp = file_fingerprint(test::stories260k());
   REQUIRE(fp.ok());
   ledger::Flags f;
   f.ngl = -1;
