@@ -14,7 +14,7 @@ namespace kevlaya {
 inline constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
 
 // FNV-1a of `n` bytes at `data`, continuing from `h` (start with kFnvOffset).
-constexpr std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t n) {
+inline std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < n; ++i) {
     h ^= p[i];

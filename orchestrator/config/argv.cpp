@@ -1,4 +1,4 @@
-// Profile -> child argv. Pure: the same profile, host and port always give the same vector, in a
+// Profile -> child argv. Pure: the same profile and spawn words always give the same vector, in a
 // fixed order, so it can be golden-tested and shown by `kevlaya-orch args`.
 #include <algorithm>
 #include <sstream>

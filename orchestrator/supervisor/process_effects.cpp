@@ -69,7 +69,8 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
   prefetching_.clear();
   const double resident = p.model.empty() ? -1.0 : warm::resident_pct(p.model);
   auto plan = slot_plan(p, orch_.state_dir);
-  StartOutcome out = co_await spawn_child(p, plan ? plan->dir : std::filesystem::path(), std::move(on_exit));
+  const std::filesystem::path slot_dir = plan ? plan->dir : std::filesystem::path();
+  StartOutcome out = co_await spawn_child(p, slot_dir, std::move(on_exit));
   if (!out.ok()) co_return out;
   out.report->prefetch_resident_pct = resident;
   ready_[p.name] = out.report->endpoint;

@@ -284,8 +284,9 @@ TEST_CASE("child api key: the child refuses requests without the per-start key; 
   orch.log_dir = dir / "logs";
   ProcessEffects fx(ioc, orch);
   const auto p = standin("key");
+  const Effects::ExitCallback ignore = [](ChildFailure) {};
   StartOutcome out;
-  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, [](ChildFailure) {}); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
   REQUIRE(out.ok());
   const upstream::Endpoint with_key = out.report->endpoint;
   REQUIRE(with_key.api_key.size() >= 32);
@@ -317,7 +318,7 @@ TEST_CASE("child api key: the child refuses requests without the per-start key; 
   }
   // A second start draws a new key.
   run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });
-  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, [](ChildFailure) {}); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
   REQUIRE(out.ok());
   CHECK(out.report->endpoint.api_key != with_key.api_key);
   run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });

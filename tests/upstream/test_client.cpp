@@ -401,7 +401,7 @@ Endpoint pooled(const TestServer& srv, std::shared_ptr<ConnectionPool> pool) {
   return ep;
 }
 
-asio::awaitable<int> get_status(asio::io_context& io, const Endpoint& ep) {
+asio::awaitable<int> get_status(asio::io_context& io, Endpoint ep) {
   const Request r{"GET", "/health", "", {}, 5s};
   auto res = co_await fetch(io.get_executor(), ep, r);
   co_return res ? res->status : 0;
@@ -430,14 +430,16 @@ TEST_CASE("pool: consecutive requests (fetch and stream) reuse one keep-alive co
         co_await send(s, kChunkedHead + chunk("data: 1\n\n") + "0\r\n\r\n");
       },
       [&]() -> asio::awaitable<void> {
-        for (int i = 0; i < 2; ++i) statuses.push_back(co_await get_status(io, pooled(srv, pool)));
+        const Endpoint ep = pooled(srv, pool);
+        for (int i = 0; i < 2; ++i) statuses.push_back(co_await get_status(io, ep));
         StreamCallbacks cb;
         cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
           streamed += b;
           co_return true;
         };
         const Request r{"POST", "/v1/chat/completions", "{}", {}, 5s};
-        auto res = co_await stream(io.get_executor(), pooled(srv, pool), r, cb, generous(), nullptr);
+        const StreamOptions opt = generous();
+        auto res = co_await stream(io.get_executor(), ep, r, cb, opt, nullptr);
         CHECK((res && res->complete));
       });
   CHECK(statuses == std::vector<int>{200, 200});
@@ -471,9 +473,10 @@ TEST_CASE("pool: a connection the child closed while idle is not reused; the req
         co_await send(s, kKeepAliveOk);
       },
       [&]() -> asio::awaitable<void> {
-        statuses.push_back(co_await get_status(io, pooled(srv, pool)));
+        const Endpoint ep = pooled(srv, pool);
+        statuses.push_back(co_await get_status(io, ep));
         co_await closed.wait();
-        statuses.push_back(co_await get_status(io, pooled(srv, pool)));
+        statuses.push_back(co_await get_status(io, ep));
       });
   // Served on a new connection, whether the closed one was noticed idle (peek) or on write.
   CHECK(statuses == std::vector<int>{200, 200});
@@ -498,11 +501,12 @@ TEST_CASE("pool: once closed (the child stopped), it keeps and hands out nothing
         }
       },
       [&]() -> asio::awaitable<void> {
-        statuses.push_back(co_await get_status(io, pooled(srv, pool)));
+        const Endpoint ep = pooled(srv, pool);
+        statuses.push_back(co_await get_status(io, ep));
         CHECK(pool->idle() == 1);
         pool->close();
         CHECK(pool->idle() == 0);
-        statuses.push_back(co_await get_status(io, pooled(srv, pool)));
+        statuses.push_back(co_await get_status(io, ep));
         CHECK(pool->idle() == 0);
       });
   CHECK(statuses == std::vector<int>{200, 200});
