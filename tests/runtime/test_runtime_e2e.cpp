@@ -46,7 +46,7 @@ TEST_CASE("state_dir lock: a second instance is refused while the first streams;
   REQUIRE(eventually([&] { return read_text(out).find("data: ") != std::string::npos; }, 60s));
   const std::string holder = "is in use by another kevlaya-orch (pid " + std::to_string(first.proc().pid()) + ")";
   const std::string cfg = (dir / "kevlaya.yaml").string();
-  for (const std::string args : {"serve " + cfg + " --port 0", "up " + cfg + " kev",
+  for (const std::string& args : {"serve " + cfg + " --port 0", "up " + cfg + " kev",
                                  "run decide-verify --config " + cfg + " --input hi"}) {
     const auto second = run_command(orch_binary().string() + " " + args);
     INFO(second.output);
@@ -71,7 +71,7 @@ TEST_CASE("runtime: a plan the ledger refuses stops run and up as it stops serve
   // A model file given as a LoRA adapter: not an adapter of this base (adapter.type missing).
   write_config(dir, "lora:\n  - path: " + stories260k().string() + "\n");
   const std::string cfg = (dir / "kevlaya.yaml").string();
-  for (const std::string args : {"serve " + cfg + " --port 0", "up " + cfg + " kev",
+  for (const std::string& args : {"serve " + cfg + " --port 0", "up " + cfg + " kev",
                                  "run decide-verify --config " + cfg + " --input hi"}) {
     const auto r = run_command(orch_binary().string() + " " + args);
     INFO(args << "\n" << r.output);
