@@ -119,7 +119,7 @@ def main():
 
 def run(a, door, child):
     c = http.client.HTTPConnection("127.0.0.1", door, timeout=120)
-    c.request("POST", "/admin/load/kev")
+    c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
     r = c.getresponse(); r.read()
     assert r.status == 200, r.status
     body = {"model": "kev", "messages": [{"role": "user", "content": "Once upon a time"}],

@@ -1,5 +1,7 @@
 #include "pipeline/journal.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,15 +52,18 @@ Result<ReadBack> read_back(const fs::path& path, const std::string& data) {
       rb.good_bytes = pos;
       continue;
     }
-    auto rec = json::parse(line, nullptr, false);
-    if (nl == std::string::npos || rec.is_discarded() || !rec.is_object()) {
-      if (!last)
+    auto parsed = parse_json_bounded(line);  // depth-limited like every JSON from outside
+    // A complete line that nests too deep is an error wherever it is: it is not torn.
+    const bool too_deep = !parsed && parsed.error().message == json_depth_message();
+    if (nl == std::string::npos || !parsed || !parsed->is_object()) {
+      if (!last || too_deep)
         return make_error(Errc::io_error, "journal " + path.string() + ": line " + std::to_string(line_no) +
-                                              " is corrupt", "move the file away or repair that line");
+                                              " is corrupt" + (parsed ? "" : ": " + parsed.error().message),
+                          "move the file away or repair that line");
       rb.torn = true;  // the crash happened while this line was being written
       break;
     }
-    rb.records.push_back(std::move(rec));
+    rb.records.push_back(std::move(parsed.value()));
     pos = nl + 1;
     rb.good_bytes = pos;
   }
