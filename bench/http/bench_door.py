@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""REST door overhead, measured side by side in one run: the same requests sent to the resident
-child directly and through `kevlaya-orch serve`, interleaved so both see the same machine state.
+"""REST door overhead, measured side by side in one run: the same requests sent to a child started
+directly (same binary, model and flags, no key) and through `kevlaya-orch serve` (whose own child
+answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
 
@@ -42,6 +43,32 @@ def start_door(orch, cfg):
     raise RuntimeError("door did not start")
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_direct(server, model, clients):
+    """The same server the door starts, on its own port, without a key."""
+    port = free_port()
+    p = subprocess.Popen([server, "-m", model, "-ngl", "0", "-c", "2048", "-np", str(clients),
+                          "--host", "127.0.0.1", "--port", str(port)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return p, port
+        except OSError:
+            pass
+        time.sleep(0.05)
+    p.kill()
+    raise RuntimeError("direct child did not start")
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -81,20 +108,20 @@ def main():
             f.write(f"profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: {d}/state\n"
                     f"log_dir: {d}/logs\nqueue:\n  max_depth: 256\n")
         door, port = start_door(orch, f"{d}/kevlaya.yaml")
+        direct, child = start_direct(server, os.path.abspath(a.model), a.clients)
         try:
-            run(a, port)
+            run(a, port, child)
             print(f"  door RSS after the run: {rss_mib(door.pid):.1f} MiB (target < 20 MiB)")
         finally:
             door.terminate(); door.wait(30)
+            direct.terminate(); direct.wait(30)
 
 
-def run(a, door):
+def run(a, door, child):
     c = http.client.HTTPConnection("127.0.0.1", door, timeout=120)
     c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
     r = c.getresponse(); r.read()
     assert r.status == 200, r.status
-    c.request("GET", "/status"); st = json.loads(c.getresponse().read())
-    child = next(p["port"] for p in st["profiles"] if p["name"] == "kev")
     body = {"model": "kev", "messages": [{"role": "user", "content": "Once upon a time"}],
             "max_tokens": 8, "temperature": 0}
     sbody = dict(body, stream=True)

@@ -12,7 +12,8 @@
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
 #include "ledger/plan.hpp"
-#include "supervisor/nvml.hpp"
+#include "runtime/plan_setup.hpp"
+#include "warm/slot_cache.hpp"
 
 namespace kevlaya::cli {
 
@@ -137,11 +138,7 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     out << "ledger: not priced: " << g.error().message << '\n';
     return n;
   }
-  std::optional<std::uint64_t> nvml_total;
-  if (!c.orch.gpu.vram_mib) {
-    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
-  }
-  const auto budget = ledger::budget_bytes(c.orch.gpu, std::nullopt, nvml_total);
+  const auto budget = runtime::gpu_budget(c);
   if (!budget) {
     out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
     return n;
@@ -212,7 +209,9 @@ void add_args(CLI::App& app, Globals& g) {
     std::vector<std::string> words;
     for (const auto& [k, v] : p->env) words.push_back(k + "=" + v);
     std::string line = cfg::shell_join(words);
-    const std::string argv = cfg::shell_join(cfg::build_argv_text(*p, kChildHost, port));
+    cfg::SpawnArgs spawn{kChildHost, port, {}, std::string(cfg::kChildKeyPlaceholder)};
+    if (auto dir = warm::slot_save_dir(*p, r.config.orch.state_dir)) spawn.slot_save_path = dir->string();
+    const std::string argv = cfg::shell_join(cfg::build_argv(*p, spawn));
     std::cout << (line.empty() ? argv : line + ' ' + argv) << '\n';
     g.exit_code = kExitOk;
   });

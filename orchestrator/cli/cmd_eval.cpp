@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_session.hpp"
+#include "runtime/runtime.hpp"
 #include "pipeline/tasks.hpp"
 
 namespace kevlaya::cli {
@@ -177,7 +178,13 @@ int run_eval(const EvalArgs& a) {
     return kExitFailure;
   }
 
-  Session session(lp->config);
+  auto rt = runtime::Runtime::open(lp->config);
+  if (!rt) {
+    std::cerr << "kevlaya-orch eval: " << rt.error().message << "\n";
+    if (!rt.error().hint.empty()) std::cerr << "  hint: " << rt.error().hint << "\n";
+    return kExitFailure;
+  }
+  auto& session = **rt;
   std::vector<ProfileResult> results;
   pl::Executor* current = nullptr;
   int switches = 0;
@@ -185,7 +192,8 @@ int run_eval(const EvalArgs& a) {
     ++switches;
     if (current) current->note_switch(r);
   });
-  session.set_interrupt([&] {
+  session.on_first_signal([&] {
+    std::cerr << "\ninterrupted: abandoning the call in flight and stopping children (again to kill)..." << std::endl;
     if (current) current->stop();
   });
   const bool interrupted = session.run([&]() -> asio::awaitable<void> {

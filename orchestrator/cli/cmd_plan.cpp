@@ -12,7 +12,7 @@
 #include "ledger/calibration.hpp"
 #include "ledger/inputs.hpp"
 #include "ledger/plan.hpp"
-#include "supervisor/nvml.hpp"
+#include "runtime/plan_setup.hpp"
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::cli {
@@ -188,11 +188,7 @@ int run_plan(const PlanArgs& a) {
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << '\n';
   if (!loaded.ok()) return kExitFailure;
   const auto& cfg = loaded.config;
-  std::optional<std::uint64_t> nvml_total;
-  if (!a.vram_mib && !cfg.orch.gpu.vram_mib) {  // `auto`: ask the driver, outside the pure code
-    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
-  }
-  const auto budget = ledger::budget_bytes(cfg.orch.gpu, a.vram_mib, nvml_total);
+  const auto budget = runtime::gpu_budget(cfg, a.vram_mib);
   if (!budget) {
     std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N\n";
     return kExitFailure;

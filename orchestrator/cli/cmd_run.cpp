@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_session.hpp"
+#include "runtime/runtime.hpp"
 #include "pipeline/journal.hpp"
 #include "pipeline/tasks.hpp"
 
@@ -137,13 +138,16 @@ int run_pipeline(const RunArgs& a) {
   print_binaries(lp->config, lp->pipeline.stages, out);
   auto tasks = gather_tasks(a);
   if (!tasks) return fail(tasks.error());
+  // Before the journal: a refused start (state_dir in use, plan refused) leaves no file behind.
+  auto rt = runtime::Runtime::open(lp->config);
+  if (!rt) return fail(rt.error());
+  auto& session = **rt;
   std::size_t skipped = 0;
   auto journal = open_journal(a, *tasks, skipped);
   if (!journal) return fail(journal.error());
 
   pl::ExecOptions opts;
   opts.order = a.order == "task-major" ? pl::Order::task_major : pl::Order::stage_major;
-  Session session(lp->config);
   pl::Executor exec(session.executor(), session.sup(), lp->pipeline, opts);
   ProgressPrinter progress("run " + lp->pipeline.name);
   std::vector<TaskLine> lines;
@@ -157,7 +161,10 @@ int run_pipeline(const RunArgs& a) {
     progress.note("switch " + (r.from.empty() ? std::string("-") : r.from) + " -> " + r.to + " (" +
                   std::to_string(r.total_ms) + " ms)" + (r.ok ? "" : " FAILED: " + r.error));
   });
-  session.set_interrupt([&] { exec.stop(); });
+  session.on_first_signal([&] {
+    std::cerr << "\ninterrupted: abandoning the call in flight and stopping children (again to kill)..." << std::endl;
+    exec.stop();
+  });
   pl::RunSummary sum;
   const bool interrupted = session.run([&]() -> asio::awaitable<void> { sum = co_await exec.run(std::move(*tasks)); });
   progress.finish();

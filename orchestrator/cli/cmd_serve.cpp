@@ -2,15 +2,11 @@
 // SIGINT/SIGTERM: stop accepting, finish in-flight requests (bounded), stop every child, exit 0.
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -18,10 +14,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_runner.hpp"
-#include "cli/plan_setup.hpp"
 #include "config/config.hpp"
 #include "http/server.hpp"
-#include "supervisor/process_effects.hpp"
+#include "runtime/runtime.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
@@ -53,16 +48,14 @@ int serve(const ServeArgs& args) {
     spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
                  opt.host);
 
-  asio::io_context ioc(1);
-  // The ledger's plan: which profiles may stay resident together, which share one child.
-  auto residency = setup_residency(cfg);
-  if (residency.refused) {
-    std::cerr << "kevlaya-orch serve: " << residency.refused->message << "\n";
+  auto rt = runtime::Runtime::open(cfg);
+  if (!rt) {
+    std::cerr << "kevlaya-orch serve: " << rt.error().message << "\n";
+    if (!rt.error().hint.empty()) std::cerr << "  hint: " << rt.error().hint << "\n";
     return kExitFailure;
   }
-  supervisor::Supervisor sup(ioc.get_executor(), cfg,
-                             std::make_unique<supervisor::ProcessEffects>(ioc, cfg),
-                             std::move(residency.options));
+  auto& ioc = (*rt)->ioc();
+  auto& sup = (*rt)->sup();
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   std::shared_ptr<http::PipelineRunner> runner =
       std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
@@ -77,29 +70,9 @@ int serve(const ServeArgs& args) {
                static_cast<unsigned>(*port));
   std::fflush(stderr);
   door.start();
-
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
-  bool stopping = false;
-  std::function<void(boost::system::error_code, int)> on_signal =
-      [&](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        if (stopping) {  // a second signal: stop waiting for in-flight requests
-          spdlog::warn("second signal: stopping now");
-          ioc.stop();
-          return;
-        }
-        stopping = true;
-        spdlog::info("signal {}: draining requests, then stopping children", sig);
-        signals.async_wait(on_signal);
-        auto stop = [&]() -> asio::awaitable<void> {
-          co_await door.stop();
-          co_await sup.shutdown();
-          ioc.stop();
-        };
-        asio::co_spawn(ioc, std::move(stop), asio::detached);
-      };
-  signals.async_wait(on_signal);
-  ioc.run();
+  // A signal is serve's normal end: drain the door, stop the children, exit 0.
+  (*rt)->on_first_signal({}, [&door]() -> asio::awaitable<void> { co_await door.stop(); });
+  (*rt)->run({});
   spdlog::info("kevlaya: stopped");
   return kExitOk;
 }

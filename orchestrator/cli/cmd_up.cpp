@@ -6,19 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/plan_setup.hpp"
 #include "config/config.hpp"
-#include "supervisor/process_effects.hpp"
+#include "runtime/runtime.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
@@ -76,47 +69,28 @@ int run_up(const UpArgs& a) {
       return kExitFailure;
     }
   }
-  asio::io_context ioc;  // run on this (main) thread: PDEATHSIG of the children is tied to it
-  auto residency = setup_residency(loaded.config);
-  if (residency.refused) {
-    print_error("plan", *residency.refused);
+  auto rt = runtime::Runtime::open(loaded.config);
+  if (!rt) {
+    print_error("start", rt.error());
     return kExitFailure;
   }
-  auto effects = std::make_unique<sv::ProcessEffects>(ioc, loaded.config);
-  if (effects->stale_killed() > 0)
-    std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
-  sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects), std::move(residency.options));
+  if ((*rt)->stale_killed() > 0)
+    std::cout << "killed " << (*rt)->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
+  auto& sup = (*rt)->sup();
   sup.on_switch(print_switch);
 
   int exit_code = kExitOk;
-  int signals = 0;
-  asio::signal_set sigs(ioc, SIGINT, SIGTERM);
-  std::function<void()> arm = [&] {
-    sigs.async_wait([&](boost::system::error_code ec, int) {
-      if (ec) return;
-      if (++signals > 1) std::_Exit(kExitInterrupted);  // children die with us (PDEATHSIG)
-      std::cout << "stopping (again to kill)..." << std::endl;
-      exit_code = kExitInterrupted;
-      asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-        co_await sup.shutdown();
-        ioc.stop();
-      }, asio::detached);
-      arm();
-    });
-  };
-  arm();
-  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+  (*rt)->on_first_signal([] { std::cout << "stopping (again to kill)..." << std::endl; });
+  const bool interrupted = (*rt)->run([&]() -> asio::awaitable<void> {
     int failed = co_await rotate(sup, a, std::max(1, a.cycle));
     if (failed == static_cast<int>(a.profiles.size()) * std::max(1, a.cycle)) {
       exit_code = kExitFailure;  // nothing ever came up: no point staying in the foreground
-      co_await sup.shutdown();
-      ioc.stop();
       co_return;
     }
     std::cout << "up; Ctrl-C to stop" << std::endl;
-  }, asio::detached);
-  ioc.run();
-  return exit_code;
+    co_await (*rt)->until_signal();
+  });
+  return interrupted && exit_code == kExitOk ? kExitInterrupted : exit_code;
 }
 
 }  // namespace

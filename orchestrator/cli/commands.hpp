@@ -3,15 +3,17 @@
 #pragma once
 #include <string>
 
+#include "runtime/exit_codes.hpp"
+
 namespace CLI { class App; }
 
 namespace kevlaya::cli {
 
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;     // could not do the job: bad config, bad file, start failed
-inline constexpr int kExitPartial = 2;     // `run`: some tasks ended in error
-inline constexpr int kExitInterrupted = 130;
+// Exit codes shared by every subcommand (defined once, in runtime/exit_codes.hpp).
+inline constexpr int kExitOk = runtime::kExitOk;
+inline constexpr int kExitFailure = runtime::kExitFailure;
+inline constexpr int kExitPartial = runtime::kExitPartial;
+inline constexpr int kExitInterrupted = runtime::kExitInterrupted;
 
 struct Globals {
   std::string log_level = "info";

@@ -20,7 +20,6 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/plan_setup.hpp"
 #include "supervisor/process_effects.hpp"
 
 namespace kevlaya::cli {
@@ -153,63 +152,6 @@ void ProgressPrinter::note(const std::string& line) {
 void ProgressPrinter::finish() {
   if (tty_ && line_open_) std::cerr << "\n" << std::flush;
   line_open_ = false;
-}
-
-Session::Session(config::Config cfg) {
-  // The ledger's plan (resident sets, shared-base groups, calibration), as `serve` follows it.
-  auto residency = setup_residency(cfg);
-  // Run on this (main) thread: the children's PDEATHSIG is tied to the thread that spawned them.
-  auto effects = std::make_unique<supervisor::ProcessEffects>(ioc_, cfg);
-  if (effects->stale_killed() > 0)
-    std::cerr << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run\n";
-  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), std::move(cfg), std::move(effects),
-                                                  std::move(residency.options));
-}
-
-Session::~Session() = default;
-
-asio::awaitable<void> Session::shutdown_once() {
-  if (shutdown_started_) {  // the other path is shutting down: wait for it
-    asio::steady_timer t(ioc_);
-    while (!shutdown_done_) {
-      t.expires_after(std::chrono::milliseconds(20));
-      boost::system::error_code ec;
-      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-    co_return;
-  }
-  shutdown_started_ = true;
-  co_await sup_->shutdown();
-  shutdown_done_ = true;
-}
-
-bool Session::run(std::function<asio::awaitable<void>()> body) {
-  bool interrupted = false;
-  asio::signal_set sigs(ioc_, SIGINT, SIGTERM);
-  std::function<void()> arm = [&] {
-    sigs.async_wait([&](boost::system::error_code ec, int) {
-      if (ec) return;
-      if (interrupted) std::_Exit(kExitInterrupted);  // second signal: children die with us
-      interrupted = true;
-      std::cerr << "\ninterrupted: abandoning the call in flight and stopping children (again to kill)..."
-                << std::endl;
-      if (interrupt_) interrupt_();
-      // Fails acquires still waiting (e.g. on a slow model load) so the body returns promptly.
-      asio::co_spawn(ioc_, shutdown_once(), asio::detached);
-      arm();
-    });
-  };
-  arm();
-  asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> {
-    co_await body();
-    co_await shutdown_once();
-    sigs.cancel();
-    ioc_.stop();
-  }, [](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);  // a bug: let it surface from ioc_.run()
-  });
-  ioc_.run();
-  return interrupted;
 }
 
 }  // namespace kevlaya::cli

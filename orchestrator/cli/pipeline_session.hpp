@@ -1,5 +1,5 @@
-// Shared by `run` and `eval`: load config + pipeline, say which server binaries will be used,
-// and run pipeline work under one Supervisor with Ctrl-C handling and a progress display.
+// Shared by `run` and `eval`: load config + pipeline, say which server binaries will be used, and
+// a progress display. The supervisor and signal handling come from runtime::Runtime.
 #pragma once
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
@@ -44,31 +44,6 @@ class ProgressPrinter {
   bool tty_ = false;
   bool line_open_ = false;
   std::chrono::steady_clock::time_point last_{};
-};
-
-// One io_context + Supervisor (real processes) for the life of a command.
-class Session {
- public:
-  // Plans residency for `cfg` (see plan_setup.hpp) and starts nothing yet.
-  explicit Session(config::Config cfg);
-  ~Session();
-  supervisor::Supervisor& sup() { return *sup_; }
-  boost::asio::any_io_executor executor() { return ioc_.get_executor(); }
-
-  // Called on the first SIGINT/SIGTERM (e.g. Executor::stop); children are then shut down.
-  void set_interrupt(std::function<void()> fn) { interrupt_ = std::move(fn); }
-
-  // Runs `body` on this thread, then stops every child. Returns true if a signal interrupted it.
-  // A second signal exits at once with 130 (children die with us: PDEATHSIG).
-  bool run(std::function<boost::asio::awaitable<void>()> body);
-
- private:
-  boost::asio::awaitable<void> shutdown_once();
-  boost::asio::io_context ioc_;
-  std::unique_ptr<supervisor::Supervisor> sup_;
-  std::function<void()> interrupt_;
-  bool shutdown_started_ = false;
-  bool shutdown_done_ = false;
 };
 
 std::string format_duration(double seconds);  // "4.2 s", "3m05s", "1h02m"

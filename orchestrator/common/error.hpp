@@ -1,5 +1,5 @@
 // Expected errors as values: one enum for everything a user can meet, mapped to an HTTP status
-// and an OpenAI-shaped JSON body exactly once, at the HTTP edge (http/error_boundary).
+// and an OpenAI-shaped JSON body exactly once, at the HTTP edge (http/errors.hpp: error_reply).
 #pragma once
 #include <string>
 #include <string_view>

@@ -1,9 +1,10 @@
-// Profile -> child argv. Pure: the same profile, host and port always give the same vector, in a
+// Profile -> child argv. Pure: the same profile and spawn words always give the same vector, in a
 // fixed order, so it can be golden-tested and shown by `kevlaya-orch args`.
 #include <algorithm>
 #include <sstream>
 
 #include "config/config.hpp"
+#include "config/flags.hpp"
 
 namespace kevlaya::config {
 
@@ -13,16 +14,6 @@ std::string number(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
-}
-
-// True when the profile's own extra args already choose llama-server's log verbosity.
-bool sets_verbosity(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    for (const char* f : {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose", "--log-disable"}) {
-      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return true;
-    }
-    return false;
-  });
 }
 
 std::string ngl_text(int ngl) { return ngl < 0 ? "all" : std::to_string(ngl); }  // b10470 takes "all"
@@ -46,31 +37,43 @@ std::vector<std::string> from_template(const Profile& p, const std::string& host
   return argv;
 }
 
+// Appends the table's spelling of `key` and its value.
+void put(std::vector<std::string>& a, std::string_view key, std::string value) {
+  a.emplace_back(flag_name(key));
+  a.push_back(std::move(value));
+}
+
 }  // namespace
 
-std::vector<std::string> build_argv_text(const Profile& p, const std::string& host,
-                                         const std::string& port_text) {
+std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   if (p.backend == Backend::remote) return {};
-  if (p.backend == Backend::command) return from_template(p, host, port_text);
+  if (p.backend == Backend::command) return from_template(p, s.host, s.port);
+  std::vector<std::string> a = {p.binary};
+  put(a, "model", p.model.string());
+  put(a, "ngl", ngl_text(p.ngl));
+  put(a, "ctx", std::to_string(p.ctx));
+  put(a, "parallel", std::to_string(p.parallel));
+  put(a, "host", s.host);
+  put(a, "port", s.port);
   // Only the profile name goes to --alias: llama-server reports the first alias (std::set order)
   // as its model name; extra aliases are routed by the orchestrator, not by the child.
-  std::vector<std::string> a = {p.binary, "-m",   p.model.string(), "-ngl",   ngl_text(p.ngl),
-                                "-c",     std::to_string(p.ctx),    "-np",    std::to_string(p.parallel),
-                                "--host", host,   "--port",         port_text, "--alias", p.name};
-  if (p.batch > 0) a.insert(a.end(), {"-b", std::to_string(p.batch)});
-  if (!p.cache_type_k.empty()) a.insert(a.end(), {"-ctk", p.cache_type_k});
-  if (!p.cache_type_v.empty()) a.insert(a.end(), {"-ctv", p.cache_type_v});
-  if (p.flash_attn) a.insert(a.end(), {"-fa", *p.flash_attn ? "on" : "off"});
-  for (const auto& l : p.lora) a.insert(a.end(), {"--lora-scaled", l.path.string() + ":" + number(l.scale)});
+  put(a, "name", p.name);
+  if (p.batch > 0) put(a, "batch", std::to_string(p.batch));
+  if (!p.cache_type_k.empty()) put(a, "cache_type_k", p.cache_type_k);
+  if (!p.cache_type_v.empty()) put(a, "cache_type_v", p.cache_type_v);
+  if (p.flash_attn) put(a, "flash_attn", *p.flash_attn ? "on" : "off");
+  for (const auto& l : p.lora) put(a, "lora", l.path.string() + ":" + number(l.scale));
+  if (!s.slot_save_path.empty()) put(a, "slot_cache", s.slot_save_path);
+  if (!s.api_key.empty()) put(a, "api_key", s.api_key);
   // The VRAM ledger calibrates from the buffer sizes the child logs at load; b10470 prints them
   // only at verbosity 4 (~35 extra lines per request, in the rotated child log).
-  if (!sets_verbosity(p.extra_args)) a.insert(a.end(), {"-lv", "4"});
+  if (!uses_key(p.extra_args, "verbosity")) put(a, "verbosity", "4");
   a.insert(a.end(), p.extra_args.begin(), p.extra_args.end());
   return a;
 }
 
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port) {
-  return build_argv_text(p, host, std::to_string(port));
+  return build_argv(p, SpawnArgs{host, std::to_string(port), {}, {}});
 }
 
 std::string shell_join(const std::vector<std::string>& argv) {

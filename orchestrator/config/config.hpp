@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kevlaya::config {
@@ -228,13 +229,23 @@ LoadResult load_pipeline_file(const fs::path& file);
 // Expands ${VAR} and ${VAR:-default}; unknown ${VAR} without default -> error string in `err`.
 std::string expand_env(const std::string& in, std::string* err);
 
-// Profile -> child argv (pure). `port` is the port chosen for this spawn; `host` the bind host.
-// Reference Kev profile: llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev -lv 4
-std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
+// The words kevlaya-orch chooses for one spawn (owner "orchestrator" in config/flags.hpp).
+struct SpawnArgs {
+  std::string host = "127.0.0.1";  // bind host
+  std::string port;                // as text: a number, or e.g. "PORT" for display
+  std::string slot_save_path;      // empty = no --slot-save-path (slot_cache off)
+  std::string api_key;             // empty = no --api-key (the per-start secret of the child)
+};
 
-// Same as build_argv with the port written as given text (e.g. "<port>" for display).
-std::vector<std::string> build_argv_text(const Profile& p, const std::string& host,
-                                         const std::string& port_text);
+// What `args` shows instead of a child's key: a fresh one is drawn at every start, never printed.
+inline constexpr std::string_view kChildKeyPlaceholder = "<per-start secret>";
+
+// Profile -> the complete child argv (pure, fixed order; the one command `args` prints and
+// Child runs). Reference Kev profile:
+// llama-server -m <abs> -ngl 32 -c 2048 -np 1 --host 127.0.0.1 --port P --alias kev -lv 4
+std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& spawn);
+// Same with only host and port (no slot cache, no child key).
+std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
 
 // One argv as a single line a POSIX shell would split back into the same words.
 std::string shell_join(const std::vector<std::string>& argv);

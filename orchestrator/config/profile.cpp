@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config/detail.hpp"
+#include "config/flags.hpp"
 
 namespace kevlaya::config::detail {
 
@@ -109,21 +110,32 @@ void read_cache_type(Doc& d, const std::string& key, const YAML::Node& n, std::s
   if (auto v = read_enum(d, key, n, kv_cache_types())) dst = *v;
 }
 
-// Keys whose values the orchestrator owns; setting them again in extra_args breaks supervision.
+const char* value_kind(FlagValue v) {
+  return v == FlagValue::integer ? "an integer" : v == FlagValue::path ? "a path" : "a value";
+}
+
+// extra_args judged by the flag table (config/flags.hpp): a flag kevlaya-orch sets per spawn is an
+// error, one a profile key writes is a warning, a known flag without a valid value is an error.
 void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string>& args) {
-  static const std::set<std::string> owned = {"--port", "--host"};
-  static const std::set<std::string> set_here = {"-m", "--model", "-ngl", "--gpu-layers",
-                                                 "--n-gpu-layers", "-c", "--ctx-size", "-np",
-                                                 "--parallel", "-a", "--alias"};
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string flag = args[i].substr(0, args[i].find('='));
-    const YAML::Node at = n.IsSequence() && i < n.size() ? n[i] : n;
-    if (owned.count(flag))
-      d.error(at, "extra_args sets '" + flag + "', which kevlaya-orch chooses for each spawn; "
-                  "use the profile's 'port' or the orchestrator's listen settings instead");
-    else if (set_here.count(flag))
-      d.warn(at, "extra_args repeats '" + flag + "', which the profile already sets; the later "
-                 "value wins in llama-server, prefer the profile key");
+  for (const FlagUse& use : scan_flags(args)) {
+    const LlamaFlag& f = *use.flag;
+    const std::string word = args[use.index].substr(0, args[use.index].find('='));
+    const YAML::Node at = n.IsSequence() && use.index < n.size() ? n[use.index] : n;
+    if (f.owner == FlagOwner::orchestrator) {
+      d.error(at, "extra_args sets '" + word + "', which kevlaya-orch chooses for each spawn" +
+                      (f.key == "slot_cache" ? "; use the profile's slot_cache.enabled instead"
+                       : f.key == "api_key" ? " (each child gets its own secret key)"
+                                            : "; use the profile's 'port' or the orchestrator's listen settings instead"));
+    } else if (f.owner == FlagOwner::profile) {
+      d.warn(at, "extra_args repeats '" + word + "', which the profile already sets; the later "
+                 "value wins in llama-server, prefer the profile key '" + std::string(f.key) + "'");
+    }
+    if (f.value == FlagValue::none) continue;
+    if (!use.value) {
+      d.error(at, "extra_args: '" + word + "' needs " + value_kind(f.value) + " after it");
+    } else if (f.value == FlagValue::integer && !std::regex_match(*use.value, std::regex("-?[0-9]{1,9}"))) {
+      d.error(at, "extra_args: '" + word + "' needs an integer, got '" + *use.value + "'");
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/bounded_json.hpp"
+#include "common/clock.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
 
@@ -64,10 +65,6 @@ HeaderList sse_headers(HeaderList h) {
   h.emplace_back("Cache-Control", "no-cache");
   h.emplace_back("X-Accel-Buffering", "no");  // nginx & co.: do not buffer SSE
   return h;
-}
-
-std::int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
 void count(Door& d, const std::string& model, int status, Clock::time_point t0) {

@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/clock.hpp"
 #include "http/auth.hpp"
 #include "http/detail.hpp"
 #include "http/gate.hpp"
@@ -15,10 +16,6 @@ namespace {
 
 using nlohmann::json;
 using supervisor::ChildState;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The state names of /v1/models and /status.
 std::string_view model_state(ChildState s) {

@@ -15,8 +15,6 @@
 namespace kevlaya::ledger {
 namespace {
 
-constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
-constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 constexpr const char* kStoreName = "ledger-measurements.json";
 
 std::uint64_t mib_to_bytes(const std::string& mib) {
@@ -45,14 +43,6 @@ void add_buffer(Measured& m, Reserve& r, const std::string& kind, const std::str
     keep_max(m.compute_cpu, r.cpu);
     keep_max(m.compute_gpu, r.gpu);
   }
-}
-
-std::uint64_t fnv(std::uint64_t h, const char* data, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= kFnvPrime;
-  }
-  return h;
 }
 
 const std::pair<const char*, std::optional<std::uint64_t> Measured::*> kLines[] = {
@@ -101,24 +91,6 @@ Measured parse_log(std::string_view log) {
     }
   }
   return m;
-}
-
-Result<std::string> fingerprint_file(const std::filesystem::path& model) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(model, ec);
-  if (ec) return make_error(Errc::io_error, "cannot read " + model.string() + ": " + ec.message());
-  std::ifstream in(model, std::ios::binary);
-  if (!in) return make_error(Errc::io_error, "cannot open " + model.string());
-  std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(size, kMiB)), '\0');
-  std::uint64_t h = fnv(kFnvOffset, reinterpret_cast<const char*>(&size), sizeof size);
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  h = fnv(h, chunk.data(), static_cast<std::size_t>(in.gcount()));
-  in.seekg(static_cast<std::streamoff>(size - chunk.size()));
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  h = fnv(h, chunk.data(), static_cast<std::size_t>(in.gcount()));
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(hex);
 }
 
 std::string measurement_key(const std::string& fingerprint, const Flags& f, const std::vector<AdapterInput>& adapters) {

@@ -21,9 +21,7 @@ Measured parse_log(std::string_view log);
 // True for host-memory buffer names ("CPU", "CPU_Mapped", "CUDA_Host", ...).
 bool is_host_buffer(std::string_view name);
 
-// Cheap model fingerprint: FNV-1a 64 of the size plus the first and last MiB, as hex.
-Result<std::string> fingerprint_file(const std::filesystem::path& model);
-// Store key: fingerprint + flags_key + adapter file names.
+// Store key: fingerprint (kevlaya::file_fingerprint of the model) + flags_key + adapter file names.
 std::string measurement_key(const std::string& fingerprint, const Flags& f, const std::vector<AdapterInput>& adapters);
 
 // <state_dir>/ledger-measurements.json

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/hash.hpp"
 #include "ledger/calibration.hpp"
 
 namespace kevlaya::ledger {
@@ -60,7 +61,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     in.share_key = share_key(p);
     if (auto st = add_adapters(p, *file, in); !st) return st.error();
     std::string key;
-    if (auto fp = fingerprint_file(p.model)) {
+    if (auto fp = file_fingerprint(p.model)) {
       key = measurement_key(*fp, in.flags, in.adapters);
       if (const auto it = store.find(key); it != store.end()) in.measured = it->second;
     }

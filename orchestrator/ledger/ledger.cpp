@@ -1,6 +1,8 @@
 // The per-child bill. Every formula cites the llama.cpp b10470 code it reproduces; see docs/ledger.md.
 #include "ledger/ledger.hpp"
 
+#include "config/flags.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -19,10 +21,10 @@ std::uint32_t cache_type(const std::string& name) {
   return gguf::cache_type_from_name(name).value_or(static_cast<std::uint32_t>(gguf::GgmlType::F16));
 }
 
-int int_after(const std::vector<std::string>& args, std::size_t i, int fallback) {
-  if (i + 1 >= args.size()) return fallback;
+int int_or(const std::optional<std::string>& v, int fallback) {
+  if (!v) return fallback;
   try {
-    return std::stoi(args[i + 1]);
+    return std::stoi(*v);
   } catch (const std::exception&) {
     return fallback;
   }
@@ -48,12 +50,13 @@ Flags flags_from_profile(const config::Profile& p) {
   if (!p.cache_type_k.empty()) f.cache_type_k = p.cache_type_k;
   if (!p.cache_type_v.empty()) f.cache_type_v = p.cache_type_v;
   if (p.flash_attn) f.flash_attn = *p.flash_attn;
-  const auto& a = p.extra_args;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == "-ub" || a[i] == "--ubatch-size") f.n_ubatch = int_after(a, i, f.n_ubatch);
-    if (a[i] == "-kvu" || a[i] == "--kv-unified") f.kv_unified = true;
-    if (a[i] == "-no-kvu" || a[i] == "--no-kv-unified") f.kv_unified = false;
-    if ((a[i] == "-fa" || a[i] == "--flash-attn") && i + 1 < a.size()) f.flash_attn = a[i + 1] != "off";
+  // extra_args come after the profile's flags, so llama-server lets them win: read them last.
+  for (const auto& use : config::scan_flags(p.extra_args)) {
+    const std::string_view key = use.flag->key;
+    if (key == "ubatch") f.n_ubatch = int_or(use.value, f.n_ubatch);
+    if (key == "kv_unified") f.kv_unified = true;
+    if (key == "no_kv_unified") f.kv_unified = false;
+    if (key == "flash_attn" && use.value) f.flash_attn = *use.value != "off";
   }
   if (f.parallel <= 0) {
     f.parallel = kAutoSlots;

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/clock.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::pipeline {
@@ -20,10 +21,6 @@ constexpr std::size_t kMaxBody = 16u << 20;  // a chat answer is small; anything
 // normally noticed within milliseconds, this bounds the wait when the reset was something else.
 constexpr auto kCrashNoticeWait = std::chrono::seconds(3);
 constexpr auto kCrashPoll = std::chrono::milliseconds(10);
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // Waits until the lease reports its child's death, or kCrashNoticeWait passes.
 asio::awaitable<bool> crash_noticed(asio::any_io_executor ex, const supervisor::Lease& lease) {
@@ -105,7 +102,7 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
   if (env.stopping) co_return make_error(Errc::unavailable, "call abandoned: the run was interrupted");
   const auto t0 = Clock::now();
   auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, *lease));
-  const double call_ms = ms_since(t0);
+  const double call_ms = fractional_ms_since(t0);
   if (!ex) {
     if (ex.error().code == Errc::upstream_error && !env.stopping && co_await crash_noticed(env.ex, *lease)) {
       crashed = true;

@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 
+#include "common/clock.hpp"
+#include "common/hash.hpp"
 #include "pipeline/exec_call.hpp"
 #include "pipeline/guard.hpp"
 #include "pipeline/request.hpp"
@@ -18,17 +20,6 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr std::int64_t kSeedMask = 0x7fffffff;  // llama.cpp seeds are uint32; keep them positive
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-double secs_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 json error_json(const Error& e, const std::string& stage) {
   json j = {{"code", std::string(to_string(e.code))}, {"message", e.message}};
@@ -62,9 +53,7 @@ struct TaskRun {
 }  // namespace
 
 std::string digest_hex(std::string_view data) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(data)));
-  return buf;
+  return hex16(fnv1a(data));
 }
 
 struct Executor::Impl {
@@ -112,7 +101,7 @@ std::int64_t Executor::Impl::seed_for(const TaskRun& r, const config::Stage& st,
 }
 
 void Executor::Impl::emit_progress() {
-  progress.elapsed_s = secs_since(t0);
+  progress.elapsed_s = seconds_since(t0);
   // Remaining calls if every unfinished task passes in this round: a lower bound, good enough.
   std::size_t remaining = 0;
   for (std::size_t t = 0; t < runs.size(); ++t) {
@@ -247,7 +236,7 @@ json Executor::Impl::record(std::size_t task) const {
   j["attempts"] = r.attempts;
   j["switches"] = r.switches;
   j["error"] = r.error ? *r.error : json(nullptr);
-  j["wall_ms"] = r.begun ? secs_since(r.started) * 1e3 : 0.0;
+  j["wall_ms"] = r.begun ? seconds_since(r.started) * 1e3 : 0.0;
   return j;
 }
 
@@ -334,7 +323,7 @@ asio::awaitable<RunSummary> Executor::run(std::vector<Task> tasks) {
   sum.errors = m.progress.errors;
   sum.unfinished = sum.total - m.progress.finished;
   sum.switches = m.progress.switches;
-  sum.wall_s = secs_since(m.t0);
+  sum.wall_s = seconds_since(m.t0);
   sum.interrupted = m.env.stopping && !m.fatal;
   sum.fatal = m.fatal;
   sum.stages = m.totals;

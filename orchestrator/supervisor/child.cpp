@@ -24,6 +24,7 @@
 #include <atomic>
 #include <deque>
 
+#include "common/clock.hpp"
 #include "supervisor/state_file.hpp"
 #include "upstream/client.hpp"
 
@@ -41,10 +42,6 @@ constexpr std::size_t kLogFiles = 3;
 constexpr auto kPipeDrainWait = milliseconds(300);   // exit -> last log lines read
 constexpr auto kExitPoll = milliseconds(20);         // fallback when pidfd_open is unavailable
 constexpr auto kKillReapWait = std::chrono::seconds(10);
-
-std::int64_t ms_between(SClock::time_point a, SClock::time_point b) {
-  return std::chrono::duration_cast<milliseconds>(b - a).count();
-}
 
 // Runs in the forked child before exec: own process group (so signals reach the whole tree) and
 // SIGKILL when the spawning thread dies (so a SIGKILLed orchestrator leaves nothing behind).
@@ -143,7 +140,8 @@ void Child::Impl::open_log() {
 }
 
 std::optional<ChildFailure> Child::Impl::spawn() {
-  auto argv = config::build_argv(opts_.profile, opts_.host, opts_.port);
+  config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), opts_.slot_save_path.string(), opts_.api_key};
+  auto argv = config::build_argv(opts_.profile, spawn);
   fs::path exe = resolve_binary(opts_.profile.binary);
   if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
     ChildFailure f;
@@ -171,6 +169,7 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   c.detach();  // we observe and reap the process ourselves
   record_ = ChildRecord{pid_, pid_, proc_start_time(pid_), opts_.profile.name, {exe.string()}};
   record_.argv.insert(record_.argv.end(), args.begin(), args.end());
+  record_.argv = mask_secrets(std::move(record_.argv));  // state files never hold the child's key
   if (!opts_.state_dir.empty() && !write_state(opts_.state_dir, record_))
     spdlog::warn("{}: cannot write state file in {}", opts_.profile.name, opts_.state_dir.string());
   return std::nullopt;
@@ -182,6 +181,10 @@ void Child::Impl::on_line(std::string line) {
   if (!listening_at_ && line.find("listening on") != std::string::npos) {
     listening_at_ = last_line_at_;
     wake();  // probe at once instead of waiting for the next interval
+  }
+  if (!opts_.api_key.empty()) {  // the key never reaches a log, whatever the server prints
+    for (auto at = line.find(opts_.api_key); at != std::string::npos; at = line.find(opts_.api_key, at))
+      line.replace(at, opts_.api_key.size(), config::kChildKeyPlaceholder);
   }
   if (log_) log_->info("{}", line);
   tail_.push_back(std::move(line));
@@ -341,6 +344,7 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
   StartReport r;
   r.endpoint.host = opts_.host;
   r.endpoint.port = static_cast<std::uint16_t>(opts_.port);
+  r.endpoint.api_key = opts_.api_key;
   r.pid = pid_;
   r.total_ms = ms_between(spawned_at, ready_at);
   r.spawn_to_listening_ms = ms_between(spawned_at, listening_at_.value_or(ready_at));

@@ -39,6 +39,8 @@ struct ChildOptions {
   int port = 0;                    // the port passed to the child (chosen by the caller)
   std::filesystem::path log_dir;   // empty = no log file
   std::filesystem::path state_dir; // empty = no state file
+  std::filesystem::path slot_save_path;  // empty = no --slot-save-path
+  std::string api_key;             // the child's --api-key for this start; empty = none
   std::size_t tail_lines = 200;
 };
 

@@ -2,11 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/clock.hpp"
+#include "common/random.hpp"
 #include "supervisor/nvml.hpp"
 #include "supervisor/state_file.hpp"
 #include "warm/page_cache.hpp"
@@ -19,6 +23,7 @@ namespace kevlaya::supervisor {
 namespace {
 
 constexpr int kPortAttempts = 3;
+constexpr std::size_t kChildKeyBytes = 24;
 constexpr auto kVramWaitMax = std::chrono::seconds(5);
 constexpr auto kVramPoll = std::chrono::milliseconds(20);
 // "Back near its level": within this much of the free memory measured before the start.
@@ -64,12 +69,8 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
   prefetching_.clear();
   const double resident = p.model.empty() ? -1.0 : warm::resident_pct(p.model);
   auto plan = slot_plan(p, orch_.state_dir);
-  config::Profile run = p;
-  if (plan) {
-    run.extra_args.push_back("--slot-save-path");
-    run.extra_args.push_back(plan->dir.string());
-  }
-  StartOutcome out = co_await spawn_child(run, std::move(on_exit));
+  const std::filesystem::path slot_dir = plan ? plan->dir : std::filesystem::path();
+  StartOutcome out = co_await spawn_child(p, slot_dir, std::move(on_exit));
   if (!out.ok()) co_return out;
   out.report->prefetch_resident_pct = resident;
   ready_[p.name] = out.report->endpoint;
@@ -82,7 +83,8 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
   co_return out;
 }
 
-asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, ExitCallback on_exit) {
+asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
+                                                         ExitCallback on_exit) {
   if (auto m = nvml::memory()) free_before_[p.name] = m->free;
   StartOutcome out;
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
@@ -92,12 +94,22 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
     o.port = p.port ? *p.port : pick_free_port(o.host);
     o.log_dir = orch_.log_dir;
     o.state_dir = orch_.state_dir;
+    o.slot_save_path = slot_dir;
+    // A fresh key per start, known only to this process: the door's keys cannot be skipped by
+    // talking to the child's port. Other backends are not llama-server and get none.
+    if (p.backend == config::Backend::llama_server) o.api_key = random_hex(kChildKeyBytes);
     auto child = Child::create(ioc_, o);
-    child->on_unexpected_exit(on_exit);
+    // Keep-alive connections to this process only: closed when it dies or stops.
+    auto pool = std::make_shared<upstream::ConnectionPool>(static_cast<std::size_t>(std::max(8, 2 * p.parallel)));
+    child->on_unexpected_exit([pool, on_exit](ChildFailure f) {
+      pool->close();
+      if (on_exit) on_exit(std::move(f));
+    });
     children_[p.name] = child;
     out = co_await child->start();
     if (out.ok()) {
       out.report->attempts = attempt;
+      out.report->endpoint.pool = std::move(pool);
       co_return out;
     }
     bool still_wanted = children_.count(p.name) && children_[p.name] == child;
@@ -119,7 +131,10 @@ asio::awaitable<StopReport> ProcessEffects::stop(const std::string& profile) {
   auto ep = ready_.find(profile);
   if (plan != slot_plans_.end() && ep != ready_.end()) co_await save_slots(plan->second, ep->second, saved);
   if (plan != slot_plans_.end()) slot_plans_.erase(plan);
-  if (ep != ready_.end()) ready_.erase(ep);
+  if (ep != ready_.end()) {
+    if (ep->second.pool) ep->second.pool->close();
+    ready_.erase(ep);
+  }
   StopReport rep = co_await child->stop();
   rep.save_ms = saved.save_ms;
   rep.slots_saved = saved.slots_saved;
@@ -186,8 +201,7 @@ asio::awaitable<std::int64_t> ProcessEffects::wait_for_vram(std::uint64_t baseli
     timer.expires_after(kVramPoll);
     co_await timer.async_wait(asio::use_awaitable);
   }
-  co_return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-      .count();
+  co_return ms_since(t0);
 }
 
 }  // namespace kevlaya::supervisor

@@ -49,7 +49,8 @@ class ProcessEffects : public Effects {
 
  private:
   asio::awaitable<std::int64_t> wait_for_vram(std::uint64_t baseline_free);
-  asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, ExitCallback on_exit);
+  asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
+                                            ExitCallback on_exit);
   asio::awaitable<void> restore_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StartReport& rep);
   asio::awaitable<void> save_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StopReport& rep);
   void prefetch_after_start(const std::string& started);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.hpp"
 #include "supervisor/process_effects.hpp"
 #include "warm/slot_cache.hpp"
 
@@ -21,10 +22,6 @@ using json = nlohmann::json;
 // Bounds one save/restore call: a slot still busy (a request cut by drain_timeout_s) is deferred by
 // llama-server, and a switch must not hang on it.
 constexpr auto kSlotCallTimeout = std::chrono::seconds(10);
-
-std::int64_t since_ms(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-}
 
 upstream::Request slot_request(int slot, const char* action, const std::string& filename) {
   upstream::Request req;
@@ -51,13 +48,14 @@ Result<std::int64_t> slot_count(const Result<upstream::Response>& res, const cha
 }  // namespace
 
 std::optional<ProcessEffects::SlotPlan> slot_plan(const config::Profile& p, const fs::path& state_dir) {
-  if (!p.slot_cache.enabled || p.backend != config::Backend::llama_server || state_dir.empty()) return std::nullopt;
+  const auto dir = warm::slot_save_dir(p, state_dir);
+  if (!dir) return std::nullopt;
   auto key = warm::slot_key(p);
   if (!key) {
     spdlog::warn("{}: slot cache off for this start: {}", p.name, key.error().message);
     return std::nullopt;
   }
-  ProcessEffects::SlotPlan plan{warm::slot_dir(state_dir, p.name), *key, std::max(1, p.parallel),
+  ProcessEffects::SlotPlan plan{*dir, *key, std::max(1, p.parallel),
                                 p.slot_cache.max_bytes};
   std::error_code ec;
   fs::create_directories(plan.dir, ec);
@@ -87,7 +85,7 @@ asio::awaitable<void> ProcessEffects::restore_slots(const SlotPlan& plan, const 
     ++rep.slots_restored;
     spdlog::info("slot {} restored from {}: {} tokens", slot, name, *n);
   }
-  rep.restore_ms = since_ms(t0);
+  rep.restore_ms = ms_since(t0);
 }
 
 asio::awaitable<void> ProcessEffects::save_slots(const SlotPlan& plan, const upstream::Endpoint& ep,
@@ -118,7 +116,7 @@ asio::awaitable<void> ProcessEffects::save_slots(const SlotPlan& plan, const ups
   }
   if (int removed = warm::enforce_cap(plan.dir, plan.max_bytes))
     spdlog::info("slot cache {}: evicted {} old file(s) over slot_cache.max_bytes", plan.dir.string(), removed);
-  rep.save_ms = since_ms(t0);
+  rep.save_ms = ms_since(t0);
 }
 
 }  // namespace kevlaya::supervisor

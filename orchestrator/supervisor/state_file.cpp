@@ -6,9 +6,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
+
+#include "config/config.hpp"
+#include "config/flags.hpp"
 
 namespace kevlaya::supervisor {
 
@@ -44,8 +49,25 @@ bool gone_or_zombie(int pid) {
 }  // namespace
 
 unsigned long long proc_start_time(int pid) {
+  if (pid <= 0) return 0;
   auto f = stat_fields(pid);
-  return f.size() > 19 ? std::stoull(f[19]) : 0;
+  if (f.size() <= 19) return 0;
+  try {
+    return std::stoull(f[19]);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::vector<std::string> mask_secrets(std::vector<std::string> argv) {
+  for (const auto& use : config::scan_flags(argv)) {
+    if (use.flag->key != "api_key" || !use.value) continue;
+    std::string& word = argv[use.index];
+    const auto eq = word.find('=');
+    if (eq != std::string::npos) word = word.substr(0, eq + 1) + std::string(config::kChildKeyPlaceholder);
+    else if (use.index + 1 < argv.size()) argv[use.index + 1] = std::string(config::kChildKeyPlaceholder);
+  }
+  return argv;
 }
 
 std::vector<std::string> proc_cmdline(int pid) {
@@ -68,8 +90,11 @@ std::vector<std::string> proc_cmdline(int pid) {
 bool write_state(const fs::path& dir, const ChildRecord& rec) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  json j = {{"pid", rec.pid},       {"pgid", rec.pgid}, {"start_time", rec.start_time},
-            {"profile", rec.profile}, {"argv", rec.argv}};
+  const int owner = rec.owner_pid ? rec.owner_pid : ::getpid();
+  const auto owner_start = rec.owner_pid ? rec.owner_start_time : proc_start_time(owner);
+  json j = {{"pid", rec.pid},         {"pgid", rec.pgid},        {"start_time", rec.start_time},
+            {"profile", rec.profile}, {"argv", mask_secrets(rec.argv)},
+            {"owner_pid", owner},     {"owner_start_time", owner_start}};
   auto path = file_for(dir, rec);
   auto tmp = path;
   tmp += ".tmp";
@@ -92,7 +117,7 @@ namespace {
 bool kill_if_ours(const ChildRecord& rec) {
   if (rec.pid <= 1 || rec.pgid <= 1) return false;
   // A reused pid runs something else or started at another time: leave it alone.
-  if (proc_cmdline(rec.pid) != rec.argv || proc_start_time(rec.pid) != rec.start_time) return false;
+  if (mask_secrets(proc_cmdline(rec.pid)) != rec.argv || proc_start_time(rec.pid) != rec.start_time) return false;
   spdlog::warn("killing leftover child of a previous run: profile {} pid {}", rec.profile, rec.pid);
   ::kill(-rec.pgid, SIGKILL);
   auto until = std::chrono::steady_clock::now() + kGoneWait;
@@ -101,26 +126,58 @@ bool kill_if_ours(const ChildRecord& rec) {
   return true;
 }
 
+// A state file of ours by its name alone: "<profile>-<pid>.json".
+bool record_name(const fs::path& p) {
+  static const std::regex re(".+-[0-9]+\\.json");
+  return std::regex_match(p.filename().string(), re);
+}
+
+// The record in `path`, or nullopt when it is not a regular file holding one (left alone).
+std::optional<ChildRecord> read_record(const fs::path& path) {
+  std::error_code ec;
+  if (!record_name(path) || !fs::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("pid") || !j.contains("argv")) return std::nullopt;
+  try {
+    ChildRecord rec;
+    rec.pid = j.value("pid", 0);
+    rec.pgid = j.value("pgid", 0);
+    rec.start_time = j.value("start_time", 0ULL);
+    rec.profile = j.value("profile", std::string());
+    rec.argv = j.value("argv", std::vector<std::string>{});
+    rec.owner_pid = j.value("owner_pid", 0);
+    rec.owner_start_time = j.value("owner_start_time", 0ULL);
+    return rec;
+  } catch (const json::exception&) {
+    return std::nullopt;  // a field of another type: not a record we wrote
+  }
+}
+
+// The recorded orchestrator still runs (same pid, same start time) and is not us.
+bool owner_alive(const ChildRecord& rec) {
+  if (rec.owner_pid <= 0 || rec.owner_pid == ::getpid()) return false;
+  const auto t = proc_start_time(rec.owner_pid);
+  return t != 0 && t == rec.owner_start_time && !gone_or_zombie(rec.owner_pid);
+}
+
 }  // namespace
 
 int reap_stale(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return 0;
   int killed = 0;
-  for (const auto& ent : fs::directory_iterator(dir, ec)) {
-    if (ent.path().extension() != ".json") continue;
-    std::ifstream in(ent.path());
-    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object()) {
-      ChildRecord rec;
-      rec.pid = j.value("pid", 0);
-      rec.pgid = j.value("pgid", 0);
-      rec.start_time = j.value("start_time", 0ULL);
-      rec.profile = j.value("profile", std::string());
-      rec.argv = j.value("argv", std::vector<std::string>{});
-      if (kill_if_ours(rec)) ++killed;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto rec = read_record(it->path());
+    if (!rec) continue;
+    if (owner_alive(*rec)) {
+      spdlog::info("state dir: profile {} pid {} belongs to running orchestrator pid {}; left alone",
+                   rec->profile, rec->pid, rec->owner_pid);
+      continue;
     }
-    fs::remove(ent.path(), ec);
+    if (kill_if_ours(*rec)) ++killed;
+    std::error_code rm;
+    fs::remove(it->path(), rm);
   }
   return killed;
 }

@@ -81,7 +81,7 @@ class Lease {
 };
 
 // What Supervisor needs from the outside world: start a child until healthy, stop it.
-// ProcessEffects (child.hpp) is the real one; tests use a fake.
+// ProcessEffects (process_effects.hpp) is the real one; tests use a fake.
 class Effects {
  public:
   using ExitCallback = std::function<void(ChildFailure)>;

@@ -9,9 +9,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace kevlaya::upstream {
@@ -77,7 +81,9 @@ http::request<http::string_body> build_request(const Request& req, const Endpoin
   msg.set(http::field::user_agent, "kevlaya-orch");
   if (!req.body.empty()) msg.set(http::field::content_type, "application/json");
   for (const auto& [k, v] : req.headers) msg.set(k, v);
-  msg.keep_alive(false);
+  // Set last: the child's key is the door's to send, never a caller's header.
+  if (!ep.api_key.empty()) msg.set(http::field::authorization, "Bearer " + ep.api_key);
+  msg.keep_alive(ep.pool != nullptr);
   msg.body() = req.body;
   msg.prepare_payload();
   return msg;
@@ -97,7 +103,97 @@ void close_quietly(beast::tcp_stream& s) {
   s.close();
 }
 
+using StreamPtr = std::unique_ptr<beast::tcp_stream>;
+
+// The child closed the connection (or sent bytes nobody asked for) while it sat idle.
+bool unusable(beast::tcp_stream& s) {
+  char byte = 0;
+  const ssize_t n = ::recv(s.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// A reused connection that failed before any byte of the answer: the child had closed it; the
+// request was not processed and goes out again on a fresh connection.
+bool stale(const error_code& ec, bool got_bytes) {
+  return !got_bytes && (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                        ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
+}
+
 }  // namespace
+
+struct ConnectionPool::Impl {
+  struct Idle {
+    StreamPtr s;
+    Clock::time_point since;
+  };
+  mutable std::mutex mu;  // fetch/stream may run on several executors
+  std::vector<Idle> idle;
+  bool closed = false;
+  std::size_t max_idle;
+  std::chrono::milliseconds max_age;
+  std::atomic<std::uint64_t> reused{0};
+
+  // The most recently used live idle connection bound to `ex`, or null.
+  StreamPtr take(const asio::any_io_executor& ex) {
+    std::vector<StreamPtr> drop;
+    StreamPtr out;
+    {
+      std::lock_guard lock(mu);
+      const auto now = Clock::now();
+      for (auto it = idle.end(); it != idle.begin() && !out;) {
+        --it;
+        if (now - it->since > max_age || unusable(*it->s)) {
+          drop.push_back(std::move(it->s));
+          it = idle.erase(it);
+        } else if (it->s->get_executor() == ex) {
+          out = std::move(it->s);
+          idle.erase(it);
+        }
+      }
+    }
+    for (auto& d : drop) close_quietly(*d);
+    if (out) reused.fetch_add(1);
+    return out;
+  }
+
+  // Keeps `s` for the next request, unless the pool is closed or full.
+  void give(StreamPtr s) {
+    s->expires_never();
+    {
+      std::lock_guard lock(mu);
+      if (!closed && idle.size() < max_idle) {
+        idle.push_back({std::move(s), Clock::now()});
+        return;
+      }
+    }
+    close_quietly(*s);
+  }
+};
+
+ConnectionPool::ConnectionPool(std::size_t max_idle, std::chrono::milliseconds max_age)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->max_idle = max_idle;
+  impl_->max_age = max_age;
+}
+
+ConnectionPool::~ConnectionPool() { close(); }
+
+void ConnectionPool::close() {
+  std::vector<Impl::Idle> idle;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->closed = true;
+    idle.swap(impl_->idle);
+  }
+  for (auto& i : idle) close_quietly(*i.s);
+}
+
+std::size_t ConnectionPool::idle() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->idle.size();
+}
+
+std::uint64_t ConnectionPool::reused() const { return impl_->reused.load(); }
 
 std::string Endpoint::to_string() const { return host + ":" + std::to_string(port); }
 
@@ -140,41 +236,72 @@ void CancelToken::clear_hook() {
   hook_ = nullptr;
 }
 
-asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
-  const auto deadline = Clock::now() + req.timeout;
-  const std::string timeout_text = "did not answer within " + std::to_string(req.timeout.count()) + " ms";
-  beast::tcp_stream s(ex);
-  error_code ec = co_await connect(s, ep, deadline);
-  if (ec) co_return map_error(ec, ep, "connect", timeout_text);
+namespace {
 
-  auto msg = build_request(req, ep);
-  s.expires_at(deadline);
-  co_await http::async_write(s, msg, ec_token(ec));
-  if (ec) co_return map_error(ec, ep, "write", timeout_text);
-
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> parser;
+// Writes `msg` on `s` and reads the whole answer into `parser`; `phase` names the failed step.
+asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::string_body>& msg,
+                                     http::response_parser<http::string_body>& parser,
+                                     Clock::time_point deadline, std::string_view& phase) {
+  error_code ec;
   parser.header_limit(kMaxHeader);
   parser.body_limit(kMaxFetchBody);
+  phase = "write";
+  s.expires_at(deadline);
+  co_await http::async_write(s, msg, ec_token(ec));
+  if (ec) co_return ec;
+  phase = "read";
+  beast::flat_buffer buf;
   s.expires_at(deadline);
   co_await http::async_read(s, buf, parser, ec_token(ec));
-  if (ec) co_return map_error(ec, ep, "read", timeout_text);
-  close_quietly(s);
+  // Bytes past the answer would corrupt the next exchange on this connection.
+  if (!ec && buf.size() != 0) msg.keep_alive(false);
+  co_return ec;
+}
 
+// The answer, and `s` back to the pool when the exchange leaves it reusable.
+Response finish(StreamPtr s, http::response_parser<http::string_body>& parser,
+                const http::request<http::string_body>& msg, const Endpoint& ep) {
+  if (ep.pool && msg.keep_alive() && parser.keep_alive()) ep.pool->impl().give(std::move(s));
+  else close_quietly(*s);
   auto res = parser.release();
   Response out;
   out.status = static_cast<int>(res.result_int());
   out.headers = to_headers(res);
   out.body = std::move(res.body());
-  co_return out;
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
+  const auto deadline = Clock::now() + req.timeout;
+  const std::string timeout_text = "did not answer within " + std::to_string(req.timeout.count()) + " ms";
+  auto msg = build_request(req, ep);
+  std::string_view phase;
+  if (ep.pool) {  // idle connections first; each is tried at most once
+    while (StreamPtr s = ep.pool->impl().take(ex)) {
+      http::response_parser<http::string_body> parser;
+      const error_code ec = co_await exchange(*s, msg, parser, deadline, phase);
+      if (!ec) co_return finish(std::move(s), parser, msg, ep);
+      close_quietly(*s);
+      if (!stale(ec, parser.got_some())) co_return map_error(ec, ep, phase, timeout_text);
+    }
+  }
+  auto s = std::make_unique<beast::tcp_stream>(ex);
+  error_code ec = co_await connect(*s, ep, deadline);
+  if (ec) co_return map_error(ec, ep, "connect", timeout_text);
+  http::response_parser<http::string_body> parser;
+  ec = co_await exchange(*s, msg, parser, deadline, phase);
+  if (ec) co_return map_error(ec, ep, phase, timeout_text);
+  co_return finish(std::move(s), parser, msg, ep);
 }
 
 namespace {
 
-// One streaming exchange; shared so a cancel hook can reach the socket safely after the end.
+// The connection of one streaming exchange; shared so a cancel hook can reach it safely after
+// the end. `s` is null once the connection went back to the pool (a late hook then does nothing).
 struct StreamConn {
-  explicit StreamConn(asio::any_io_executor ex) : s(std::move(ex)) {}
-  beast::tcp_stream s;
+  StreamPtr s;
 };
 
 // Clears the cancel hook however the stream coroutine ends.
@@ -189,7 +316,7 @@ class Streamer {
  public:
   Streamer(asio::any_io_executor ex, Endpoint ep, StreamOptions opt,
            std::shared_ptr<CancelToken> cancel)
-      : conn_(std::make_shared<StreamConn>(ex)), ep_(std::move(ep)), opt_(opt),
+      : ex_(std::move(ex)), conn_(std::make_shared<StreamConn>()), ep_(std::move(ep)), opt_(opt),
         cancel_(std::move(cancel)), deadline_(Clock::now() + opt.deadline) {}
 
   asio::awaitable<Result<StreamResult>> run(const Request& req, StreamCallbacks& cb);
@@ -197,7 +324,7 @@ class Streamer {
  private:
   bool cancelled() const { return cancel_ && cancel_->cancelled(); }
   void arm_timer() {  // idle timeout, never past the overall deadline
-    conn_->s.expires_at(std::min(deadline_, Clock::now() + opt_.idle_timeout));
+    conn_->s->expires_at(std::min(deadline_, Clock::now() + opt_.idle_timeout));
   }
   Error fail(const error_code& ec, std::string_view phase) const {
     const bool overall = Clock::now() + std::chrono::milliseconds(1) >= deadline_;
@@ -206,57 +333,83 @@ class Streamer {
                 : "sent nothing for " + std::to_string(opt_.idle_timeout.count()) + " ms";
     return map_error(ec, ep_, phase, text);
   }
+  asio::awaitable<error_code> send_and_read_header(http::request<http::string_body>& msg, std::string_view& phase);
   asio::awaitable<Result<StreamResult>> read_body(StreamCallbacks& cb);
   StreamResult ended() {
-    close_quietly(conn_->s);
+    const bool reusable = result_.complete && !cancelled() && ep_.pool && keep_alive_ && parser_->keep_alive() &&
+                          buf_.size() == 0;
+    if (conn_->s && reusable) ep_.pool->impl().give(std::move(conn_->s));
+    else if (conn_->s) close_quietly(*conn_->s);
+    conn_->s.reset();
     return result_;
   }
 
+  asio::any_io_executor ex_;
   std::shared_ptr<StreamConn> conn_;
   Endpoint ep_;
   StreamOptions opt_;
   std::shared_ptr<CancelToken> cancel_;
   Clock::time_point deadline_;
   beast::flat_buffer buf_;
-  http::response_parser<http::string_body> parser_;
+  std::optional<http::response_parser<http::string_body>> parser_;  // one per attempt
+  bool keep_alive_ = false;
   StreamResult result_;
 };
+
+asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::string_body>& msg,
+                                                           std::string_view& phase) {
+  error_code ec;
+  parser_.emplace();
+  parser_->header_limit(kMaxHeader);
+  // Streams may be long; the deadline bounds them. Not boost::none: Beast 1.74 then rejects
+  // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  phase = "write";
+  conn_->s->expires_at(deadline_);
+  co_await http::async_write(*conn_->s, msg, ec_token(ec));
+  if (ec) co_return ec;
+  phase = "read header";
+  arm_timer();
+  co_await http::async_read_header(*conn_->s, buf_, *parser_, ec_token(ec));
+  co_return ec;
+}
 
 asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCallbacks& cb) {
   HookGuard guard{cancel_};
   if (cancel_) {
     std::weak_ptr<StreamConn> weak = conn_;
-    auto ex = conn_->s.get_executor();
     // Posted so the close runs on the stream's executor, never concurrently with its operations.
-    cancel_->set_hook([weak, ex] {
+    cancel_->set_hook([weak, ex = ex_] {
       asio::post(ex, [weak] {
-        if (auto c = weak.lock()) close_quietly(c->s);
+        if (auto c = weak.lock(); c && c->s) close_quietly(*c->s);
       });
     });
   }
   result_.cancelled = cancelled();
   if (result_.cancelled) co_return ended();
-  error_code ec = co_await connect(conn_->s, ep_, deadline_);
-  if ((result_.cancelled = cancelled())) co_return ended();
-  if (ec) co_return fail(ec, "connect");
-
   auto msg = build_request(req, ep_);
-  conn_->s.expires_at(deadline_);
-  co_await http::async_write(conn_->s, msg, ec_token(ec));
-  if ((result_.cancelled = cancelled())) co_return ended();
-  if (ec) co_return fail(ec, "write");
+  keep_alive_ = msg.keep_alive();
+  std::string_view phase;
+  error_code ec;
+  if (ep_.pool && (conn_->s = ep_.pool->impl().take(ex_))) {
+    ec = co_await send_and_read_header(msg, phase);
+    if ((result_.cancelled = cancelled())) co_return ended();
+    if (ec && !stale(ec, parser_->got_some())) co_return fail(ec, phase);
+    if (ec) close_quietly(*conn_->s);  // the child had closed it: once more on a fresh one
+  }
+  if (!conn_->s || ec) {
+    buf_.clear();
+    conn_->s = std::make_unique<beast::tcp_stream>(ex_);
+    ec = co_await connect(*conn_->s, ep_, deadline_);
+    if ((result_.cancelled = cancelled())) co_return ended();
+    if (ec) co_return fail(ec, "connect");
+    ec = co_await send_and_read_header(msg, phase);
+    if ((result_.cancelled = cancelled())) co_return ended();
+    if (ec) co_return fail(ec, phase);
+  }
 
-  parser_.header_limit(kMaxHeader);
-  // Streams may be long; the deadline bounds them. Not boost::none: Beast 1.74 then rejects
-  // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
-  parser_.body_limit(std::numeric_limits<std::uint64_t>::max());
-  arm_timer();
-  co_await http::async_read_header(conn_->s, buf_, parser_, ec_token(ec));
-  if ((result_.cancelled = cancelled())) co_return ended();
-  if (ec) co_return fail(ec, "read header");
-
-  result_.status = static_cast<int>(parser_.get().result_int());
-  if (cb.on_head && !co_await cb.on_head(result_.status, to_headers(parser_.get().base()))) {
+  result_.status = static_cast<int>(parser_->get().result_int());
+  if (cb.on_head && !co_await cb.on_head(result_.status, to_headers(parser_->get().base()))) {
     result_.stopped = true;
     co_return ended();
   }
@@ -267,13 +420,13 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
   // string_body appends at the body's current size, so clearing it after each read_some hands
   // every byte to the caller exactly once, as it arrives. (buffer_body reported body_limit for
   // Content-Length responses under Boost 1.74 in this setup; string_body does not.)
-  while (!parser_.is_done()) {
+  while (!parser_->is_done()) {
     if ((result_.cancelled = cancelled())) co_return ended();
     arm_timer();
     error_code ec;
-    co_await http::async_read_some(conn_->s, buf_, parser_, ec_token(ec));
+    co_await http::async_read_some(*conn_->s, buf_, *parser_, ec_token(ec));
     if ((result_.cancelled = cancelled())) co_return ended();
-    std::string& body = parser_.get().body();
+    std::string& body = parser_->get().body();
     if (!body.empty()) {
       std::string piece;
       piece.swap(body);

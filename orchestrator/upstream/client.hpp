@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "upstream/pool.hpp"
 
 namespace kevlaya::upstream {
 
@@ -29,8 +30,15 @@ namespace asio = boost::asio;
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct Endpoint {
+  Endpoint() = default;
+  Endpoint(std::string h, std::uint16_t p) : host(std::move(h)), port(p) {}
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
+  // Sent as "Authorization: Bearer <key>" on every request when set (a child's per-start
+  // --api-key). A secret: to_string() and every message leave it out.
+  std::string api_key;
+  // Keep-alive connections to this child (null: a fresh connection per request).
+  std::shared_ptr<ConnectionPool> pool;
   std::string to_string() const;  // "host:port"
 };
 
@@ -49,8 +57,9 @@ struct Response {
   std::string header(const std::string& name) const;  // case-insensitive; "" if absent
 };
 
-// Performs one request on a fresh connection (loopback connects are ~20 µs; keep-alive pooling
-// is an optimisation for later). Never throws for network errors.
+// Performs one request, on an idle connection of `ep.pool` when there is one (a connection the
+// child closed meanwhile is replaced by a fresh one before any byte of the answer), else on a
+// fresh connection. Never throws for network errors.
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req);
 
 // Lets another coroutine (or thread) abort a stream, e.g. when the downstream client went away.
@@ -91,7 +100,7 @@ struct StreamResult {
   bool stopped = false;         // a callback returned false
 };
 
-// Sends `req` on a fresh connection and hands the response body to the callbacks as it arrives
+// Sends `req` (on a pooled connection like fetch) and hands the response body to the callbacks as it arrives
 // (for SSE pass-through). Cancel and callback stops are results, not errors; network failures
 // and timeouts are errors. `req.timeout` is ignored in favour of `opt`. `cancel` may be null.
 asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint ep, Request req,

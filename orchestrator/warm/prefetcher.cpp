@@ -14,6 +14,8 @@
 #include <future>
 #include <vector>
 
+#include "common/clock.hpp"
+
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::warm {
@@ -102,7 +104,7 @@ PrefetchResult Prefetcher::run(std::uint64_t gen, std::vector<fs::path> files) {
     res.end = read_file(gen, f, budget, res);
     if (res.end != PrefetchEnd::done) break;
   }
-  res.ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  res.ms = ms_since(t0);
   return res;
 }
 

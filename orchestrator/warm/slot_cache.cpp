@@ -7,66 +7,41 @@
 #include <fstream>
 #include <vector>
 
+#include "common/hash.hpp"
+
 namespace kevlaya::warm {
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
-constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
-constexpr std::size_t kEdgeBytes = 1 << 20;  // hashed at each end of the file
 constexpr std::size_t kMaxFileName = 200;
 
-std::uint64_t fnv1a(std::uint64_t h, const char* data, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= kFnvPrime;
-  }
-  return h;
-}
+// A text with its terminating NUL, so "ab"+"c" and "a"+"bc" differ.
+std::uint64_t mix(std::uint64_t h, const std::string& s) { return fnv1a(h, s.data(), s.size() + 1); }
 
-std::uint64_t fnv1a(std::uint64_t h, const std::string& s) { return fnv1a(h, s.data(), s.size() + 1); }
-
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+// The model's fingerprint plus its mtime: a file rewritten in place never restores old slots.
+Result<std::string> model_identity(const fs::path& path) {
+  auto fp = file_fingerprint(path);
+  if (!fp) return fp.error();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return make_error(Errc::io_error, "cannot stat " + path.string());
+  return *fp + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
 }  // namespace
 
-Result<std::string> file_fingerprint(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return make_error(Errc::io_error, "cannot stat " + path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::io_error, "cannot read " + path.string());
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t h = fnv1a(kFnvOffset, std::to_string(size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-                                          std::to_string(st.st_mtim.tv_nsec));
-  std::vector<char> buf(kEdgeBytes);
-  in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(size, kEdgeBytes)));
-  h = fnv1a(h, buf.data(), static_cast<std::size_t>(in.gcount()));
-  if (size > kEdgeBytes) {
-    in.clear();
-    in.seekg(static_cast<std::streamoff>(size > 2 * kEdgeBytes ? size - kEdgeBytes : kEdgeBytes));
-    in.read(buf.data(), static_cast<std::streamsize>(kEdgeBytes));
-    h = fnv1a(h, buf.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  return hex16(h);
-}
-
 Result<std::string> slot_key(const config::Profile& p) {
-  auto model = file_fingerprint(p.model);
+  auto model = model_identity(p.model);
   if (!model) return model.error();
-  std::uint64_t h = fnv1a(kFnvOffset, *model);
+  std::uint64_t h = mix(kFnvOffset, *model);
   const std::string shape = "ctx=" + std::to_string(p.ctx) + ";np=" + std::to_string(p.parallel) +
                             ";ctk=" + p.cache_type_k + ";ctv=" + p.cache_type_v;
-  h = fnv1a(h, shape);
+  h = mix(h, shape);
   for (const auto& l : p.lora) {
-    auto lf = file_fingerprint(l.path);
+    auto lf = model_identity(l.path);
     if (!lf) return lf.error();
-    h = fnv1a(h, *lf + "@" + std::to_string(l.scale));
+    h = mix(h, *lf + "@" + std::to_string(l.scale));
   }
   return hex16(h);
 }
@@ -84,6 +59,11 @@ fs::path slot_dir(const fs::path& state_dir, const std::string& profile) {
   for (char c : profile) safe += safe_file_name(std::string(1, c)) || c == '.' ? c : '_';
   if (safe.empty() || safe.front() == '.') safe.insert(0, "_");  // never "." or ".."
   return state_dir / "slots" / safe;
+}
+
+std::optional<fs::path> slot_save_dir(const config::Profile& p, const fs::path& state_dir) {
+  if (!p.slot_cache.enabled || p.backend != config::Backend::llama_server || state_dir.empty()) return std::nullopt;
+  return slot_dir(state_dir, p.name);
 }
 
 std::string slot_file_name(const std::string& key, int slot) {

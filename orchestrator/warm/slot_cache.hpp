@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "common/error.hpp"
@@ -15,17 +16,18 @@
 
 namespace kevlaya::warm {
 
-// Cheap identity of a (possibly multi-GB) file: size, mtime (ns) and a 64-bit FNV-1a hash of its
-// first and last MiB, as 16 hex digits. Rewriting the file in place changes mtime; a copy with the
-// same bytes but another mtime counts as another file (a missed restore, never a wrong one).
-Result<std::string> file_fingerprint(const std::filesystem::path& path);
-
-// Key of a profile's slot files: fingerprints of the model and each LoRA file plus ctx, parallel,
-// cache_type_k/v and LoRA scales, hashed to 16 hex digits.
+// Key of a profile's slot files: file_fingerprint (common/hash.hpp) and mtime of the model and of
+// each LoRA file, plus ctx, parallel, cache_type_k/v and LoRA scales, hashed to 16 hex digits.
+// Rewriting a file in place changes mtime; a copy with the same bytes but another mtime counts as
+// another file (a missed restore, never a wrong one).
 Result<std::string> slot_key(const config::Profile& p);
 
 // <state_dir>/slots/<profile>, the folder passed as --slot-save-path (profile name sanitized).
 std::filesystem::path slot_dir(const std::filesystem::path& state_dir, const std::string& profile);
+
+// slot_dir() when `p` persists its KV slots (slot_cache.enabled, llama-server backend, state_dir
+// set), else nullopt: the one rule for whether a child gets --slot-save-path.
+std::optional<std::filesystem::path> slot_save_dir(const config::Profile& p, const std::filesystem::path& state_dir);
 
 // "<key>-slot<N>.bin": only [0-9a-f-slotbin.] characters, so never a path (llama-server also
 // rejects names with separators).

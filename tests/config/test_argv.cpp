@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/fixture.hpp"
+#include "config/flags.hpp"
 
 using namespace kevlaya::test;
 
@@ -106,4 +107,27 @@ TEST_CASE("argv: expand_env handles defaults, escapes and errors", "[config]") {
   err.clear();
   cfg::expand_env("${bad-name}", &err);
   CHECK(err.find("invalid variable reference '${bad-name}'") != std::string::npos);
+}
+
+TEST_CASE("argv: per-spawn words (slot folder, child key) come from SpawnArgs, before -lv", "[config]") {
+  const auto a = cfg::build_argv(kev(), cfg::SpawnArgs{"127.0.0.1", "9", "/s/slots/kev", "k3y"});
+  CHECK(Argv(a.end() - 6, a.end()) == Argv{"--slot-save-path", "/s/slots/kev", "--api-key", "k3y", "-lv", "4"});
+  auto c = kev();
+  c.backend = cfg::Backend::command;
+  c.command = {"srv", "{port}"};
+  CHECK(cfg::build_argv(c, cfg::SpawnArgs{"127.0.0.1", "9", "/s", "k3y"}) == Argv{"srv", "9"});  // not llama-server
+}
+
+TEST_CASE("flag table: every spelling and the --flag=value form find one entry", "[config]") {
+  REQUIRE(cfg::find_flag("--n-gpu-layers") != nullptr);
+  CHECK(cfg::find_flag("--n-gpu-layers") == cfg::find_flag("-ngl"));
+  CHECK(cfg::find_flag("--ctx-size=4096")->key == "ctx");
+  CHECK(cfg::find_flag("--temp") == nullptr);
+  const auto uses = cfg::scan_flags({"--temp", "0.2", "--ubatch-size=128", "-kvu", "-lv"});
+  REQUIRE(uses.size() == 3);
+  CHECK(uses[0].flag->key == "ubatch");
+  CHECK(uses[0].value == std::optional<std::string>("128"));
+  CHECK_FALSE(uses[1].value);     // -kvu takes no value
+  CHECK_FALSE(uses[2].value);     // -lv at the end: missing value
+  for (const auto& f : cfg::llama_flags()) CHECK(cfg::find_flag(f.name) == &f);  // no spelling twice
 }

@@ -67,10 +67,42 @@ TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
   CHECK(r.exit_code == 0);
   const std::string model = (d.path() / "var/models/laya-tiny.gguf").string();
   CHECK(r.output == "CUDA_VISIBLE_DEVICES=0 '/opt/my server/llama-server' -m " + model +
-                        " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya -lv 4\n");
+                        " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya"
+                        " --api-key '<per-start secret>' -lv 4\n");
   const auto unknown = run_command(orch(d, "args nobody --config kevlaya.tiny.yaml"));
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.output.find("no profile named 'nobody'") != std::string::npos);
+}
+
+TEST_CASE("cli args: with slot_cache the command includes --slot-save-path, as the child gets it", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  write_text(d / "profiles/tiny/kev.yaml",
+             "name: kev\nmodel: ../../var/models/kev-tiny.gguf\nctx: 512\nslot_cache: {enabled: true}\n");
+  const auto r = run_command(orch(d, "args kev --config kevlaya.tiny.yaml --port 9000"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string slots = (d.path() / "var/state/slots/kev").string();
+  CHECK(r.output.find("--port 9000 --alias kev --slot-save-path " + slots +
+                      " --api-key '<per-start secret>' -lv 4\n") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(slots));  // printing creates nothing
+}
+
+TEST_CASE("cli check: extra_args that kevlaya-orch owns are errors, bad values too (flag table)", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  write_text(d / "profiles/tiny/kev.yaml",
+             "name: kev\nmodel: ../../var/models/kev-tiny.gguf\n"
+             "extra_args: [--slot-save-path, /tmp/x, --api-key=k, -ub, lots, --ctx-size, \"1024\"]\n");
+  const auto r = run_command(orch(d, "check kevlaya.tiny.yaml"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("extra_args sets '--slot-save-path', which kevlaya-orch chooses for each spawn; use the "
+                      "profile's slot_cache.enabled instead") != std::string::npos);
+  CHECK(r.output.find("extra_args sets '--api-key'") != std::string::npos);
+  CHECK(r.output.find("extra_args: '-ub' needs an integer, got 'lots'") != std::string::npos);
+  CHECK(r.output.find("warning: extra_args repeats '--ctx-size', which the profile already sets; the later value "
+                      "wins in llama-server, prefer the profile key 'ctx'") != std::string::npos);
 }
 
 TEST_CASE("cli check and args have --help", "[cli]") {

@@ -107,7 +107,9 @@ TEST_CASE("serve refuses a port already in use with a clear error", "[http][e2e]
   write_config(dir, standin_binary().string());
   Serve first(dir / "kevlaya.yaml");
   const auto port = std::to_string(first.port());
-  auto second = run_command(orch_binary().string() + " serve " + (dir / "kevlaya.yaml").string() +
+  // Its own state_dir: the same one is refused earlier, by the lock (see the state_dir tests).
+  write_text(dir / "other.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state2\nlog_dir: logs2\n");
+  auto second = run_command(orch_binary().string() + " serve " + (dir / "other.yaml").string() +
                             " --port " + port);
   CHECK(second.exit_code == 1);
   CHECK(second.output.find("cannot listen on 127.0.0.1:" + port) != std::string::npos);

@@ -1,6 +1,8 @@
 // Calibration: llama-server log lines -> Measured, the measurement store, fingerprints.
 #include <catch2/catch.hpp>
 
+#include "common/hash.hpp"
+
 #include "fixtures.hpp"
 #include "ledger/calibration.hpp"
 #include "support/paths.hpp"
@@ -108,14 +110,14 @@ TEST_CASE("fingerprint changes with content and keys include the flags") {
   test::TempDir dir("ledger-fp");
   test::write_text(dir / "a.gguf", std::string(3 * kMiB, 'a'));
   test::write_text(dir / "b.gguf", std::string(3 * kMiB, 'a') + "b");
-  auto a = fingerprint_file(dir / "a.gguf");
-  auto b = fingerprint_file(dir / "b.gguf");
+  auto a = file_fingerprint(dir / "a.gguf");
+  auto b = file_fingerprint(dir / "b.gguf");
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(*a != *b);
   CHECK(a->size() == 16);
-  CHECK(fingerprint_file(dir / "a.gguf").value() == *a);
-  CHECK_FALSE(fingerprint_file(dir / "missing.gguf").ok());
+  CHECK(file_fingerprint(dir / "a.gguf").value() == *a);
+  CHECK_FALSE(file_fingerprint(dir / "missing.gguf").ok());
   Flags f1, f2;
   f2.ctx = 4096;
   CHECK(measurement_key(*a, f1, {}) != measurement_key(*a, f2, {}));

@@ -1,6 +1,8 @@
 // `kevlaya-orch plan` end to end on the stories-shaped model (stories260K's tensor table; no GPU: the
 // budget is given).
 #include <catch2/catch.hpp>
+
+#include "common/hash.hpp"
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -78,8 +80,9 @@ TEST_CASE("plan CLI: a file that is not GGUF is a clear error naming the profile
 
 TEST_CASE("plan CLI: a stored measurement shows next to the estimate") {
   test::TempDir dir("plan-cli-measured");
-  write_config(dir, test::tiny_llama(), "", "shared_base: false\n");
-  auto fp = ledger::fingerprint_file(test::tiny_llama());
+  write_config(dir, test::tiny_llama(), "", "shared_base: false
+");
+  auto fp = file_fingerprint(test::tiny_llama());
   REQUIRE(fp.ok());
   ledger::Flags f;
   f.ngl = -1;

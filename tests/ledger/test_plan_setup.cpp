@@ -1,8 +1,8 @@
-// The ledger wired into the product (cli/plan_setup): plan -> supervisor options, the -lv 4 flag
+// The ledger wired into the product (runtime/plan_setup): plan -> supervisor options, the -lv 4 flag
 // children need for calibration, and recording a child's load into the measurement store.
 #include <catch2/catch.hpp>
 
-#include "cli/plan_setup.hpp"
+#include "runtime/plan_setup.hpp"
 #include "fixtures.hpp"
 #include "ledger/calibration.hpp"
 #include "support/paths.hpp"
@@ -33,7 +33,7 @@ constexpr const char* kLoad =
 TEST_CASE("plan setup: a shared-base plan becomes one SharedBase with per-member scales") {
   const auto plan = make_plan({shared("kev", "a", 1.0), shared("laya", "b", 0.5)}, PlanOptions{8192 * kMiB, 0, {}});
   REQUIRE(plan.groups.size() == 1);
-  const auto o = cli::options_from_plan(plan);
+  const auto o = runtime::options_from_plan(plan);
   CHECK(o.allowed_sets == plan.allowed_sets);
   REQUIRE(o.shared_bases.size() == 1);
   const auto& g = o.shared_bases[0];
@@ -48,9 +48,9 @@ TEST_CASE("plan setup: a shared-base plan becomes one SharedBase with per-member
 TEST_CASE("plan setup: a child's load is recorded under every key it serves") {
   test::TempDir dir("plan-setup-record");
   test::write_text(dir / "logs/kev.log", std::string("old run noise\n") + kLoad + "request trace lines\n");
-  CHECK(cli::record_child_load(dir / "logs/kev.log", dir / "state", {"k1"}, false) == 1);
-  CHECK(cli::record_child_load(dir / "logs/kev.log", dir / "state", {"k2", "k3"}, true) == 2);
-  CHECK(cli::record_child_load(dir / "logs/missing.log", dir / "state", {"k4"}, false) == 0);
+  CHECK(runtime::record_child_load(dir / "logs/kev.log", dir / "state", {"k1"}, false) == 1);
+  CHECK(runtime::record_child_load(dir / "logs/kev.log", dir / "state", {"k2", "k3"}, true) == 2);
+  CHECK(runtime::record_child_load(dir / "logs/missing.log", dir / "state", {"k4"}, false) == 0);
   const auto store = load_store(store_path(dir / "state"));
   REQUIRE(store.ok());
   CHECK(store->size() == 3);

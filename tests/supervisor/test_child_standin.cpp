@@ -228,3 +228,99 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
   CHECK_FALSE(test::alive(pid));
   CHECK(std::filesystem::is_empty(dir / "state"));
 }
+
+namespace {
+
+// `setsid sleep 60` in its own process group, waited for until exec'd (argv is then stable).
+int spawn_sleeper() {
+  const auto r = test::run_command("setsid sleep 60 >/dev/null 2>&1 </dev/null & echo $!");
+  const int pid = std::stoi(r.output);
+  for (int i = 0; i < 200 && proc_cmdline(pid) != std::vector<std::string>{"sleep", "60"}; ++i) usleep(10000);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dead records are reaped") {
+  test::TempDir dir("sup-owner");
+  const auto state = dir / "state";
+  const int owner = spawn_sleeper();  // stands for another orchestrator, still running
+  const int child = spawn_sleeper();
+  ChildRecord rec{child, child, proc_start_time(child), "kev", proc_cmdline(child), owner, proc_start_time(owner)};
+  REQUIRE(write_state(state, rec));
+  // Files that are not child records: clean-up must leave them alone and must not throw.
+  test::write_text(state / "ledger-measurements.json", "{\"kept\": true}");
+  std::filesystem::create_directories(state / "x.json");
+  std::filesystem::create_directories(state / "dir-7.json");
+  test::write_text(state / "notes-1.json", "[1, 2]");
+  {
+    asio::io_context ioc;
+    config::OrchestratorCfg orch;
+    orch.state_dir = state;
+    ProcessEffects fx(ioc, orch);
+    CHECK(fx.stale_killed() == 0);
+    CHECK(test::alive(child));
+    CHECK(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
+  }
+  ::kill(-owner, SIGKILL);  // the owner dies: its child is now a leftover
+  for (int i = 0; i < 200 && test::alive(owner); ++i) usleep(10000);
+  asio::io_context ioc;
+  config::OrchestratorCfg orch;
+  orch.state_dir = state;
+  ProcessEffects fx(ioc, orch);
+  CHECK(fx.stale_killed() == 1);
+  CHECK_FALSE(test::alive(child));
+  CHECK_FALSE(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
+  CHECK(test::read_text(state / "ledger-measurements.json") == "{\"kept\": true}");
+  CHECK(std::filesystem::is_directory(state / "x.json"));
+  CHECK(std::filesystem::is_directory(state / "dir-7.json"));
+  CHECK(std::filesystem::exists(state / "notes-1.json"));
+}
+
+TEST_CASE("child api key: the child refuses requests without the per-start key; the door's endpoint sends it") {
+  test::TempDir dir("sup-key");
+  asio::io_context ioc;
+  config::OrchestratorCfg orch;
+  orch.state_dir = dir / "state";
+  orch.log_dir = dir / "logs";
+  ProcessEffects fx(ioc, orch);
+  const auto p = standin("key");
+  const Effects::ExitCallback ignore = [](ChildFailure) {};
+  StartOutcome out;
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
+  REQUIRE(out.ok());
+  const upstream::Endpoint with_key = out.report->endpoint;
+  REQUIRE(with_key.api_key.size() >= 32);
+  upstream::Endpoint bare = with_key;
+  bare.api_key.clear();
+  upstream::Request chat;
+  chat.method = "POST";
+  chat.target = "/v1/chat/completions";
+  chat.body = R"({"max_tokens":2,"messages":[{"role":"user","content":"hi"}]})";
+  upstream::Request health;
+  health.target = "/health";
+  Result<upstream::Response> direct = make_error(Errc::internal, ""), door = direct, probe = direct;
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    direct = co_await upstream::fetch(ioc.get_executor(), bare, chat);
+    door = co_await upstream::fetch(ioc.get_executor(), with_key, chat);
+    probe = co_await upstream::fetch(ioc.get_executor(), bare, health);
+  });
+  REQUIRE(direct.ok());
+  CHECK(direct->status == 401);
+  REQUIRE(door.ok());
+  CHECK(door->status == 200);
+  REQUIRE(probe.ok());
+  CHECK(probe->status == 200);  // health checks need no key (public in llama-server too)
+  // The key is in no file: not in the state record, not in the child's log.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (!e.is_regular_file()) continue;
+    INFO(e.path());
+    CHECK(test::read_text(e.path()).find(with_key.api_key) == std::string::npos);
+  }
+  // A second start draws a new key.
+  run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
+  REQUIRE(out.ok());
+  CHECK(out.report->endpoint.api_key != with_key.api_key);
+  run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });
+}

@@ -390,3 +390,126 @@ TEST_CASE("stream passes a Content-Length body and an error status through", "[u
   CHECK((*got)->complete);
   CHECK(body == "loading");
 }
+
+namespace {
+
+const std::string kKeepAliveOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+Endpoint pooled(const TestServer& srv, std::shared_ptr<ConnectionPool> pool) {
+  Endpoint ep = srv.endpoint();
+  ep.pool = std::move(pool);
+  return ep;
+}
+
+asio::awaitable<int> get_status(asio::io_context& io, Endpoint ep) {
+  const Request r{"GET", "/health", "", {}, 5s};
+  auto res = co_await fetch(io.get_executor(), ep, r);
+  co_return res ? res->status : 0;
+}
+
+}  // namespace
+
+TEST_CASE("pool: consecutive requests (fetch and stream) reuse one keep-alive connection", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  auto pool = std::make_shared<ConnectionPool>();
+  int accepted = 0;
+  std::vector<int> statuses;
+  std::string streamed;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        ++accepted;
+        for (int i = 0; i < 2; ++i) {  // two fetches, then a stream, on this one connection
+          const auto req = co_await read_request(s);
+          CHECK(req.find("Connection: close") == std::string::npos);
+          co_await send(s, kKeepAliveOk);
+        }
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + chunk("data: 1\n\n") + "0\r\n\r\n");
+      },
+      [&]() -> asio::awaitable<void> {
+        const Endpoint ep = pooled(srv, pool);
+        for (int i = 0; i < 2; ++i) statuses.push_back(co_await get_status(io, ep));
+        StreamCallbacks cb;
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          streamed += b;
+          co_return true;
+        };
+        const Request r{"POST", "/v1/chat/completions", "{}", {}, 5s};
+        const StreamOptions opt = generous();
+        auto res = co_await stream(io.get_executor(), ep, r, cb, opt, nullptr);
+        CHECK((res && res->complete));
+      });
+  CHECK(statuses == std::vector<int>{200, 200});
+  CHECK(streamed == "data: 1\n\n");
+  CHECK(accepted == 1);
+  CHECK(pool->reused() == 2);
+  CHECK(pool->idle() == 1);  // back after the stream, for the next request
+}
+
+TEST_CASE("pool: a connection the child closed while idle is not reused; the request goes out fresh",
+          "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  auto pool = std::make_shared<ConnectionPool>();
+  int accepted = 0;
+  std::vector<int> statuses;
+  Event closed(io);
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        {
+          auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+          ++accepted;
+          co_await read_request(s);
+          co_await send(s, kKeepAliveOk);
+        }  // closed here: e.g. the child restarted or its keep-alive timeout passed
+        closed.set();
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        ++accepted;
+        co_await read_request(s);
+        co_await send(s, kKeepAliveOk);
+      },
+      [&]() -> asio::awaitable<void> {
+        const Endpoint ep = pooled(srv, pool);
+        statuses.push_back(co_await get_status(io, ep));
+        co_await closed.wait();
+        statuses.push_back(co_await get_status(io, ep));
+      });
+  // Served on a new connection, whether the closed one was noticed idle (peek) or on write.
+  CHECK(statuses == std::vector<int>{200, 200});
+  CHECK(accepted == 2);
+}
+
+TEST_CASE("pool: once closed (the child stopped), it keeps and hands out nothing", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  auto pool = std::make_shared<ConnectionPool>();
+  int accepted = 0;
+  std::vector<int> statuses;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < 2; ++i) {
+          auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+          ++accepted;
+          co_await read_request(s);
+          co_await send(s, kKeepAliveOk);
+          co_await peer_closes(s);  // the client closes it: the pool was closed
+        }
+      },
+      [&]() -> asio::awaitable<void> {
+        const Endpoint ep = pooled(srv, pool);
+        statuses.push_back(co_await get_status(io, ep));
+        CHECK(pool->idle() == 1);
+        pool->close();
+        CHECK(pool->idle() == 0);
+        statuses.push_back(co_await get_status(io, ep));
+        CHECK(pool->idle() == 0);
+      });
+  CHECK(statuses == std::vector<int>{200, 200});
+  CHECK(accepted == 2);
+  CHECK(pool->reused() == 0);
+}

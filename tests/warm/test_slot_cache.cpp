@@ -1,6 +1,8 @@
 // Slot-file keys, names and the size cap; next-profile prediction. Pure file-system tests.
 #include <catch2/catch.hpp>
 
+#include "common/hash.hpp"
+
 #include <fstream>
 
 #include "support/paths.hpp"
@@ -54,7 +56,7 @@ TEST_CASE("slot key changes with model bytes, ctx, slots, cache types and LoRA s
   // Same size, other last MiB: another model.
   write_bytes(dir / "m2.gguf", 3 << 20);
   { std::fstream f(dir / "m2.gguf", std::ios::in | std::ios::out | std::ios::binary); f.seekp((3 << 20) - 10); f << "Z"; }
-  auto fp1 = warm::file_fingerprint(dir / "m.gguf"), fp2 = warm::file_fingerprint(dir / "m2.gguf");
+  auto fp1 = kevlaya::file_fingerprint(dir / "m.gguf"), fp2 = kevlaya::file_fingerprint(dir / "m2.gguf");
   REQUIRE(fp1.ok());
   REQUIRE(fp2.ok());
   CHECK(*fp1 != *fp2);

@@ -1,5 +1,5 @@
 // The ledger's plan turned into supervisor options; see plan_setup.hpp.
-#include "cli/plan_setup.hpp"
+#include "runtime/plan_setup.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -15,7 +15,7 @@
 #include "supervisor/child.hpp"
 #include "supervisor/nvml.hpp"
 
-namespace kevlaya::cli {
+namespace kevlaya::runtime {
 
 namespace asio = boost::asio;
 namespace {
@@ -141,7 +141,15 @@ int record_child_load(const fs::path& log_file, const fs::path& state_dir, const
   return n;
 }
 
-ResidencySetup setup_residency(config::Config& cfg) {
+std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib) {
+  std::optional<std::uint64_t> nvml_total;
+  if (!override_mib && !cfg.orch.gpu.vram_mib) {  // `auto`: ask the driver, outside the pure code
+    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
+  }
+  return ledger::budget_bytes(cfg.orch.gpu, override_mib, nvml_total);
+}
+
+ResidencySetup setup_residency(const config::Config& cfg) {
   ResidencySetup setup;
   auto gathered = ledger::gather(cfg);
   if (!gathered && gathered.error().code == Errc::config_invalid) {
@@ -155,11 +163,7 @@ ResidencySetup setup_residency(config::Config& cfg) {
     spdlog::warn("{}", setup.summary);
     return setup;
   }
-  std::optional<std::uint64_t> nvml_total;
-  if (!cfg.orch.gpu.vram_mib) {
-    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
-  }
-  const auto budget = ledger::budget_bytes(cfg.orch.gpu, std::nullopt, nvml_total);
+  const auto budget = gpu_budget(cfg);
   auto opt = ledger::plan_options(cfg.orch, budget.value_or(std::numeric_limits<std::uint64_t>::max()));
   std::string why;
   if (!budget) {  // nothing known about the GPU: one child at a time, as before the ledger
@@ -182,4 +186,4 @@ ResidencySetup setup_residency(config::Config& cfg) {
   return setup;
 }
 
-}  // namespace kevlaya::cli
+}  // namespace kevlaya::runtime

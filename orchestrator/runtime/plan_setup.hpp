@@ -1,6 +1,7 @@
 // The VRAM ledger wired into the running product: from a loaded Config to the supervisor's
 // allowed resident sets and shared-base groups, plus calibration of every child's load.
-// Shared by `serve`, `up`, `run` and `eval`, so they all follow the plan `kevlaya-orch plan` prints.
+// Used by runtime::Runtime, so `serve`, `up`, `run` and `eval` all follow the plan `kevlaya-orch
+// plan` prints; gpu_budget() is the one place the GPU budget is computed (plan and check too).
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -12,7 +13,7 @@
 #include "ledger/plan.hpp"
 #include "supervisor/supervisor.hpp"
 
-namespace kevlaya::cli {
+namespace kevlaya::runtime {
 
 struct ResidencySetup {
   supervisor::SupervisorOptions options;  // allowed_sets, shared_bases, on_ready (calibration)
@@ -22,10 +23,15 @@ struct ResidencySetup {
   std::optional<Error> refused;           // an adapter incompatible with its base: do not spawn
 };
 
-// Plans residency for `cfg` (budget: gpu.vram_mib, else NVML; unknown = one child at a time,
-// shared-base groups still apply) and adds `-lv 4` to local llama-server profiles so each load
-// logs its buffer sizes for calibration. Never fails: a ledger error falls back to rotate.
-ResidencySetup setup_residency(config::Config& cfg);
+// The GPU memory budget in bytes: `override_mib`, else gpu.vram_mib, else NVML's total (minus the
+// configured reserve, ledger::budget_bytes); nullopt when `auto` and no NVIDIA GPU answers.
+std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib = {});
+
+// Plans residency for `cfg` (budget: gpu_budget(); unknown = one child at a time, shared-base
+// groups still apply) and records each child's load for calibration (the child logs its buffer
+// sizes at -lv 4, see build_argv). A ledger error other than a refusal falls back to rotate; a
+// refusal (an adapter incompatible with its base) is `refused`: nothing may be spawned.
+ResidencySetup setup_residency(const config::Config& cfg);
 
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
@@ -37,4 +43,4 @@ supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
 int record_child_load(const std::filesystem::path& log_file, const std::filesystem::path& state_dir,
                       const std::vector<std::string>& keys, bool shared);
 
-}  // namespace kevlaya::cli
+}  // namespace kevlaya::runtime

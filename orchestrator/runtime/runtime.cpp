@@ -1,0 +1,119 @@
+#include "runtime/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+#include <cstdlib>
+
+#include "supervisor/process_effects.hpp"
+
+namespace kevlaya::runtime {
+
+namespace asio = boost::asio;
+
+Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
+  std::optional<StateLock> lock;
+  if (!cfg.orch.state_dir.empty()) {
+    auto l = StateLock::acquire(cfg.orch.state_dir);
+    if (!l) return l.error();
+    lock.emplace(std::move(*l));
+  }
+  // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
+  auto residency = setup_residency(cfg);
+  if (residency.refused) return *residency.refused;
+  std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), lock ? std::move(*lock) : StateLock::none()));
+  rt->residency_ = std::move(residency);
+  auto effects = std::make_unique<supervisor::ProcessEffects>(rt->ioc_, rt->cfg_);
+  rt->stale_killed_ = effects->stale_killed();
+  if (rt->stale_killed_ > 0)
+    spdlog::warn("killed {} leftover child(ren) of a previous run", rt->stale_killed_);
+  rt->sup_ = std::make_unique<supervisor::Supervisor>(rt->ioc_.get_executor(), rt->cfg_, std::move(effects),
+                                                      rt->residency_.options);
+  return rt;
+}
+
+Runtime::Runtime(config::Config cfg, StateLock lock) : cfg_(std::move(cfg)), lock_(std::move(lock)) {
+  signalled_.expires_at(asio::steady_timer::time_point::max());
+}
+
+asio::awaitable<void> Runtime::until_signal() {
+  boost::system::error_code ec;
+  while (!interrupted_) co_await signalled_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::on_first_signal(std::function<void()> hook, std::function<asio::awaitable<void>()> drain) {
+  hook_ = std::move(hook);
+  drain_ = std::move(drain);
+}
+
+asio::awaitable<void> Runtime::shutdown_once() {
+  if (shutdown_started_) {  // the other path is shutting down: wait for it
+    asio::steady_timer t(ioc_);
+    while (!shutdown_done_) {
+      t.expires_after(std::chrono::milliseconds(20));
+      boost::system::error_code ec;
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return;
+  }
+  shutdown_started_ = true;
+  co_await sup_->shutdown();
+  shutdown_done_ = true;
+}
+
+asio::awaitable<void> Runtime::drain_then_stop() {
+  if (drain_) co_await drain_();
+  co_await shutdown_once();
+}
+
+bool Runtime::run(std::function<asio::awaitable<void>()> body) {
+  asio::signal_set sigs(ioc_, SIGINT, SIGTERM);
+  bool body_done = false;
+  std::function<void()> arm = [&] {
+    sigs.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (interrupted_) {
+        spdlog::warn("second signal: stopping now");
+        std::_Exit(kExitInterrupted);  // children die with us (PDEATHSIG)
+      }
+      interrupted_ = true;
+      signalled_.cancel();
+      spdlog::info("signal {}: draining, then stopping children (again to stop at once)", sig);
+      if (hook_) hook_();
+      // Without a body, the drain ends the run; with one, it also fails acquires still waiting
+      // (e.g. on a slow model load) so the body returns promptly.
+      asio::co_spawn(ioc_, [this, &body, &body_done, &sigs]() -> asio::awaitable<void> {
+        co_await drain_then_stop();
+        if (!body || body_done) {
+          sigs.cancel();
+          ioc_.stop();
+        }
+      }, asio::detached);
+      arm();
+    });
+  };
+  arm();
+  if (body) {
+    asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> {
+      co_await body();
+      body_done = true;
+      co_await shutdown_once();
+      sigs.cancel();
+      ioc_.stop();
+    }, [](std::exception_ptr e) {
+      if (e) std::rethrow_exception(e);  // a bug: let it surface from ioc_.run()
+    });
+  }
+  ioc_.run();
+  return interrupted_;
+}
+
+}  // namespace kevlaya::runtime
