@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 
 // kev (slow tokens, so a stream lasts) and laya on the stand-in; the demo pipeline.
 void write_config(const TempDir& dir, const std::string& kev_extra = "") {
-  const std::string common = "binary: " + standin_binary().string() + "\nmodel: " + stories260k().string() +
+  const std::string common = "binary: " + standin_binary().string() + "\nmodel: " + tiny_llama().string() +
                              "\nngl: 0\nctx: 256\nparallel: 1\n";
   write_text(dir / "profiles/kev.yaml",
              "name: kev\n" + common + "extra_args: [--fake-token-ms, \"40\"]\n" + kev_extra);
@@ -69,7 +70,7 @@ TEST_CASE("runtime: a plan the ledger refuses stops run and up as it stops serve
           "[runtime][e2e]") {
   TempDir dir("runtime-refused");
   // A model file given as a LoRA adapter: not an adapter of this base (adapter.type missing).
-  write_config(dir, "lora:\n  - path: " + stories260k().string() + "\n");
+  write_config(dir, "lora:\n  - path: " + tiny_llama().string() + "\n");
   const std::string cfg = (dir / "kevlaya.yaml").string();
   for (const std::string& args : {"serve " + cfg + " --port 0", "up " + cfg + " kev",
                                  "run decide-verify --config " + cfg + " --input hi"}) {
