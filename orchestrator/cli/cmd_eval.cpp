@@ -180,10 +180,9 @@ int run_eval(const EvalArgs& a) {
   Session session(lp->config);
   std::vector<ProfileResult> results;
   pl::Executor* current = nullptr;
-  int switches = 0;
-  session.sup().on_switch([&](const supervisor::SwitchRecord& r) {
-    ++switches;
-    if (current) current->note_switch(r);
+  int switches = 0;  // each executor subscribes for its own records; this counts them all
+  auto counting = session.sup().subscribe([&](const supervisor::Event& e) {
+    if (e.type == supervisor::Event::Type::switch_done) ++switches;
   });
   session.set_interrupt([&] {
     if (current) current->stop();

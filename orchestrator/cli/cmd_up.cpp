@@ -86,7 +86,9 @@ int run_up(const UpArgs& a) {
   if (effects->stale_killed() > 0)
     std::cout << "killed " << effects->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
   sv::Supervisor sup(ioc.get_executor(), loaded.config, std::move(effects), std::move(residency.options));
-  sup.on_switch(print_switch);
+  auto printing = sup.subscribe([](const sv::Event& e) {
+    if (e.type == sv::Event::Type::switch_done) print_switch(e.record);
+  });
 
   int exit_code = kExitOk;
   int signals = 0;
