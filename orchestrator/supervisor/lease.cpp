@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "supervisor/supervisor_impl.hpp"
@@ -104,7 +105,7 @@ asio::awaitable<bool> Supervisor::check_alive(const Lease& lease) {
   constexpr int kAliveChecks = 25;
   constexpr auto kAliveCheckGap = std::chrono::milliseconds(20);
   if (!lease.valid()) co_return false;
-  asio::steady_timer gap(impl_->strand_);
+  asio::steady_timer gap(co_await asio::this_coro::executor);
   for (int i = 1;; ++i) {
     auto task = [impl = impl_, s = lease.shared()]() -> asio::awaitable<bool> { co_return impl->check_alive(*s); };
     const bool crashed = co_await asio::co_spawn(impl_->strand_, std::move(task), asio::use_awaitable);

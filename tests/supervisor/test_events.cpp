@@ -111,7 +111,7 @@ TEST_CASE("supervisor: start watchdog ends a start that never returns (nothing w
     CHECK(k.error().message.find("startup_timeout_s") != std::string::npos);
     co_await sleep_for(50ms);  // the hung start's child is stopped
     auto snap = co_await f.sup.snapshot();
-    CHECK(snap.profiles.front().state == Phase::failed);
+    CHECK(snap.profiles.front().state != Phase::starting);  // failed (stopped once the backoff ends)
     REQUIRE(snap.profiles.front().last_failure);
     CHECK(snap.profiles.front().last_failure->kind == FailureKind::startup_timeout);
     co_await f.sup.shutdown();
@@ -198,6 +198,30 @@ TEST_CASE("supervisor: check_alive marks a dead child crashed at once; queued re
     CHECK(snap.profiles.front().crashes == 1);  // counted once
     REQUIRE(snap.profiles.front().last_failure);
     CHECK(snap.profiles.front().last_failure->signal == 9);  // the late report's details
+    co_await f.sup.shutdown();
+  });
+}
+
+// Issue 15: admission lived in the door and the supervisor with different rules; now only here.
+TEST_CASE("supervisor: admission: queue.max_depth waiters, then queue_full; the wait defaults to queue.max_wait_s") {
+  auto cfg = two_profiles();
+  cfg.orch.queue.max_depth = 1;
+  cfg.orch.queue.max_wait_s = 1;
+  Fixture f(cfg);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto k = co_await f.sup.acquire("kev");
+    REQUIRE(k.ok());
+    std::optional<Result<Lease>> queued;
+    asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> { queued.emplace(co_await f.sup.acquire("kev")); },
+                   asio::detached);
+    co_await sleep_for(20ms);
+    auto refused = co_await f.sup.acquire("kev");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == Errc::queue_full);
+    co_await sleep_for(1500ms);  // past queue.max_wait_s: the queued one timed out
+    REQUIRE(queued);
+    REQUIRE_FALSE(queued->ok());
+    CHECK(queued->error().code == Errc::timeout);
     co_await f.sup.shutdown();
   });
 }
