@@ -62,7 +62,7 @@ TEST_CASE("supervisor events: several subscribers get every phase change and swi
     co_await f.sup.shutdown();
   });
   const std::vector<std::string> expected = {
-      "kev: stopped->starting", "switch -kev ok",          "kev: starting->ready",
+      "kev: stopped->starting", "switch -->kev ok",          "kev: starting->ready",
       "kev: ready->stopping",   "kev: stopping->stopped",  "laya: stopped->starting",
       "switch kev->laya ok",    "laya: starting->ready",   "laya: ready->stopping",
       "laya: stopping->stopped"};
