@@ -442,7 +442,7 @@ bool SupervisorImpl::check_alive(const LeaseShared& lease) {
   if (held && (ps.phase == Phase::ready || ps.phase == Phase::draining) && effects_->exited(lease.child)) {
     ChildFailure f;
     f.kind = FailureKind::crashed;
-    f.message = "child exited unexpectedly (connection refused; its process is gone)";
+    f.message = "child exited unexpectedly (a request to it failed and its process is gone)";
     f.hint = "see the last log lines (kevlaya-orch logs " + lease.child + ")";
     spdlog::warn("{}: {}", lease.child, f.message);
     ps.noticed_gone = true;
