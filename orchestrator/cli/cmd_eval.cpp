@@ -187,10 +187,9 @@ int run_eval(const EvalArgs& a) {
   auto& session = **rt;
   std::vector<ProfileResult> results;
   pl::Executor* current = nullptr;
-  int switches = 0;
-  session.sup().on_switch([&](const supervisor::SwitchRecord& r) {
-    ++switches;
-    if (current) current->note_switch(r);
+  int switches = 0;  // each executor subscribes for its own records; this counts them all
+  auto counting = session.sup().subscribe([&](const supervisor::Event& e) {
+    if (e.type == supervisor::Event::Type::switch_done) ++switches;
   });
   session.on_first_signal([&] {
     std::cerr << "\ninterrupted: abandoning the call in flight and stopping children (again to kill)..." << std::endl;

@@ -156,8 +156,9 @@ int run_pipeline(const RunArgs& a) {
     return *journal ? (*journal)->append(rec) : ok_status();
   });
   exec.on_progress([&](const pl::RunProgress& p) { progress.update(p); });
-  session.sup().on_switch([&](const supervisor::SwitchRecord& r) {
-    exec.note_switch(r);
+  auto printing = session.sup().subscribe([&](const supervisor::Event& e) {  // the executor records its own
+    if (e.type != supervisor::Event::Type::switch_done) return;
+    const auto& r = e.record;
     progress.note("switch " + (r.from.empty() ? std::string("-") : r.from) + " -> " + r.to + " (" +
                   std::to_string(r.total_ms) + " ms)" + (r.ok ? "" : " FAILED: " + r.error));
   });

@@ -77,7 +77,9 @@ int run_up(const UpArgs& a) {
   if ((*rt)->stale_killed() > 0)
     std::cout << "killed " << (*rt)->stale_killed() << " leftover child(ren) of a previous run" << std::endl;
   auto& sup = (*rt)->sup();
-  sup.on_switch(print_switch);
+  auto printing = sup.subscribe([](const sv::Event& e) {
+    if (e.type == sv::Event::Type::switch_done) print_switch(e.record);
+  });
 
   int exit_code = kExitOk;
   (*rt)->on_first_signal([] { std::cout << "stopping (again to kill)..." << std::endl; });

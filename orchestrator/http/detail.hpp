@@ -37,6 +37,7 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 
 class Connection;
 class RunQueue;
+struct EventClient;
 
 // Exponential moving average, for Retry-After estimates.
 struct Ewma {
@@ -76,6 +77,12 @@ class Door {
   asio::steady_timer drained;  // cancelled when in_flight reaches 0 while draining
   Ewma request_s;              // lease hold time of recent model calls
   Ewma switch_s;               // recent switch durations
+  // From the supervisor's event stream (never polled): the latest phase of each child, and the
+  // GET /events clients the events are fanned out to.
+  std::map<std::string, supervisor::Phase> phases;
+  std::set<std::shared_ptr<EventClient>> event_clients;
+  std::uint64_t next_event_id = 1;
+  supervisor::Subscription events_sub;  // last member: unsubscribed first
 };
 
 // One client connection: reads requests within the limits, writes whole or chunked responses.
@@ -140,6 +147,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 asio::awaitable<void> route(Door& d, Request& req, Connection& c);
 void describe_metrics(Metrics& m);
 void record_switch(const std::shared_ptr<Door>& d, const supervisor::SwitchRecord& rec);
+
+// events.cpp: the supervisor's events as JSON, their fan-out, and GET /events (SSE).
+nlohmann::json failure_json(const supervisor::ChildFailure& f);
+nlohmann::json switch_json(const supervisor::SwitchRecord& s);
+nlohmann::json event_json(const supervisor::Event& e);
+void on_event(const std::shared_ptr<Door>& d, const supervisor::Event& e);  // on the door strand
+void end_event_streams(Door& d);  // shutdown: every /events stream ends now
+asio::awaitable<void> events(Door& d, Connection& c);
 
 // proxy.cpp: a model call (/v1/chat/completions, /v1/completions, /completion).
 asio::awaitable<void> model_call(Door& d, Request& req, Connection& c);

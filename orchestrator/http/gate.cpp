@@ -73,6 +73,7 @@ RouteMatch match_route(std::string_view path) {
   if (path == "/v1/models") return {Route::models, V::get, {}};
   if (path == "/status") return {Route::status, V::get, {}};
   if (path == "/metrics") return {Route::metrics, V::get, {}};
+  if (path == "/events") return {Route::events, V::get, {}};
   if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};
   if (path.size() > kAdminLoad.size() && path.substr(0, kAdminLoad.size()) == kAdminLoad)
     return {Route::admin_load, V::post, path.substr(kAdminLoad.size())};

@@ -26,7 +26,7 @@ struct GatePolicy {
 };
 
 // The door's routes. `method` is the one method each answers (besides OPTIONS).
-enum class Route { none, health, chat, completions, completion, models, status, metrics,
+enum class Route { none, health, chat, completions, completion, models, status, metrics, events,
                    admin_load, admin_unload, pipeline_runs, run };
 struct RouteMatch {
   Route route = Route::none;

@@ -1,4 +1,4 @@
-// Model calls: parse `model`, admit at the bounded door queue, acquire a lease (SSE keep-alives
+// Model calls: parse `model`, acquire a lease (the supervisor admits: queue depth, max wait) (SSE keep-alives
 // while a swap is in progress), forward the body to the child and relay its answer chunk by chunk.
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
@@ -110,12 +110,12 @@ asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Rep
   co_await c.send(std::move(r));
 }
 
-asio::awaitable<bool> swap_in_progress(Door& d) {
-  const auto snap = co_await d.sup.snapshot();
-  for (const auto& p : snap.profiles)
-    if (p.state == supervisor::ChildState::starting || p.state == supervisor::ChildState::stopping)
-      co_return true;
-  co_return false;
+// From the supervisor's event stream (Door::phases): no polling.
+bool swap_in_progress(const Door& d) {
+  using supervisor::Phase;
+  for (const auto& [child, phase] : d.phases)
+    if (phase == Phase::starting || phase == Phase::draining || phase == Phase::stopping) return true;
+  return false;
 }
 
 struct PendingLease {
@@ -127,10 +127,10 @@ struct PendingLease {
 // acquire() for a streaming client: while it waits on a swap, sends the 200 SSE head and an SSE
 // comment every keepalive_interval so the client (and proxies) keep the connection open.
 asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
-                                                 Clock::time_point deadline) {
+                                                 std::shared_ptr<upstream::CancelToken> cancel) {
   auto p = std::make_shared<PendingLease>(d.strand);
-  auto task = [&sup = d.sup, p, model = call.profile, deadline]() -> asio::awaitable<void> {
-    auto r = co_await sup.acquire(model, deadline);
+  auto task = [&sup = d.sup, p, model = call.profile, cancel]() -> asio::awaitable<void> {
+    auto r = co_await sup.acquire(model, std::nullopt, cancel);
     p->result.emplace(std::move(r));
     p->timer.cancel();
   };
@@ -143,7 +143,7 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     boost::system::error_code ec;
     p->timer.expires_after(d.opt.keepalive_interval);
     co_await p->timer.async_wait(ec_token(ec));
-    if (p->result || !co_await swap_in_progress(d)) continue;
+    if (p->result || !swap_in_progress(d)) continue;
     if (!c.head_sent()) {
       auto h = sse_headers({{"X-Kevlaya-Model", call.profile},
                             {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
@@ -151,8 +151,12 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     }
     if (!co_await c.chunk(comment)) break;
   }
-  // A client that left stops waiting here; the lease, if one comes, is dropped with `p`.
-  if (!p->result) co_return make_error(Errc::unavailable, "client disconnected while waiting");
+  // A client that left stops waiting here and leaves the supervisor's queue (no load for nobody);
+  // a lease granted meanwhile is dropped with `p`.
+  if (!p->result) {
+    cancel->cancel();
+    co_return make_error(Errc::unavailable, "client disconnected while waiting");
+  }
   co_return std::move(*p->result);
 }
 
@@ -223,6 +227,10 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
                                        relay_callbacks(c, call, lease, queue_ms, r), sopt, token);
   c.unwatch();
+  // Refused or reset by a child that was ready: if its process is gone, it is marked crashed now
+  // (this request gets child_crashed; the queued ones wait for the restart).
+  const bool broken = !res || (!res->complete && !res->cancelled && !r.upstream_error && !r.client_gone);
+  if (broken && !lease.crashed()) co_await d.sup.check_alive(lease);
   const auto& model = lease.profile();
   if (r.client_gone || (res && res->cancelled)) {
     spdlog::info("http: client left during a {} request; upstream cancelled", model);
@@ -267,23 +275,28 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c) {
   auto parsed = parse_call(d, req);
   if (!parsed) co_return co_await fail(d, c, "", error_reply(parsed.error()), t0);
   const Call& call = *parsed;
-  if (d.waiting >= d.opt.queue.max_depth) {
-    Error e = make_error(Errc::queue_full, "queue is full (" + std::to_string(d.waiting) +
-                                               " requests waiting for a model)");
-    e.retry_after_s = retry_after_estimate(d);
-    co_return co_await fail(d, c, call.profile, error_reply(e), t0);
-  }
   Waiting waiting(d);
-  const auto deadline = t0 + std::chrono::seconds(d.opt.queue.max_wait_s);
+  // A client that hangs up while queued leaves the supervisor's queue at once.
+  auto gone = std::make_shared<upstream::CancelToken>();
+  c.watch_disconnect(gone);
   // Not `cond ? co_await a : co_await b`: GCC 12 destroys that temporary twice (the lease's
   // release would run while the lease is still in use).
   Result<Lease> lease = make_error(Errc::internal, "no lease");
   if (call.stream)
-    lease = co_await acquire_streaming(d, c, call, deadline);
+    lease = co_await acquire_streaming(d, c, call, gone);
   else
-    lease = co_await d.sup.acquire(call.profile, deadline);
+    lease = co_await d.sup.acquire(call.profile, std::nullopt, gone);
+  c.unwatch();
   waiting.done();
-  if (!lease) co_return co_await fail(d, c, call.profile, error_reply(lease.error()), t0);
+  if (!lease && gone->cancelled()) {
+    count(d, call.profile, 499, t0);  // nginx's "client closed request"
+    co_return;
+  }
+  if (!lease) {
+    Error e = lease.error();
+    if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
+    co_return co_await fail(d, c, call.profile, error_reply(e), t0);
+  }
   const auto held = Clock::now();
   co_await forward(d, req, c, call, *lease, t0);
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());

@@ -15,38 +15,10 @@ namespace kevlaya::http {
 namespace {
 
 using nlohmann::json;
-using supervisor::ChildState;
+using supervisor::Phase;
 
-// The state names of /v1/models and /status.
-std::string_view model_state(ChildState s) {
-  switch (s) {
-    case ChildState::ready: return "resident";
-    case ChildState::starting: return "loading";
-    case ChildState::stopping: return "stopping";
-    case ChildState::stopped: return "stopped";
-    case ChildState::failed: return "failed";
-  }
-  return "stopped";
-}
-
-json failure_json(const supervisor::ChildFailure& f) {
-  json j = {{"kind", supervisor::to_string(f.kind)}, {"message", f.message}, {"hint", f.hint}};
-  if (f.exit_code >= 0) j["exit_code"] = f.exit_code;
-  if (f.signal != 0) j["signal"] = f.signal;
-  if (!f.log_tail.empty()) j["log_tail"] = f.log_tail;
-  return j;
-}
-
-json switch_json(const supervisor::SwitchRecord& s) {
-  const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(s.at.time_since_epoch());
-  json j = {{"from", s.from}, {"to", s.to}, {"at_ms", at.count()}, {"ok", s.ok},
-            {"phases_ms", {{"drain", s.drain_ms}, {"stop", s.stop_ms}, {"vram_wait", s.vram_wait_ms},
-                           {"spawn_to_listening", s.spawn_to_listening_ms}, {"detect", s.detect_ms},
-                           {"total", s.total_ms}, {"save", s.save_ms}, {"restore", s.restore_ms}}}};
-  if (s.prefetch_resident_pct >= 0) j["prefetch_resident_pct"] = s.prefetch_resident_pct;  // docs/warm.md
-  if (!s.ok) j["error"] = s.error;
-  return j;
-}
+// The state names of /v1/models, /status and metrics: the child's Phase, as everywhere.
+std::string_view model_state(Phase s) { return supervisor::to_string(s); }
 
 const supervisor::ProfileStatus* find_status(const supervisor::Snapshot& snap, const std::string& n) {
   for (const auto& p : snap.profiles)
@@ -63,7 +35,7 @@ json models_json(const Door& d, const supervisor::Snapshot& snap) {
     json k = {{"profile", prof.name},
               {"state", st ? model_state(st->state) : "stopped"},
               {"aliases", prof.alias}};
-    if (st && st->state == ChildState::failed && st->last_failure) {
+    if (st && st->state == Phase::failed && st->last_failure) {
       k["reason"] = st->last_failure->message;
       k["hint"] = st->last_failure->hint;
       k["retry_after_s"] = st->retry_after_s;
@@ -87,7 +59,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
   for (const auto& p : snap.profiles) {
-    if (p.state == ChildState::ready) resident.push_back(p.name);
+    if (p.state == Phase::ready || p.state == Phase::draining) resident.push_back(p.name);
     by_model[p.name] = p.queued;
     json j = {{"name", p.name}, {"state", model_state(p.state)}, {"pid", p.pid}, {"port", p.port},
               {"in_flight", p.in_flight}, {"queued", p.queued},
@@ -175,8 +147,7 @@ Reply unauthorized_reply() {
 
 asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& model) {
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::seconds(d.opt.queue.max_wait_s);
-  const auto st = co_await d.sup.ensure_ready(model, deadline);
+  const auto st = co_await d.sup.ensure_ready(model);  // the supervisor's admission and max wait
   if (!st) {
     co_await c.send(error_reply(st.error()));
     co_return;
@@ -270,6 +241,7 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::models: co_return co_await models(d, c);
     case Route::status: co_return co_await status(d, c);
     case Route::metrics: co_return co_await metrics(d, c);
+    case Route::events: co_return co_await events(d, c);
     case Route::admin_load: co_return co_await admin_load(d, c, std::string(m.arg));
     case Route::admin_unload: co_return co_await admin_unload(d, c);
     case Route::pipeline_runs: {
@@ -312,18 +284,6 @@ void describe_metrics(Metrics& m) {
              "Pipeline runs refused with 429 (runs.max_queued / runs.max_queued_bytes).");
 }
 
-namespace {
-
-// (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
-void count_load_failure(Metrics& m, const supervisor::Snapshot& snap, const std::string& model) {
-  const auto* st = find_status(snap, model);
-  std::string cause = "unknown";
-  if (st && st->last_failure) cause = std::string(supervisor::to_string(st->last_failure->kind));
-  m.inc("kevlaya_load_failures_total", {{"model", model}, {"cause", cause}});
-}
-
-}  // namespace
-
 void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchRecord& rec) {
   Door& d = *dp;
   auto& m = d.metrics;
@@ -342,13 +302,7 @@ void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchReco
     return;
   }
   spdlog::warn("switch {} -> {} failed: {}", rec.from.empty() ? "(none)" : rec.from, rec.to, rec.error);
-  // The record carries the message only; the classified cause is in the profile's status.
-  auto task = [dp, to = rec.to]() -> asio::awaitable<void> {
-    Door& d = *dp;
-    const auto snap = co_await d.sup.snapshot();
-    count_load_failure(d.metrics, snap, to);
-  };
-  asio::co_spawn(d.strand, std::move(task), asio::detached);
+  m.inc("kevlaya_load_failures_total", {{"model", rec.to}, {"cause", std::string(supervisor::to_string(rec.failure))}});
 }
 
 }  // namespace kevlaya::http

@@ -322,13 +322,13 @@ Server::Server(asio::io_context& ioc, supervisor::Supervisor& sup, const config:
                ServerOptions opt, std::shared_ptr<PipelineRunner> runner)
     : door_(std::make_shared<Door>(ioc, sup, cfg, std::move(opt), std::move(runner))) {
   std::weak_ptr<Door> weak = door_;
-  sup.on_switch([weak](const supervisor::SwitchRecord& rec) {
-    if (auto d = weak.lock()) asio::post(d->strand, [d, rec] { record_switch(d, rec); });
+  door_->events_sub = sup.subscribe([weak](const supervisor::Event& e) {
+    if (auto d = weak.lock()) asio::post(d->strand, [d, e] { on_event(d, e); });
   });
 }
 
 Server::~Server() {
-  door_->sup.on_switch({});
+  door_->events_sub.reset();
   if (door_->acceptor) {
     error_code ec;
     door_->acceptor->close(ec);
@@ -420,6 +420,7 @@ asio::awaitable<void> drain(std::shared_ptr<Door> d) {
   error_code ec;
   if (d->acceptor) d->acceptor->close(ec);
   for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close_if_idle();
+  end_event_streams(*d);  // endless by design: they end now rather than hold the drain
   if (d->in_flight > 0) {
     spdlog::info("http: waiting up to {}s for {} request(s) in flight", d->opt.drain_timeout.count(),
                  d->in_flight);

@@ -35,6 +35,8 @@ struct ServerOptions {
   config::LimitsCfg limits;
   std::size_t max_header_bytes = 16 * 1024;
   std::chrono::milliseconds keepalive_interval{500};  // SSE comments while a swap is in progress
+  std::chrono::milliseconds events_keepalive{15000};  // GET /events: a comment after this silence
+  std::size_t events_buffer = 256;  // GET /events: events queued per client; past it, it is dropped
   std::chrono::seconds upstream_deadline{600};        // one model call, whole exchange
   std::chrono::seconds upstream_idle{300};            // silence allowed from a child (prompt eval)
   std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown

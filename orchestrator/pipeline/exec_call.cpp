@@ -17,22 +17,6 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr std::size_t kMaxBody = 16u << 20;  // a chat answer is small; anything bigger is broken
-// A reset connection and the supervisor seeing the child's exit are two events; the exit is
-// normally noticed within milliseconds, this bounds the wait when the reset was something else.
-constexpr auto kCrashNoticeWait = std::chrono::seconds(3);
-constexpr auto kCrashPoll = std::chrono::milliseconds(10);
-
-// Waits until the lease reports its child's death, or kCrashNoticeWait passes.
-asio::awaitable<bool> crash_noticed(asio::any_io_executor ex, const supervisor::Lease& lease) {
-  asio::steady_timer timer(ex);
-  const auto until = Clock::now() + kCrashNoticeWait;
-  while (!lease.crashed() && Clock::now() < until) {
-    timer.expires_after(kCrashPoll);
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
-  co_return lease.crashed();
-}
 
 Error http_error(int status, const std::string& body, const std::string& profile) {
   std::string msg = body.substr(0, 300);
@@ -96,7 +80,7 @@ asio::awaitable<Result<Exchange>> post_chat(CallEnv& env, const upstream::Endpoi
 asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& model, const std::string& body,
                                             bool& crashed) {
   crashed = false;
-  auto lease = co_await env.sup->acquire(model, Clock::now() + env.acquire_timeout);
+  auto lease = co_await env.sup->acquire(model);  // queue.max_wait_s: the supervisor's admission
   if (!lease) co_return lease.error();
   if (env.on_lease) env.on_lease(lease->profile());
   if (env.stopping) co_return make_error(Errc::unavailable, "call abandoned: the run was interrupted");
@@ -104,7 +88,7 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
   auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, *lease));
   const double call_ms = fractional_ms_since(t0);
   if (!ex) {
-    if (ex.error().code == Errc::upstream_error && !env.stopping && co_await crash_noticed(env.ex, *lease)) {
+    if (ex.error().code == Errc::upstream_error && !env.stopping && co_await env.sup->check_alive(*lease)) {
       crashed = true;
       co_return lease->crash_error();
     }

@@ -39,7 +39,6 @@ struct CallResult {
 struct CallEnv {
   boost::asio::any_io_executor ex;
   supervisor::Supervisor* sup = nullptr;
-  std::chrono::milliseconds acquire_timeout{0};
   std::chrono::milliseconds call_timeout{0};
   std::shared_ptr<upstream::CancelToken> cancel;  // replaced per call; stop() cancels it
   bool stopping = false;

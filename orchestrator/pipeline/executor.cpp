@@ -1,5 +1,7 @@
 #include "pipeline/executor.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -61,7 +63,6 @@ struct Executor::Impl {
       : pipeline(std::move(p)), opts(o) {
     env.ex = ex;
     env.sup = &sup;
-    env.acquire_timeout = opts.acquire_timeout;
     env.call_timeout = opts.call_timeout;
   }
 
@@ -78,6 +79,10 @@ struct Executor::Impl {
   std::size_t current = 0;  // task of the call in flight
   Clock::time_point t0{};
   std::optional<Error> fatal;
+  std::shared_ptr<int> alive = std::make_shared<int>(0);  // posted switch records check it
+  supervisor::Subscription switches;  // last member: unsubscribed first
+
+  void note_switch(const supervisor::SwitchRecord& rec);
 
   std::int64_t seed_for(const TaskRun& r, const config::Stage& st, int round, int attempt) const;
   void emit_progress();
@@ -259,6 +264,15 @@ Executor::Executor(asio::any_io_executor ex, supervisor::Supervisor& sup, config
                    ExecOptions opts)
     : impl_(std::make_unique<Impl>(std::move(ex), sup, std::move(pipeline), opts)) {
   impl_->env.on_lease = [impl = impl_.get()](const std::string& profile) { impl->on_lease(profile); };
+  // Switch records arrive on the supervisor's strand; they are handled on `ex`, before the lease
+  // that waited for the switch (the same executor receives both, in order).
+  std::weak_ptr<int> alive = impl_->alive;
+  impl_->switches = sup.subscribe([ex = impl_->env.ex, alive, impl = impl_.get()](const supervisor::Event& e) {
+    if (e.type != supervisor::Event::Type::switch_done) return;
+    asio::post(ex, [alive, impl, rec = e.record] {
+      if (alive.lock()) impl->note_switch(rec);
+    });
+  });
 }
 
 Executor::~Executor() = default;
@@ -266,9 +280,9 @@ Executor::~Executor() = default;
 void Executor::on_task_done(TaskDone cb) { impl_->task_done = std::move(cb); }
 void Executor::on_progress(ProgressFn cb) { impl_->progress_fn = std::move(cb); }
 
-void Executor::note_switch(const supervisor::SwitchRecord& rec) {
-  ++impl_->progress.switches;
-  impl_->pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok},
+void Executor::Impl::note_switch(const supervisor::SwitchRecord& rec) {
+  ++progress.switches;
+  pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok},
                                      {"save_ms", rec.save_ms}, {"restore_ms", rec.restore_ms},
                                      {"prefetch_resident_pct", rec.prefetch_resident_pct}});  // docs/warm.md
 }

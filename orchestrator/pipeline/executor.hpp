@@ -6,6 +6,8 @@
 //   a verify reject sends the task back to decide with the verifier's feedback (max_rounds);
 //   a finished task (accepted / rejected / error) is handed to on_task_done (the journal) at once.
 //
+// Switches: the executor subscribes to the supervisor's events; each switch record is counted and
+// attributed to the task whose acquire caused it (the same for `run` and REST runs).
 // Strictly serial: one model call in flight at a time. A child crash under a call is retried once
 // after the supervisor restarts the child; a second failure ends the task as `error`, never the run.
 // Runs on one executor (a strand or a single-threaded io_context); callbacks run there too.
@@ -39,7 +41,6 @@ namespace kevlaya::pipeline {
 
 struct ExecOptions {
   Order order = Order::stage_major;
-  std::chrono::milliseconds acquire_timeout{std::chrono::minutes(15)};  // queue + switch
   std::chrono::milliseconds call_timeout{std::chrono::minutes(10)};     // one completion
 };
 
@@ -99,9 +100,6 @@ class Executor {
   void on_task_done(TaskDone cb);
   // Called after every call and every finished task.
   void on_progress(ProgressFn cb);
-  // Feed Supervisor::on_switch records here (on the executor) so switches are counted and
-  // attributed to the task whose acquire caused them.
-  void note_switch(const supervisor::SwitchRecord& rec);
 
   // Runs `tasks` to their verdicts (or until stop()). Tasks not finished are not reported.
   boost::asio::awaitable<RunSummary> run(std::vector<Task> tasks);

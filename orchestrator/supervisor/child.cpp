@@ -88,11 +88,16 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   asio::awaitable<StartOutcome> start();
   asio::awaitable<StopReport> stop();
   void kill_and_reap_sync();
+  bool exited_now() const;
+  void set(Phase to) { state_ = checked_transition(state_, to, opts_.profile.name); }
+  void fail_if_starting() {
+    if (state_ == Phase::starting) set(Phase::failed);
+  }
 
   asio::io_context& ioc_;
   asio::strand<asio::io_context::executor_type> strand_;
   ChildOptions opts_;
-  ChildState state_ = ChildState::stopped;
+  Phase state_ = Phase::stopped;
   std::atomic<int> pid_{0};
   std::atomic<bool> reaped_{true};
   int exit_code_ = -1;
@@ -233,11 +238,12 @@ asio::awaitable<void> Child::Impl::watch_exit() {
     }
   }
   record_exit(status);
-  bool unexpected = state_ == ChildState::ready && !stop_requested_;
+  bool unexpected = state_ == Phase::ready && !stop_requested_;
   if (unexpected) {
-    // Give the pipes a moment so the failure carries the last lines the child wrote.
-    co_await sleep_until(SClock::now() + kPipeDrainWait);
-    state_ = ChildState::failed;
+    set(Phase::failed);  // at once: the process is gone
+    // Until the pipes close (bounded), so the failure carries the last lines the child wrote.
+    const auto until = SClock::now() + kPipeDrainWait;
+    while (open_pipes_ > 0 && SClock::now() < until) co_await sleep_until(until);
     auto f = classify_exit(exit_code_, signal_, tail());
     f.message = "child exited unexpectedly: " + f.message;
     spdlog::warn("{}: {}", opts_.profile.name, f.message);
@@ -285,12 +291,12 @@ asio::awaitable<ChildFailure> Child::Impl::fail_start(FailureKind kind, std::str
 asio::awaitable<StartOutcome> Child::Impl::start() {
   auto self = shared_from_this();
   const auto& h = opts_.profile.health;
-  state_ = ChildState::starting;
+  set(Phase::starting);
   open_log();
   auto spawned_at = SClock::now();
   last_line_at_ = spawned_at;
   if (auto f = spawn()) {
-    state_ = ChildState::failed;
+    set(Phase::failed);
     co_return StartOutcome{std::nullopt, std::move(*f)};
   }
   // glibc 2.36 declares pidfd_open without extern "C"; call the syscall directly.
@@ -306,7 +312,7 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
   bool probed_after_listening = false;
   for (;;) {
     if (reaped_) {
-      state_ = ChildState::failed;
+      fail_if_starting();
       auto f = co_await exit_failure();
       co_return StartOutcome{std::nullopt, std::move(f)};
     }
@@ -335,11 +341,15 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     co_await sleep_until(std::min(std::min(next_probe, deadline), stall_at));
   }
   if (reaped_) {
-    state_ = ChildState::failed;
+    fail_if_starting();
     auto f = co_await exit_failure();
     co_return StartOutcome{std::nullopt, std::move(f)};
   }
-  state_ = ChildState::ready;
+  if (state_ != Phase::starting) {  // stop() ran meanwhile
+    auto f = co_await exit_failure();
+    co_return StartOutcome{std::nullopt, std::move(f)};
+  }
+  set(Phase::ready);
   auto ready_at = SClock::now();
   StartReport r;
   r.endpoint.host = opts_.host;
@@ -358,8 +368,8 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   auto self = shared_from_this();
   StopReport rep;
   stop_requested_ = true;
+  if (state_ != Phase::stopped && state_ != Phase::failed) set(Phase::stopping);
   if (!reaped_) {
-    state_ = ChildState::stopping;
     auto t0 = SClock::now();
     ::kill(-pid_, SIGTERM);
     auto grace = milliseconds(static_cast<std::int64_t>(opts_.profile.stop.grace_s * 1000));
@@ -379,8 +389,18 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   boost::system::error_code ec;
   if (out_) out_->close(ec);
   if (err_) err_->close(ec);
-  state_ = ChildState::stopped;
+  set(Phase::stopped);
   co_return rep;
+}
+
+// Exited now, reported or not: WNOWAIT leaves the zombie for the exit watcher to reap.
+bool Child::Impl::exited_now() const {
+  if (reaped_) return true;
+  const int pid = pid_;
+  if (pid <= 0) return false;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return info.si_pid == pid;
 }
 
 void Child::Impl::kill_and_reap_sync() {
@@ -413,6 +433,7 @@ void Child::on_unexpected_exit(std::function<void(ChildFailure)> cb) {
 }
 
 int Child::pid() const { return impl_->pid_; }
+bool Child::exited() const { return impl_->exited_now(); }
 const ChildOptions& Child::options() const { return impl_->opts_; }
 
 }  // namespace kevlaya::supervisor

@@ -2,16 +2,9 @@
 // output line by line into a rotating log file and an in-memory tail, gates readiness on
 // GET health.path, stops it (SIGTERM group, grace, SIGKILL group, reap).
 //
-// State machine (changes only on the child's strand):
-//
-//            start()                 healthy
-//   stopped ────────► starting ─────────────────► ready
-//      ▲                 │ exit / timeout / stall    │ exit (unexpected: on_exit callback)
-//      │                 ▼                           │
-//      │               failed ◄──────────────────────┘
-//      │                                             │ stop()
-//      └──────────────── stopping ◄──────────────────┘ (also from starting/failed: kill + reap)
-//            reaped
+// Its state is a Phase (supervisor/phase.hpp), changed only on the child's strand and checked
+// against the one transition table: stopped -> starting -> ready -> stopping -> stopped, failed
+// when the start fails or the ready process dies (then stop() cleans up: failed -> stopped).
 //
 // A Child is single-use: one spawn, one exit. ProcessEffects makes a new one per start.
 #pragma once
@@ -59,6 +52,8 @@ class Child {
   void on_unexpected_exit(std::function<void(ChildFailure)> cb);
 
   int pid() const;  // 0 before spawn
+  // True when the process has exited, reported or not (checked now by its pid). Any thread.
+  bool exited() const;
   const ChildOptions& options() const;
 
   class Impl;

@@ -4,6 +4,9 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "supervisor/supervisor_impl.hpp"
@@ -66,13 +69,17 @@ asio::awaitable<std::optional<T>> wrap(asio::awaitable<T> a) {
 
 }  // namespace
 
-asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias, Clock::time_point deadline) {
-  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline)),
-                                   asio::use_awaitable);
+asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias,
+                                                   std::optional<Clock::time_point> deadline,
+                                                   std::shared_ptr<upstream::CancelToken> cancel) {
+  auto r = co_await asio::co_spawn(
+      impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline, std::move(cancel))),
+      asio::use_awaitable);
   co_return std::move(*r);
 }
 
-asio::awaitable<Status> Supervisor::ensure_ready(std::string model_or_alias, Clock::time_point deadline) {
+asio::awaitable<Status> Supervisor::ensure_ready(std::string model_or_alias,
+                                                 std::optional<Clock::time_point> deadline) {
   auto lease = co_await acquire(std::move(model_or_alias), deadline);
   if (!lease) co_return lease.error();
   lease->release();
@@ -92,8 +99,21 @@ asio::awaitable<void> Supervisor::shutdown() {
   co_await asio::co_spawn(impl_->strand_, impl_->shutdown(), asio::use_awaitable);
 }
 
-void Supervisor::on_switch(std::function<void(const SwitchRecord&)> cb) {
-  asio::post(impl_->strand_, [impl = impl_, cb = std::move(cb)]() mutable { impl->on_switch_ = std::move(cb); });
+// A reset can reach the client a moment before the kernel reports the exit of the process that
+// closed it: a child found alive is checked again, kAliveChecks times kAliveCheckGap apart.
+asio::awaitable<bool> Supervisor::check_alive(const Lease& lease) {
+  constexpr int kAliveChecks = 25;
+  constexpr auto kAliveCheckGap = std::chrono::milliseconds(20);
+  if (!lease.valid()) co_return false;
+  asio::steady_timer gap(co_await asio::this_coro::executor);
+  for (int i = 1;; ++i) {
+    auto task = [impl = impl_, s = lease.shared()]() -> asio::awaitable<bool> { co_return impl->check_alive(*s); };
+    const bool crashed = co_await asio::co_spawn(impl_->strand_, std::move(task), asio::use_awaitable);
+    if (crashed || i >= kAliveChecks) co_return crashed;
+    gap.expires_after(kAliveCheckGap);
+    boost::system::error_code ec;
+    co_await gap.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 }  // namespace kevlaya::supervisor

@@ -153,6 +153,11 @@ void ProcessEffects::likely_next(const std::string& profile) {
   if (it != seen_.end()) prefetch(it->second);
 }
 
+bool ProcessEffects::exited(const std::string& profile) {
+  const auto it = children_.find(profile);
+  return it != children_.end() && it->second->exited();
+}
+
 void ProcessEffects::wait_prefetch_idle() {
   if (prefetcher_) prefetcher_->wait_idle();
 }

@@ -34,6 +34,8 @@ class ProcessEffects : public Effects {
   asio::awaitable<StopReport> stop(const std::string& profile) override;
   // Prefetches `profile`'s files unless it is alive or already being prefetched; never blocks.
   void likely_next(const std::string& profile) override;
+  // True when the profile's child process has exited (by its pid), reported yet or not.
+  bool exited(const std::string& profile) override;
 
   int stale_killed() const { return stale_killed_; }  // leftover groups killed at construction
   // Blocks until the background prefetch posted so far has ended (tests and benchmarks only).

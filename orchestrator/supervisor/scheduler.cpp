@@ -9,7 +9,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Phase = SchedChild::Phase;
 
 bool contains(const std::vector<std::string>& set, const std::string& name) {
   return std::find(set.begin(), set.end(), name) != set.end();
@@ -62,19 +61,19 @@ bool has_queued(const SchedInput& in, const std::string& profile) {
 // Decides what to do with one child that stands in the target's way. Returns true when the child
 // must receive no new requests (draining or about to stop).
 bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Decision& d) {
-  if (v.phase != Phase::ready) return v.phase == Phase::stopping;  // wait for its event
+  if (v.phase == Phase::starting || v.phase == Phase::stopping)
+    return v.phase == Phase::stopping;  // wait for its event
   const auto& cfg = in.cfg;
-  if (!v.draining_since) {
+  const bool draining = v.phase == Phase::draining;
+  if (!draining && (has_queued(in, v.profile) || v.in_flight > 0)) {
+    // Work for V is queued or in flight: V keeps serving (grouping) until T's oldest request has
+    // waited max_wait_before_swap_ms (starvation guard), and at least min_residency_ms (anti-thrash).
+    // With no competition for V there is nothing to protect: the switch starts at once.
     auto resident_until = v.ready_since + milliseconds(cfg.min_residency_ms);
-    if (in.now < resident_until) {
-      earliest(d.wake_at, resident_until);
-      return false;
-    }
     auto forced_at = t.head_enqueued + milliseconds(cfg.max_wait_before_swap_ms);
-    // Until the starvation guard fires, the resident model keeps serving: work still in flight may
-    // be followed by more requests for it, and draining now would make those wait for a swap.
-    if ((has_queued(in, v.profile) || v.in_flight > 0) && in.now < forced_at) {
-      earliest(d.wake_at, forced_at);  // keep grouping work for the resident model
+    auto hold_until = std::max(resident_until, forced_at);
+    if (in.now < hold_until) {
+      earliest(d.wake_at, hold_until);
       return false;
     }
   }
@@ -82,9 +81,9 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
     d.actions.push_back({Action::Kind::stop, v.profile, 0});
     return true;
   }
-  auto drain_start = v.draining_since.value_or(in.now);
+  auto drain_start = draining ? v.draining_since.value_or(in.now) : in.now;
   auto drain_end = drain_start + seconds(cfg.drain_timeout_s);
-  if (!v.draining_since) d.actions.push_back({Action::Kind::drain, v.profile, 0});
+  if (!draining) d.actions.push_back({Action::Kind::drain, v.profile, 0});
   if (in.now >= drain_end) {
     d.actions.push_back({Action::Kind::stop, v.profile, 0});  // drain bounded: cut in-flight
   } else {
@@ -95,7 +94,7 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
 
 void release_ready(const SchedInput& in, const std::set<std::string>& closed, Decision& d) {
   for (const auto& c : in.children) {
-    if (c.phase != Phase::ready || c.draining_since || closed.count(c.profile)) continue;
+    if (c.phase != Phase::ready || closed.count(c.profile)) continue;
     int free_slots = c.parallel - c.in_flight;
     for (const auto& r : in.queue) {
       if (free_slots <= 0) break;
@@ -136,15 +135,16 @@ Decision decide(const SchedInput& in) {
   }
   // Draining children from earlier rounds stay closed even when the target changed.
   for (const auto& c : in.children) {
-    if (c.draining_since && c.phase == Phase::ready) {
+    if (c.phase == Phase::draining) {
       closed.insert(c.profile);
       bool stopping = std::any_of(d.actions.begin(), d.actions.end(), [&](const Action& a) {
         return a.kind == Action::Kind::stop && a.profile == c.profile;
       });
-      if (!stopping && (c.in_flight == 0 || in.now >= *c.draining_since + seconds(in.cfg.drain_timeout_s))) {
+      const auto drain_end = c.draining_since.value_or(in.now) + seconds(in.cfg.drain_timeout_s);
+      if (!stopping && (c.in_flight == 0 || in.now >= drain_end)) {
         d.actions.push_back({Action::Kind::stop, c.profile, 0});
       } else if (!stopping) {
-        earliest(d.wake_at, *c.draining_since + seconds(in.cfg.drain_timeout_s));
+        earliest(d.wake_at, drain_end);
       }
     }
   }

@@ -5,9 +5,10 @@
 //  - FIFO within a model; a ready child gets queued requests for it up to `parallel` in flight.
 //  - The oldest queued request whose model has no live child names the target T.
 //  - T starts as soon as no live child conflicts with it (allowed co-resident sets).
-//  - A conflicting child V is swapped out when (a) it has been ready for min_residency_ms, and
-//    (b) nobody is queued for V, or T's oldest request has waited max_wait_before_swap_ms
-//    (starvation guard; grouping otherwise saves swaps).
+//  - A conflicting child V with nothing queued and nothing in flight is swapped out at once.
+//  - A conflicting child V that still has work (queued or in flight) keeps serving until T's oldest
+//    request has waited max_wait_before_swap_ms (starvation guard; grouping saves swaps meanwhile)
+//    and V has been ready for min_residency_ms (anti-thrash).
 //  - Swapping out drains first: V gets no new requests (sticky) and is stopped once its in-flight
 //    count is 0, or when draining has lasted drain_timeout_s (then in-flight requests are cut).
 //  - A restart backoff (not_before) delays starting T.
@@ -20,19 +21,19 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "supervisor/phase.hpp"
 
 namespace kevlaya::supervisor {
 
 using SchedClock = std::chrono::steady_clock;
 
 struct SchedChild {
-  enum class Phase { starting, ready, stopping };
   std::string profile;
-  Phase phase = Phase::starting;
+  Phase phase = Phase::starting;  // an alive phase: starting, ready, draining or stopping
   int in_flight = 0;
   int parallel = 1;
   SchedClock::time_point ready_since{};
-  std::optional<SchedClock::time_point> draining_since;  // set after a `drain` action
+  std::optional<SchedClock::time_point> draining_since;  // set while phase == draining
 };
 
 struct SchedRequest {
@@ -42,7 +43,7 @@ struct SchedRequest {
 };
 
 struct SchedInput {
-  std::vector<SchedChild> children;  // every live process (starting, ready, stopping)
+  std::vector<SchedChild> children;  // every alive child (starting, ready, draining, stopping)
   std::vector<SchedRequest> queue;   // in arrival order
   std::vector<std::vector<std::string>> allowed_sets;  // may co-reside; empty = one at a time
   std::map<std::string, SchedClock::time_point> not_before;  // restart backoff per profile

@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "supervisor/supervisor_impl.hpp"
@@ -15,7 +16,10 @@ namespace kevlaya::supervisor {
 namespace {
 
 using std::chrono::milliseconds;
-using Phase = ProfState::Phase;
+
+// The start watchdog fires this long after startup_timeout_s + stop.grace_s: the child's own
+// timeout (and the kill that follows it) normally ends a start first, with the log tail.
+constexpr auto kWatchdogSlack = std::chrono::seconds(2);
 
 std::int64_t ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
@@ -25,6 +29,7 @@ Errc errc_for(FailureKind k) {
     case FailureKind::startup_timeout:
     case FailureKind::stalled: return Errc::timeout;
     case FailureKind::binary_not_found: return Errc::config_invalid;
+    case FailureKind::internal: return Errc::internal;
     default: return Errc::unavailable;
   }
 }
@@ -86,14 +91,17 @@ const std::string& SupervisorImpl::child_of(const std::string& profile) const {
 
 // ---- queue ---------------------------------------------------------------------------------
 
-asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock::time_point deadline) {
+asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::optional<Clock::time_point> until,
+                                                       std::shared_ptr<upstream::CancelToken> cancel) {
   auto self = shared_from_this();
+  if (cancel && cancel->cancelled()) co_return make_error(Errc::unavailable, "client disconnected while waiting");
   if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_.find_profile(model);
   if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
+  const auto deadline = until.value_or(now + std::chrono::seconds(cfg_.orch.queue.max_wait_s));
   if (now < ps.failed_until) {
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
     e.code = Errc::profile_failed;
@@ -102,7 +110,9 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock:
     co_return e;
   }
   if (cfg_.orch.queue.max_depth > 0 && queue_.size() >= static_cast<std::size_t>(cfg_.orch.queue.max_depth))
-    co_return make_error(Errc::queue_full, "queue is full", "retry later");
+    co_return make_error(Errc::queue_full,
+                         "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
+                         "retry later");
   auto w = std::make_shared<Waiter>(strand_);
   w->id = next_id_++;
   w->profile = p->name;
@@ -110,6 +120,11 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock:
   w->enqueued = now;
   w->deadline = deadline;
   queue_.push_back(w);
+  if (cancel) {  // the caller left: leave the queue now, so nobody loads a model for nobody
+    cancel->set_hook([weak = weak_from_this(), w] {
+      if (auto s = weak.lock()) asio::post(s->strand_, [s, w] { s->abandon(w); });
+    });
+  }
   reschedule();
   while (!w->result) {
     boost::system::error_code ec;
@@ -122,7 +137,16 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, Clock:
       reschedule();
     }
   }
+  if (cancel) cancel->clear_hook();
   co_return std::move(*w->result);
+}
+
+void SupervisorImpl::abandon(const std::shared_ptr<Waiter>& w) {
+  if (w->result) return;  // served or failed meanwhile; a lease is released by its owner
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
+  w->result.emplace(make_error(Errc::unavailable, "client disconnected while waiting"));
+  w->timer.cancel();
+  reschedule();
 }
 
 void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now) {
@@ -192,13 +216,11 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     in.allowed_sets.push_back(std::move(children));
   }
   for (const auto& [name, ps] : profs_) {
-    if (ps.not_before > now) in.not_before[name] = ps.not_before;
-    if (ps.phase == Phase::none) continue;
+    if (ps.retry_at() > now) in.not_before[name] = ps.retry_at();
+    if (!is_alive(ps.phase)) continue;
     SchedChild c;
     c.profile = name;
-    c.phase = ps.phase == Phase::starting ? SchedChild::Phase::starting
-              : ps.phase == Phase::ready  ? SchedChild::Phase::ready
-                                          : SchedChild::Phase::stopping;
+    c.phase = ps.phase;
     c.in_flight = ps.in_flight;
     c.parallel = std::max(1, ps.profile->parallel);
     c.ready_since = ps.ready_since;
@@ -209,18 +231,32 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   return in;
 }
 
+// A failed child whose backoff (and cooldown) is over, and that nobody restarted, is stopped.
+// Returns when the next one is due.
+std::optional<Clock::time_point> SupervisorImpl::settle_failed(Clock::time_point now) {
+  std::optional<Clock::time_point> next;
+  for (auto& [name, ps] : profs_) {
+    if (ps.phase != Phase::failed) continue;
+    if (now >= ps.retry_at()) set_phase(name, ps, Phase::stopped);
+    else if (!next || ps.retry_at() < *next) next = ps.retry_at();
+  }
+  return next;
+}
+
 void SupervisorImpl::reschedule() {
   if (shutting_down_) return;
   auto now = Clock::now();
   Decision d = decide(sched_input(now));
   for (const auto& a : d.actions) apply(a, now);
+  auto wake_at = settle_failed(now);
+  if (d.wake_at && (!wake_at || *d.wake_at < *wake_at)) wake_at = d.wake_at;
   // Warm switches (docs/warm.md): the oldest waiter's model is likely next; the effects prefetch it.
   if (!queue_.empty()) {
     const auto it = profs_.find(child_of(queue_.front()->profile));
-    if (it != profs_.end() && it->second.phase == Phase::none) effects_->likely_next(queue_.front()->profile);
+    if (it != profs_.end() && !is_alive(it->second.phase)) effects_->likely_next(queue_.front()->profile);
   }
-  if (d.wake_at) {
-    wake_.expires_at(*d.wake_at);
+  if (wake_at) {
+    wake_.expires_at(*wake_at);
     wake_.async_wait([w = weak_from_this()](boost::system::error_code ec) {
       if (auto self = w.lock(); self && !ec) self->reschedule();
     });
@@ -237,13 +273,16 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       break;
     case Action::Kind::start:
       if (!switch_) begin_switch("", now);
-      ps.phase = Phase::starting;
+      ps.crashed = false;
+      ps.noticed_gone = false;
+      set_phase(a.profile, ps, Phase::starting);
       ++ps.starts;
       asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
       break;
     case Action::Kind::drain:
       if (!switch_) begin_switch(a.profile, now);
       switch_->drain_start = now;
+      set_phase(a.profile, ps, Phase::draining);
       ps.draining_since = now;
       break;
     case Action::Kind::stop:
@@ -251,7 +290,7 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       if (switch_->drain_start) switch_->rec.drain_ms = ms(now - *switch_->drain_start);
       if (ps.in_flight > 0)
         cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
-      ps.phase = Phase::stopping;
+      set_phase(a.profile, ps, Phase::stopping);
       asio::co_spawn(strand_, do_stop(a.profile), asio::detached);
       break;
   }
@@ -268,27 +307,82 @@ Effects::ExitCallback SupervisorImpl::exit_callback(const std::string& name, std
   };
 }
 
+// Runs the effects' start under a watchdog: whatever happens during a start (an exception, a
+// spawn or a restore that never returns), it ends within the profile's startup timeout (plus the
+// time a stop may take), as a classified failure.
+asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& name, std::uint64_t gen) {
+  struct Pending {
+    explicit Pending(asio::strand<asio::any_io_executor> s) : timer(std::move(s)) {}
+    std::optional<StartOutcome> out;
+    asio::steady_timer timer;  // cancelled when `out` is set
+  };
+  auto self = shared_from_this();
+  const config::Profile& prof = *profs_[name].profile;
+  auto p = std::make_shared<Pending>(strand_);
+  auto task = [self, p, &prof, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
+    StartOutcome out;
+    try {
+      out = co_await self->effects_->start(prof, cb);
+    } catch (const std::exception& e) {
+      out.failure.kind = FailureKind::internal;
+      out.failure.message = std::string("the start failed: ") + e.what();
+      out.failure.hint = "an orchestrator error; please report it with the log";
+    }
+    if (!p->out) {
+      p->out = std::move(out);
+      p->timer.cancel();
+    } else if (out.ok() && self->profs_[name].gen == gen && !is_alive(self->profs_[name].phase)) {
+      spdlog::warn("{}: a start abandoned by the watchdog came up late; stopping it", name);
+      co_await self->effects_->stop(name);
+    }
+  };
+  asio::co_spawn(strand_, std::move(task), asio::detached);
+  const auto limit = std::chrono::seconds(prof.health.startup_timeout_s) +
+                     milliseconds(static_cast<std::int64_t>(prof.stop.grace_s * 1000)) + kWatchdogSlack;
+  const auto deadline = Clock::now() + limit;
+  while (!p->out) {
+    boost::system::error_code ec;
+    p->timer.expires_at(deadline);
+    co_await p->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!p->out && Clock::now() >= deadline) {
+      StartOutcome out;
+      out.failure.kind = FailureKind::startup_timeout;
+      out.failure.message = "not ready within " + std::to_string(prof.health.startup_timeout_s) +
+                            " s (health.startup_timeout_s): the start did not finish";
+      out.failure.hint = "check the child's log and the state and log directories";
+      p->out = std::move(out);
+      spdlog::error("{}: start watchdog fired after {} ms", name, ms(limit));
+    }
+  }
+  co_return std::move(*p->out);
+}
+
 asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t gen) {
   auto self = shared_from_this();
   auto& ps = profs_[name];
-  StartOutcome out = co_await effects_->start(*ps.profile, exit_callback(name, gen));
+  StartOutcome out = co_await start_watched(name, gen);
   auto now = Clock::now();
   if (ps.gen != gen || shutting_down_) co_return;  // shutdown stopped it meanwhile
   finish_switch(name, out, now);
   if (out.ok()) {
-    ps.phase = Phase::ready;
     ps.endpoint = out.report->endpoint;
     ps.pid = out.report->pid;
     ps.ready_since = now;
     ps.became_ready_at = now;
-    ps.draining_since.reset();
+    set_phase(name, ps, Phase::ready);
     if (opts_.on_ready) opts_.on_ready(*ps.profile, *out.report);
   } else {
-    ps.phase = Phase::none;
     ps.last_failure = out.failure;
     spdlog::error("{}: start failed [{}]: {}", name, to_string(out.failure.kind), out.failure.message);
     note_failure(ps, now);
     fail_queued(name, prefixed(out.failure.to_error(errc_for(out.failure.kind)), name));
+    if (out.failure.kind == FailureKind::startup_timeout || out.failure.kind == FailureKind::internal) {
+      ps.crashed = true;  // whatever was spawned goes first: `failed` once stopped
+      set_phase(name, ps, Phase::stopping, out.failure);
+      asio::co_spawn(strand_, do_stop(name), asio::detached);
+    } else {
+      set_phase(name, ps, Phase::failed, out.failure);
+    }
   }
   notify_watchers();
   reschedule();
@@ -304,24 +398,57 @@ asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
     switch_->rec.save_ms += rep.save_ms;
   }
   if (rep.killed) spdlog::warn("{}: needed SIGKILL after stop.grace_s", name);
-  ps.phase = Phase::none;
-  ps.draining_since.reset();
-  ps.pid = 0;
+  if (ps.phase == Phase::stopping) {  // (shutdown may have settled it meanwhile)
+    ps.pid = 0;
+    const bool crashed = std::exchange(ps.crashed, false);
+    set_phase(name, ps, crashed ? Phase::failed : Phase::stopped,
+              crashed ? ps.last_failure : std::optional<ChildFailure>{});
+  }
   notify_watchers();
   reschedule();
 }
 
 void SupervisorImpl::on_child_exit(const std::string& name, std::uint64_t gen, ChildFailure f) {
   auto& ps = profs_[name];
-  if (ps.gen != gen || ps.phase != Phase::ready) return;  // stopping or superseded: expected
+  if (ps.gen != gen) return;  // superseded
+  if (ps.noticed_gone) {      // noticed already (check_alive): keep the exit status and log tail
+    ps.noticed_gone = false;
+    f.message = "child exited unexpectedly: " + f.message;
+    ps.last_failure = std::move(f);
+    return;
+  }
+  if (ps.phase != Phase::ready && ps.phase != Phase::draining) return;  // stopping: expected
+  on_crash(name, ps, std::move(f));
+}
+
+void SupervisorImpl::on_crash(const std::string& name, ProfState& ps, ChildFailure f) {
   auto now = Clock::now();
   ++ps.crashes;
   Error e = prefixed(f.to_error(Errc::child_crashed), name);
   cut_leases(ps, e);
-  ps.last_failure = std::move(f);
+  ps.last_failure = f;
   note_failure(ps, now);
-  ps.phase = Phase::stopping;  // clean up the dead child's pipes before any restart
+  ps.crashed = true;  // clean up the dead child's pipes before any restart; then `failed`
+  set_phase(name, ps, Phase::stopping, std::move(f));
   asio::co_spawn(strand_, do_stop(name), asio::detached);
+}
+
+bool SupervisorImpl::check_alive(const LeaseShared& lease) {
+  if (lease.crashed.load(std::memory_order_acquire)) return true;
+  auto it = profs_.find(lease.child);
+  if (it == profs_.end()) return false;
+  auto& ps = it->second;
+  const bool held = ps.leases.count(lease.id) > 0;
+  if (held && (ps.phase == Phase::ready || ps.phase == Phase::draining) && effects_->exited(lease.child)) {
+    ChildFailure f;
+    f.kind = FailureKind::crashed;
+    f.message = "child exited unexpectedly (a request to it failed and its process is gone)";
+    f.hint = "see the last log lines (kevlaya-orch logs " + lease.child + ")";
+    spdlog::warn("{}: {}", lease.child, f.message);
+    ps.noticed_gone = true;
+    on_crash(lease.child, ps, std::move(f));
+  }
+  return lease.crashed.load(std::memory_order_acquire);
 }
 
 // Crash-loop accounting: exponential backoff, then `failed` for cooldown_s.
@@ -348,41 +475,6 @@ void SupervisorImpl::note_failure(ProfState& ps, Clock::time_point now) {
   ps.not_before = now + milliseconds(std::min<std::int64_t>(backoff, r.backoff_max_s * 1000LL));
 }
 
-// ---- switch records ------------------------------------------------------------------------
-
-void SupervisorImpl::begin_switch(const std::string& from, Clock::time_point now) {
-  switch_.emplace();
-  switch_->rec.from = from;
-  switch_->rec.at = std::chrono::system_clock::now();
-  switch_->started = now;
-}
-
-void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& out, Clock::time_point now) {
-  if (!switch_) return;
-  SwitchRecord rec = switch_->rec;
-  auto started = switch_->started;
-  switch_.reset();
-  rec.to = to;
-  rec.total_ms = ms(now - started);
-  rec.ok = out.ok();
-  if (out.ok()) {
-    rec.spawn_to_listening_ms = out.report->spawn_to_listening_ms;
-    rec.detect_ms = out.report->detect_ms;
-    rec.prefetch_resident_pct = out.report->prefetch_resident_pct;
-    rec.restore_ms = out.report->restore_ms;
-  } else {
-    rec.error = out.failure.message;
-  }
-  spdlog::info("switch from={} to={} ok={} drain_ms={} stop_ms={} vram_wait_ms={} spawn_to_listening_ms={} "
-               "detect_ms={} total_ms={} save_ms={} restore_ms={} prefetch_resident_pct={:.0f}",
-               rec.from.empty() ? "-" : rec.from, rec.to, rec.ok, rec.drain_ms, rec.stop_ms, rec.vram_wait_ms,
-               rec.spawn_to_listening_ms, rec.detect_ms, rec.total_ms, rec.save_ms, rec.restore_ms,
-               rec.prefetch_resident_pct);
-  switches_.push_back(rec);
-  while (switches_.size() > opts_.switch_history) switches_.pop_front();
-  if (on_switch_) on_switch_(rec);
-}
-
 // ---- admin ---------------------------------------------------------------------------------
 
 void SupervisorImpl::notify_watchers() {
@@ -400,12 +492,15 @@ asio::awaitable<void> SupervisorImpl::wait_change() {
 asio::awaitable<Status> SupervisorImpl::unload() {
   auto self = shared_from_this();
   auto now = Clock::now();
-  for (auto& [name, ps] : profs_)
-    if (ps.phase == Phase::ready && !ps.draining_since) ps.draining_since = now;
+  for (auto& [name, ps] : profs_) {
+    if (ps.phase != Phase::ready) continue;
+    set_phase(name, ps, Phase::draining);
+    ps.draining_since = now;
+  }
   reschedule();
   auto busy = [&] {
     return std::any_of(profs_.begin(), profs_.end(), [](const auto& kv) {
-      return kv.second.phase == Phase::stopping || (kv.second.phase == Phase::ready && kv.second.draining_since);
+      return kv.second.phase == Phase::stopping || kv.second.phase == Phase::draining;
     });
   };
   while (busy()) co_await wait_change();
@@ -421,13 +516,9 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     const auto& ps = profs_.at(child);
     ProfileStatus st;
     st.name = name;
-    st.state = ps.phase == Phase::starting ? ChildState::starting
-               : ps.phase == Phase::ready  ? ChildState::ready
-               : ps.phase == Phase::stopping ? ChildState::stopping
-               : now < ps.failed_until     ? ChildState::failed
-                                           : ChildState::stopped;
+    st.state = ps.phase;
     st.pid = ps.pid;
-    st.port = ps.phase == Phase::ready ? ps.endpoint.port : 0;
+    st.port = ps.phase == Phase::ready || ps.phase == Phase::draining ? ps.endpoint.port : 0;
     st.in_flight = ps.in_flight;
     st.queued = static_cast<int>(std::count_if(queue_.begin(), queue_.end(),
                                                 [&](const auto& w) { return w->profile == name; }));
@@ -435,8 +526,8 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     st.total_restarts = std::max(0, ps.starts - 1);
     st.crashes = ps.crashes;
     st.last_failure = ps.last_failure;
-    if (now < ps.failed_until)
-      st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.failed_until - now).count());
+    if (ps.phase == Phase::failed && now < ps.retry_at())
+      st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.retry_at() - now).count());
     s.profiles.push_back(std::move(st));
   }
   s.recent_switches.assign(switches_.begin(), switches_.end());
@@ -454,13 +545,14 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
     w->timer.cancel();
   }
   for (auto& [name, ps] : profs_) {
-    if (ps.phase == Phase::none) continue;
+    if (!is_alive(ps.phase)) continue;
     cut_leases(ps, make_error(Errc::unavailable, name + ": stopped by shutdown"));
     ++ps.gen;  // a start in flight is abandoned
-    ps.phase = Phase::stopping;
+    set_phase(name, ps, Phase::stopping);
     co_await effects_->stop(name);
-    ps.phase = Phase::none;
     ps.pid = 0;
+    ps.crashed = false;
+    if (ps.phase == Phase::stopping) set_phase(name, ps, Phase::stopped);
   }
   notify_watchers();
 }

@@ -5,7 +5,10 @@
 //   if (!lease) -> lease.error() (Errc::timeout, profile_failed, not_found, unavailable, ...)
 //   ... upstream::fetch(ex, lease->endpoint(), req) ...
 //   if (lease->crashed()) -> lease->crash_error()          // the child died under this lease
+//   connection refused/reset -> co_await sup.check_alive(*lease) // a dead child is noticed at once
 //   lease goes out of scope -> in-flight count drops -> the scheduler may switch
+//
+//   auto sub = sup.subscribe([](const Event& e) { ... });  // every phase change and switch record
 //
 // Thread-safety: every public method may be called from any thread/executor; they post to the
 // supervisor's strand. Leases may be destroyed anywhere (release is posted).
@@ -72,6 +75,7 @@ class Lease {
   Error crash_error() const;  // Errc::child_crashed with exit code/signal and last log lines
   void release();             // gives the slot back now (idempotent)
   bool valid() const { return s_ != nullptr; }
+  const std::shared_ptr<LeaseShared>& shared() const { return s_; }  // for Supervisor::check_alive
 
  private:
   std::shared_ptr<LeaseShared> s_;
@@ -94,6 +98,30 @@ class Effects {
   // Hint: `profile` is likely to be started soon (e.g. the oldest queued request's model); the
   // real effects prefetch its files into the page cache. Must not block. Default: ignored.
   virtual void likely_next(const std::string& /*profile*/) {}
+  // True when the profile's child process has exited (checked now, by its pid; not yet reported
+  // through on_exit perhaps). Must not block. Default: false (unknown).
+  virtual bool exited(const std::string& /*profile*/) { return false; }
+};
+
+class EventHub;
+
+// A subscription to the supervisor's events; unsubscribes when destroyed (or reset()). Once
+// reset() returns, the callback is not running and will not run again.
+class Subscription {
+ public:
+  struct Sub;
+  Subscription() = default;
+  Subscription(std::weak_ptr<EventHub> hub, std::shared_ptr<Sub> sub);
+  Subscription(Subscription&&) noexcept = default;
+  Subscription& operator=(Subscription&& o) noexcept;
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+  ~Subscription();
+  void reset();  // unsubscribes (idempotent)
+
+ private:
+  std::weak_ptr<EventHub> hub_;
+  std::shared_ptr<Sub> sub_;
 };
 
 // Profiles served by ONE child started with every adapter of the group at scale 0; a member's
@@ -114,6 +142,7 @@ struct SupervisorOptions {
   std::vector<SharedBase> shared_bases;
   // Called on the supervisor strand after each successful start, with the child's profile (for
   // a group: the synthesized one, named by shared_child_name). E.g. records calibration.
+  // (Everything else that follows the supervisor subscribes to its events.)
   std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
 };
@@ -127,13 +156,19 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  // Waits (queued, FIFO per model) until a ready child of `model_or_alias` has a free slot.
-  // Errors: not_found (unknown model), timeout (deadline), profile_failed (cooldown, retry_after_s),
-  // unavailable (shutting down), or the start failure (classified, with hint and log tail).
-  asio::awaitable<Result<Lease>> acquire(std::string model_or_alias, Clock::time_point deadline);
+  // Waits (queued, FIFO per model) until a ready child of `model_or_alias` has a free slot. This is
+  // the one admission point: queue.max_depth bounds the queue, and the wait ends at `deadline`
+  // (default: now + queue.max_wait_s). Errors: not_found (unknown model), queue_full, timeout,
+  // profile_failed (cooldown, retry_after_s), unavailable (shutting down, or `cancel` fired: the
+  // waiter leaves the queue at once, so a client that left causes no load), or the start failure
+  // (classified, with hint and log tail).
+  asio::awaitable<Result<Lease>> acquire(std::string model_or_alias,
+                                         std::optional<Clock::time_point> deadline = std::nullopt,
+                                         std::shared_ptr<upstream::CancelToken> cancel = nullptr);
 
   // Admin load: makes `model_or_alias` resident (switching if needed) without holding a slot.
-  asio::awaitable<Status> ensure_ready(std::string model_or_alias, Clock::time_point deadline);
+  asio::awaitable<Status> ensure_ready(std::string model_or_alias,
+                                       std::optional<Clock::time_point> deadline = std::nullopt);
 
   // Stops every child after draining (bounded by drain_timeout); queued requests stay queued.
   asio::awaitable<Status> unload();
@@ -144,8 +179,15 @@ class Supervisor {
   // Graceful stop of all children; queued requests fail with unavailable; later acquire() fails.
   asio::awaitable<void> shutdown();
 
-  // Called for every completed switch (on the supervisor strand); e.g. the CLI prints it.
-  void on_switch(std::function<void(const SwitchRecord&)> cb);
+  // A lease's child refused or reset a connection: if its process has exited, the child is marked
+  // crashed now (its leases cut, queued requests wait for the restart). True when the lease is
+  // crashed afterwards (then crash_error() says why). A child found alive is checked again for up
+  // to 0.5 s (an exit can be reported a moment after the reset it caused).
+  asio::awaitable<bool> check_alive(const Lease& lease);
+
+  // Every phase change and every completed switch, to any number of subscribers. `fn` runs on the
+  // supervisor's strand, in order, and must not block (post to your own executor). Thread-safe.
+  Subscription subscribe(std::function<void(const Event&)> fn);
 
  private:
   std::shared_ptr<SupervisorImpl> impl_;

@@ -3,32 +3,36 @@
 #pragma once
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <algorithm>
 #include <deque>
 #include <list>
 #include <map>
 
+#include "supervisor/events.hpp"
 #include "supervisor/scheduler.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::supervisor {
 
 struct ProfState {
-  enum class Phase { none, starting, ready, stopping };
   const config::Profile* profile = nullptr;
-  Phase phase = Phase::none;
+  Phase phase = Phase::stopped;  // changed only through SupervisorImpl::set_phase
   upstream::Endpoint endpoint;
   int pid = 0;
   int in_flight = 0;
   Clock::time_point ready_since{};
-  std::optional<Clock::time_point> draining_since;
+  std::optional<Clock::time_point> draining_since;  // while phase == draining
   std::map<std::uint64_t, std::weak_ptr<LeaseShared>> leases;  // held now
   std::uint64_t gen = 0;                 // bumps on every start: stale exit events are ignored
   std::deque<Clock::time_point> failures;  // crashes + failed starts within restart.window_s
   int starts = 0;
   int crashes = 0;
   std::optional<ChildFailure> last_failure;
-  Clock::time_point failed_until{};  // cooldown end
+  bool crashed = false;              // stopping a child that died: `failed` once it is reaped
+  bool noticed_gone = false;         // check_alive found it dead before its exit was reported
+  Clock::time_point failed_until{};  // crash-loop cooldown end (acquire refuses until then)
   Clock::time_point not_before{};    // restart backoff end
+  Clock::time_point retry_at() const { return std::max(failed_until, not_before); }  // `failed` until
   Clock::time_point became_ready_at{};
 };
 
@@ -54,14 +58,17 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
                  SupervisorOptions opts);
 
-  asio::awaitable<Result<Lease>> acquire(std::string model, Clock::time_point deadline);
+  asio::awaitable<Result<Lease>> acquire(std::string model, std::optional<Clock::time_point> deadline,
+                                         std::shared_ptr<upstream::CancelToken> cancel);
+  void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
   asio::awaitable<Status> unload();
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
   void on_release(const std::string& child, std::uint64_t lease_id);
+  bool check_alive(const LeaseShared& lease);
 
   asio::strand<asio::any_io_executor> strand_;
-  std::function<void(const SwitchRecord&)> on_switch_;
+  std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
 
  private:
   void add_shared_bases();
@@ -71,8 +78,12 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void apply(const Action& a, Clock::time_point now);
   void release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now);
   asio::awaitable<void> do_start(std::string name, std::uint64_t gen);
+  asio::awaitable<StartOutcome> start_watched(const std::string& name, std::uint64_t gen);
   asio::awaitable<void> do_stop(std::string name);
   void on_child_exit(const std::string& name, std::uint64_t gen, ChildFailure f);
+  void on_crash(const std::string& name, ProfState& ps, ChildFailure f);
+  void set_phase(const std::string& name, ProfState& ps, Phase to, std::optional<ChildFailure> why = {});
+  std::optional<Clock::time_point> settle_failed(Clock::time_point now);
   void note_failure(ProfState& ps, Clock::time_point now);
   void fail_queued(const std::string& profile, const Error& e);
   void cut_leases(ProfState& ps, const Error& e);

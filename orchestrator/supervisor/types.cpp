@@ -6,17 +6,6 @@
 
 namespace kevlaya::supervisor {
 
-std::string_view to_string(ChildState s) {
-  switch (s) {
-    case ChildState::stopped: return "stopped";
-    case ChildState::starting: return "starting";
-    case ChildState::ready: return "ready";
-    case ChildState::stopping: return "stopping";
-    case ChildState::failed: return "failed";
-  }
-  return "?";
-}
-
 std::string_view to_string(FailureKind k) {
   switch (k) {
     case FailureKind::none: return "none";
@@ -28,8 +17,13 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::stalled: return "stalled";
     case FailureKind::crashed: return "crashed";
     case FailureKind::exited: return "exited";
+    case FailureKind::internal: return "internal";
   }
   return "?";
+}
+
+std::string_view to_string(Event::Type t) {
+  return t == Event::Type::phase ? "phase" : "switch";
 }
 
 Error ChildFailure::to_error(Errc code) const {

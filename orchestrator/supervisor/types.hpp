@@ -8,13 +8,10 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "supervisor/phase.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::supervisor {
-
-// Child state machine (see child.hpp for the diagram).
-enum class ChildState { stopped, starting, ready, stopping, failed };
-std::string_view to_string(ChildState s);
 
 // Why a child did not start or died; each kind has a hint for the user.
 enum class FailureKind {
@@ -25,8 +22,9 @@ enum class FailureKind {
   binary_not_found,  // exec failed / not on PATH
   startup_timeout,   // not healthy within health.startup_timeout_s
   stalled,           // no log line within health.stall_timeout_s while starting
-  crashed,           // killed by a signal
+  crashed,           // killed by a signal (or found gone: connection refused and the pid exited)
   exited,            // exited with a code
+  internal,          // the start itself failed (an error of the orchestrator, not of the child)
 };
 std::string_view to_string(FailureKind k);
 
@@ -88,11 +86,29 @@ struct SwitchRecord {
   std::int64_t restore_ms = 0;        // restoring `to`'s KV slots before it was reported ready
   bool ok = true;
   std::string error;  // start failure message when !ok
+  FailureKind failure = FailureKind::none;  // why the start failed (when !ok)
+  std::vector<std::string> log_tail;        // the child's last lines (when !ok)
 };
+
+// One event of the supervisor's stream (Supervisor::subscribe, GET /events).
+struct Event {
+  enum class Type { phase, switch_done };
+  Type type = Type::phase;
+  std::chrono::system_clock::time_point at;
+  // phase: `child` (a profile, or a shared-base group's child) went `from` -> `to`; `failure` says
+  // why when a failure caused it (a failed start, a crash, the start watchdog).
+  std::string child;
+  Phase from = Phase::stopped;
+  Phase to = Phase::stopped;
+  std::optional<ChildFailure> failure;
+  // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
+  SwitchRecord record;
+};
+std::string_view to_string(Event::Type t);
 
 struct ProfileStatus {
   std::string name;
-  ChildState state = ChildState::stopped;
+  Phase state = Phase::stopped;
   int pid = 0;
   int port = 0;
   int in_flight = 0;

@@ -235,8 +235,10 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.listen.port = 0;
   sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
                                                   std::make_unique<FakeEffects>(fx_));
-  server_ = std::make_unique<http::Server>(ioc_, *sup_, cfg_, http::ServerOptions::from(cfg_.orch),
-                                           o.runner);
+  auto so = http::ServerOptions::from(cfg_.orch);
+  so.events_keepalive = o.events_keepalive;
+  so.events_buffer = o.events_buffer;
+  server_ = std::make_unique<http::Server>(ioc_, *sup_, cfg_, so, o.runner);
   auto port = server_->listen();
   if (!port) throw std::runtime_error(port.error().message);
   port_ = *port;

@@ -89,6 +89,8 @@ struct DoorOptions {
   std::vector<std::pair<std::string, double>> lora;  // not used by the fake supervisor
   std::shared_ptr<http::PipelineRunner> runner;
   bool broken_profile = false;  // adds profile "broken" whose start always fails (cuda_oom)
+  std::chrono::milliseconds events_keepalive{15000};  // GET /events
+  std::size_t events_buffer = 256;                    // GET /events
 };
 
 // Supervisor (fake effects) + door on 127.0.0.1:0, io_context on a background thread.

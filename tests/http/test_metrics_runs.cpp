@@ -158,7 +158,7 @@ TEST_CASE("/metrics is well-formed and counts requests, switches and tokens/s", 
   CHECK(value("kevlaya_switch_phase_seconds_count", {{"phase", "total"}}) >= 2);
   CHECK(value("kevlaya_generation_tokens_per_second_count", {{"model", "kev"}}) == 1);
   CHECK(value("kevlaya_generation_tokens_per_second_sum", {{"model", "kev"}}) == 100);
-  CHECK(value("kevlaya_model_state", {{"model", "laya"}, {"state", "resident"}}) == 1);
+  CHECK(value("kevlaya_model_state", {{"model", "laya"}, {"state", "ready"}}) == 1);
   CHECK(types.at("kevlaya_child_restarts_total") == "counter");
 }
 

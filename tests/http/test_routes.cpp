@@ -91,7 +91,7 @@ TEST_CASE("a profile that cannot start answers 503 and /v1/models shows why", "[
   for (const auto& e : m["data"])
     if (e["id"] == "broken") {
       seen = true;
-      CHECK(e["kevlaya"]["state"] != "resident");
+      CHECK(e["kevlaya"]["state"] != "ready");
     }
   CHECK(seen);
 }
@@ -113,8 +113,8 @@ TEST_CASE("/v1/models lists every profile and alias with its state", "[http]") {
   CHECK(j["object"] == "list");
   std::map<std::string, std::string> states;
   for (const auto& e : j["data"]) states[e["id"]] = e["kevlaya"]["state"];
-  CHECK(states.at("kev") == "resident");
-  CHECK(states.at("k") == "resident");
+  CHECK(states.at("kev") == "ready");
+  CHECK(states.at("k") == "ready");
   CHECK(states.at("laya") == "stopped");
 }
 
@@ -155,11 +155,11 @@ TEST_CASE("admin load makes a model resident, unload stops it", "[http]") {
   auto snap = door.snapshot();
   bool laya_ready = false;
   for (const auto& p : snap.profiles)
-    if (p.name == "laya") laya_ready = p.state == kevlaya::supervisor::ChildState::ready;
+    if (p.name == "laya") laya_ready = p.state == kevlaya::supervisor::Phase::ready;
   CHECK(laya_ready);
   CHECK(http_request(door.port(), "POST", "/admin/load/nobody").status == 404);
   REQUIRE(http_request(door.port(), "POST", "/admin/unload").status == 200);
-  for (const auto& p : door.snapshot().profiles) CHECK(p.state != kevlaya::supervisor::ChildState::ready);
+  for (const auto& p : door.snapshot().profiles) CHECK(p.state != kevlaya::supervisor::Phase::ready);
 }
 
 TEST_CASE("queue full at the door answers 429 with Retry-After", "[http]") {

@@ -47,7 +47,7 @@ void exercise(const std::string& server_binary) {
   CHECK(s.output.find("data: ") != std::string::npos);
   CHECK(s.output.find("[DONE]") != std::string::npos);
   auto m = run_command("curl -sS --max-time 30 " + base + "/v1/models");
-  CHECK(m.output.find("\"resident\"") != std::string::npos);
+  CHECK(m.output.find("\"ready\"") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 

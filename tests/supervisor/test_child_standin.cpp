@@ -179,6 +179,35 @@ TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; nex
   });
 }
 
+// Regression (issue 14 item 5): the dead child stayed "ready" until its exit was reported (a fixed
+// ~300 ms wait for its pipes); the caller whose request was reset now notices the crash at once.
+TEST_CASE("supervisor: a reset from a child whose process is gone is a crash at once (check_alive)") {
+  test::TempDir dir("sup-notice");
+  asio::io_context ioc;
+  auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await sup.acquire("crash", in(10s));
+    REQUIRE(a.ok());
+    upstream::Request req;
+    req.method = "POST";
+    req.target = "/completion";
+    req.body = R"({"prompt":"hi","n_predict":4})";
+    req.timeout = 5s;
+    auto r = co_await upstream::fetch(co_await asio::this_coro::executor, a->endpoint(), req);
+    REQUIRE_FALSE(r.ok());
+    CHECK(co_await sup.check_alive(*a));
+    CHECK(a->crash_error().code == Errc::child_crashed);
+    auto snap = co_await sup.snapshot();
+    CHECK(snap.profiles.front().state != Phase::ready);
+    CHECK(snap.profiles.front().crashes == 1);
+    a->release();
+    auto b = co_await sup.acquire("crash", in(10s));  // waits for the restart
+    CHECK(b.ok());
+    co_await sup.shutdown();
+  });
+}
+
 TEST_CASE("supervisor: crash loop at load -> profile failed with cooldown") {
   test::TempDir dir("sup-loop");
   asio::io_context ioc;

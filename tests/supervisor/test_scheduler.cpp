@@ -6,7 +6,6 @@
 using namespace kevlaya::supervisor;
 using namespace std::chrono_literals;
 using K = Action::Kind;
-using Phase = SchedChild::Phase;
 
 namespace {
 
@@ -91,14 +90,37 @@ TEST_CASE("scheduler: never starts a second model while the first is alive (one 
   CHECK(decide(in).actions.empty());
 }
 
-TEST_CASE("scheduler: min_residency prevents thrash") {
+TEST_CASE("scheduler: min_residency prevents thrash while the resident model has work") {
   auto in = base();
-  in.children = {ready("kev", 0, 1, t0 - 100ms)};
+  in.cfg.max_wait_before_swap_ms = 0;  // the starvation guard alone would swap at once
+  in.children = {ready("kev", 1, 1, t0 - 100ms)};
   in.queue = {{1, "laya", t0}};
   auto d = decide(in);
   CHECK(d.actions.empty());
   REQUIRE(d.wake_at);
   CHECK(*d.wake_at == t0 + 400ms);
+
+  SECTION("work queued (not in flight) for the resident model holds it too") {
+    in.children[0].in_flight = 0;
+    in.queue.push_back({2, "kev", t0});
+    auto d2 = decide(in);
+    CHECK(of_kind(d2, K::stop).empty());
+    CHECK(of_kind(d2, K::drain).empty());
+    REQUIRE(d2.wake_at);
+    CHECK(*d2.wake_at == t0 + 400ms);
+  }
+}
+
+// Regression (issue 15): min_residency_ms held a child that nobody used, so every switch on the
+// default configuration waited ~500 ms for nothing.
+TEST_CASE("scheduler: no-wait switch when the resident model has no queued or in-flight work") {
+  auto in = base();
+  in.children = {ready("kev", 0, 1, t0 - 1ms)};  // became ready just now
+  in.queue = {{1, "laya", t0}};
+  auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+  CHECK_FALSE(d.wake_at);
 }
 
 TEST_CASE("scheduler: grouping keeps serving the resident model until the starvation guard") {
@@ -151,6 +173,7 @@ TEST_CASE("scheduler: busy resident model is not drained before the starvation g
 TEST_CASE("scheduler: never evicts a child with requests in flight before drain_timeout") {
   auto in = base();
   in.children = {ready("kev", 1, 1)};
+  in.children[0].phase = Phase::draining;
   in.children[0].draining_since = t0 - 10s;
   in.queue = {{1, "laya", t0 - 20s}, {2, "kev", t0}};
   auto d = decide(in);

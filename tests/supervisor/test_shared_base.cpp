@@ -96,10 +96,10 @@ TEST_CASE("shared base: members share one child started with every adapter at sc
     CHECK(b->lora_scales() == Scales{{"kev-a", 0.0}, {"laya-b", 0.5}});
     b->release();
     auto snap = co_await f.sup.snapshot();
-    std::map<std::string, ChildState> states;
+    std::map<std::string, Phase> states;
     for (const auto& p : snap.profiles) states[p.name] = p.state;
-    CHECK(states == std::map<std::string, ChildState>{
-                        {"kev", ChildState::ready}, {"laya", ChildState::ready}, {"other", ChildState::stopped}});
+    CHECK(states == std::map<std::string, Phase>{
+                        {"kev", Phase::ready}, {"laya", Phase::ready}, {"other", Phase::stopped}});
     CHECK(snap.recent_switches.size() == 1);
     co_await f.sup.shutdown();
   });

@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
+#include "supervisor/fake_effects.hpp"
 #include "supervisor/support.hpp"
-#include "supervisor/supervisor.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
@@ -13,52 +13,10 @@ using namespace std::chrono_literals;
 using kevlaya::test::in;
 using kevlaya::test::run_co;
 using kevlaya::test::sleep_for;
+using kevlaya::test::FakeEffects;
+using kevlaya::test::FakeWorld;
 
 namespace {
-
-struct FakeWorld {
-  std::vector<std::string> events;  // "start kev", "stop kev"
-  std::set<std::string> alive;
-  std::size_t max_alive = 0;
-  std::map<std::string, std::vector<ChildFailure>> start_failures;  // consumed per start
-  std::map<std::string, Effects::ExitCallback> exits;
-  std::chrono::milliseconds start_delay{5};
-  int next_port = 40000;
-};
-
-class FakeEffects : public Effects {
- public:
-  explicit FakeEffects(FakeWorld& w) : w_(w) {}
-  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override {
-    w_.events.push_back("start " + p.name);
-    w_.alive.insert(p.name);
-    w_.max_alive = std::max(w_.max_alive, w_.alive.size());
-    co_await sleep_for(w_.start_delay);
-    StartOutcome out;
-    auto& fails = w_.start_failures[p.name];
-    if (!fails.empty()) {
-      out.failure = fails.front();
-      fails.erase(fails.begin());
-      w_.alive.erase(p.name);
-      co_return out;
-    }
-    w_.exits[p.name] = std::move(on_exit);
-    StartReport r;
-    r.endpoint.port = static_cast<std::uint16_t>(w_.next_port++);
-    r.pid = 1;
-    out.report = r;
-    co_return out;
-  }
-  asio::awaitable<StopReport> stop(const std::string& profile) override {
-    w_.events.push_back("stop " + profile);
-    co_await sleep_for(2ms);
-    w_.alive.erase(profile);
-    co_return StopReport{};
-  }
-
- private:
-  FakeWorld& w_;
-};
 
 config::Config two_profiles() {
   auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
@@ -204,7 +162,7 @@ TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") 
     auto c = co_await f.sup.acquire("laya", in(2s));  // other profiles are unaffected
     CHECK(c.ok());
     auto snap = co_await f.sup.snapshot();
-    CHECK(snap.profiles.front().state == ChildState::failed);
+    CHECK(snap.profiles.front().state == Phase::failed);
     co_await f.sup.shutdown();
   });
 }

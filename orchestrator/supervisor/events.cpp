@@ -1,0 +1,132 @@
+// The event stream: subscriptions, phase changes (checked against the transition table) and
+// switch records, published on the supervisor's strand.
+#include "supervisor/events.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "supervisor/supervisor_impl.hpp"
+
+namespace kevlaya::supervisor {
+
+namespace {
+
+std::int64_t ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+}  // namespace
+
+std::shared_ptr<Subscription::Sub> EventHub::add(std::function<void(const Event&)> fn) {
+  auto s = std::make_shared<Subscription::Sub>();
+  s->fn = std::move(fn);
+  std::lock_guard lock(mu_);
+  subs_.push_back(s);
+  return s;
+}
+
+void EventHub::remove(const std::shared_ptr<Subscription::Sub>& s) {
+  std::lock_guard lock(mu_);
+  subs_.erase(std::remove(subs_.begin(), subs_.end(), s), subs_.end());
+}
+
+void EventHub::publish(const Event& e) {
+  std::vector<std::shared_ptr<Subscription::Sub>> subs;
+  {
+    std::lock_guard lock(mu_);
+    subs = subs_;
+  }
+  for (const auto& s : subs) {
+    std::lock_guard lock(s->mu);
+    if (s->fn) s->fn(e);
+  }
+}
+
+Subscription::Subscription(std::weak_ptr<EventHub> hub, std::shared_ptr<Sub> sub)
+    : hub_(std::move(hub)), sub_(std::move(sub)) {}
+
+Subscription& Subscription::operator=(Subscription&& o) noexcept {
+  if (this != &o) {
+    reset();
+    hub_ = std::move(o.hub_);
+    sub_ = std::move(o.sub_);
+  }
+  return *this;
+}
+
+Subscription::~Subscription() { reset(); }
+
+void Subscription::reset() {
+  if (!sub_) return;
+  {
+    std::lock_guard lock(sub_->mu);  // waits for a call in progress
+    sub_->fn = nullptr;
+  }
+  if (auto hub = hub_.lock()) hub->remove(sub_);
+  sub_.reset();
+}
+
+Subscription Supervisor::subscribe(std::function<void(const Event&)> fn) {
+  return Subscription(impl_->events_, impl_->events_->add(std::move(fn)));
+}
+
+// ---- phases --------------------------------------------------------------------------------
+
+void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
+                               std::optional<ChildFailure> why) {
+  if (ps.phase == to) return;
+  Event e;
+  e.type = Event::Type::phase;
+  e.at = std::chrono::system_clock::now();
+  e.child = name;
+  e.from = ps.phase;
+  e.to = checked_transition(ps.phase, to, name);
+  e.failure = std::move(why);
+  ps.phase = to;
+  if (to != Phase::draining) ps.draining_since.reset();
+  events_->publish(e);
+}
+
+// ---- switch records ------------------------------------------------------------------------
+
+void SupervisorImpl::begin_switch(const std::string& from, Clock::time_point now) {
+  switch_.emplace();
+  switch_->rec.from = from;
+  switch_->rec.at = std::chrono::system_clock::now();
+  switch_->started = now;
+}
+
+void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& out, Clock::time_point now) {
+  if (!switch_) return;
+  SwitchRecord rec = switch_->rec;
+  auto started = switch_->started;
+  switch_.reset();
+  rec.to = to;
+  rec.total_ms = ms(now - started);
+  rec.ok = out.ok();
+  if (out.ok()) {
+    rec.spawn_to_listening_ms = out.report->spawn_to_listening_ms;
+    rec.detect_ms = out.report->detect_ms;
+    rec.prefetch_resident_pct = out.report->prefetch_resident_pct;
+    rec.restore_ms = out.report->restore_ms;
+  } else {
+    rec.error = out.failure.message;
+    rec.failure = out.failure.kind;
+    rec.log_tail = out.failure.log_tail;
+  }
+  spdlog::info("switch from={} to={} ok={} drain_ms={} stop_ms={} vram_wait_ms={} spawn_to_listening_ms={} "
+               "detect_ms={} total_ms={} save_ms={} restore_ms={} prefetch_resident_pct={:.0f}",
+               rec.from.empty() ? "-" : rec.from, rec.to, rec.ok, rec.drain_ms, rec.stop_ms, rec.vram_wait_ms,
+               rec.spawn_to_listening_ms, rec.detect_ms, rec.total_ms, rec.save_ms, rec.restore_ms,
+               rec.prefetch_resident_pct);
+  switches_.push_back(rec);
+  while (switches_.size() > opts_.switch_history) switches_.pop_front();
+  Event e;
+  e.type = Event::Type::switch_done;
+  e.at = std::chrono::system_clock::now();
+  e.child = rec.to;
+  e.record = std::move(rec);
+  events_->publish(e);
+}
+
+}  // namespace kevlaya::supervisor
