@@ -157,8 +157,8 @@ std::optional<Reply> local_reply(const Door& d, const std::string& name, const R
   if (!body) return ollama_error(400, "request body: " + body.error().message);
   if (!body->is_object()) return ollama_error(400, "request body is not a JSON object");
   if (name != "show") return std::nullopt;
-  const auto* prof = find_model(d.cfg, model_field(*body));
-  if (!prof) return ollama_error(404, "model '" + model_field(*body) + "' not found");
+  const auto* prof = find_model(d.cfg, model_field(body.value()));
+  if (!prof) return ollama_error(404, "model '" + model_field(body.value()) + "' not found");
   return json_reply(200, show_json(*prof));
 }
 
@@ -184,7 +184,7 @@ asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const Ro
     co_await c.send(std::move(*r));
     co_return;
   }
-  auto call = plan_call(d, kind_of(name), *body);
+  auto call = plan_call(d, kind_of(name), body.value());
   if (!call) {
     co_await c.send(ollama_error(call.error()));
     co_return;

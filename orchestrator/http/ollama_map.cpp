@@ -95,7 +95,7 @@ json tool_calls_of(const json& message) {
   for (const auto& tc : message.value("tool_calls", json::array())) {
     const auto f = tc.value("function", json::object());
     auto args = parse_json_bounded(f.value("arguments", std::string("{}")));
-    calls.push_back({{"function", {{"name", f.value("name", "")}, {"arguments", args ? *args : json::object()}}}});
+    calls.push_back({{"function", {{"name", f.value("name", "")}, {"arguments", args ? args.value() : json::object()}}}});
   }
   return calls;
 }
@@ -181,7 +181,7 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
 
 std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model) {
   const auto parsed = parse_json_bounded(openai_body);
-  const json a = parsed && parsed->is_object() ? *parsed : json::object();
+  const json a = parsed && parsed->is_object() ? parsed.value() : json::object();
   json out = {{"model", model}, {"created_at", rfc3339(now_s())}};
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) {
     json vecs = json::array();

@@ -134,7 +134,7 @@ void note_stream_timings(Door& d, const std::string& model, const std::string& t
     const auto end = tail.find('\n', pos);
     const auto j = parse_json_bounded(
         std::string_view(tail).substr(pos + 6, end == std::string::npos ? end : end - pos - 6));
-    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, *j);
+    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, j.value());
   }
 }
 
@@ -157,8 +157,8 @@ asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Api
 Reply missing_route_reply(const Call& call, const std::string& body) {
   const auto j = parse_json_bounded(body);
   std::string said = body.substr(0, 200);
-  if (j && j->is_object() && j->contains("error") && (*j)["error"].is_object())
-    said = (*j)["error"].value("message", said);
+  if (j && j->is_object() && j->contains("error") && j.value()["error"].is_object())
+    said = j.value()["error"].value("message", said);
   return error_reply(make_error(Errc::not_found,
                                 "model '" + call.profile + "' is served by a llama-server that has no " +
                                     call.method + " " + call.target.substr(0, call.target.find('?')) +
@@ -312,7 +312,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return;
   }
   const auto answer = parse_json_bounded(r.body);
-  if (answer) note_timings(d, model, *answer);
+  if (answer) note_timings(d, model, answer.value());
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);

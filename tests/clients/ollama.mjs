@@ -30,7 +30,7 @@ for await (const p of await ollama.generate({ model: 'laya', prompt: 'Once upon 
 check(last?.done === true && typeof last.eval_count === 'number', 'generate stream end', last);
 
 const tags = await ollama.list();
-check(tags.models.map((m) => m.name).sort().join(',') === 'kev,laya', 'tags', tags);
+check(tags.models.map((m) => m.name).sort().join(',') === 'emb,kev,laya', 'tags', tags);
 
 const err = await raises(() => ollama.chat({ model: 'nope', messages: user, stream: false }), 'unknown model');
 check(err.name === 'ResponseError' && err.status_code === 404, 'unknown model error', { name: err.name, status: err.status_code });

@@ -1,5 +1,5 @@
 // The official `openai` client against the door: chat (whole and streamed), Responses (whole and
-// streamed), embeddings, and the error class for an unknown model. Models: kev, laya (--embeddings).
+// streamed), embeddings, and the error class for an unknown model. Models: kev, laya, emb (--embeddings).
 import OpenAI from 'openai';
 import { base, check, raises, user } from './check.mjs';
 
@@ -27,7 +27,7 @@ const final = await rs.finalResponse();
 check(types.has('response.created') && types.has('response.completed'), 'responses stream events', [...types]);
 check(final.output_text === deltas, 'responses stream text = deltas', { final: final.output_text, deltas });
 
-const emb = await client.embeddings.create({ model: 'laya', input: ['hello', 'world'] });  // base64 by default
+const emb = await client.embeddings.create({ model: 'emb', input: ['hello', 'world'] });  // base64 by default
 check(emb.data.length === 2 && emb.data[0].embedding.length > 0, 'embeddings', emb.data.length);
 check(emb.data[0].embedding.every((x) => Number.isFinite(x)), 'embedding values');
 

@@ -1,7 +1,7 @@
 // The official client libraries (tests/package.json, pinned by package-lock.json) against
 // `kevlaya-orch serve`: each tests/clients/*.mjs script fails (exit != 0) if its client raises
 // or parses a different shape. Skipped when node or tests/node_modules (`npm ci` in tests/) is
-// missing. Children: kev (alias k) and laya (--embeddings), rotating, so calls swap.
+// missing. Children: kev (alias k), laya and emb (--embeddings), rotating, so calls swap.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -30,7 +30,9 @@ void run_client(const std::string& binary, const std::string& script) {
   const auto common = "binary: " + binary + "\nmodel: " + stories260k().string() +
                       "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
   write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
-  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common + "extra_args: [--embeddings]\n");
+  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);
+  // llama-server cannot generate with --embeddings (b11669 dies on a chat call): its own profile.
+  write_text(dir / "profiles/emb.yaml", "name: emb\n" + common + "extra_args: [--embeddings, --pooling, mean]\n");
   write_text(dir / "pipelines/.keep", "");
   write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
                                    "log_dir: logs\nresidency: rotate\n");

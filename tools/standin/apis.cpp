@@ -201,6 +201,8 @@ net::awaitable<bool> App::route_api(const HttpRequest& req, Responder& res) {
     reply = {200, ojson{{"prompt", render_prompt(body.value("messages", json::array()))}}.dump()};
   } else if (p == "/v1/embeddings" || p == "/embeddings" || p == "/embedding") {
     if (!opt_.embeddings) err = ErrorReply{501, "This server does not support embeddings. Start it with `--embeddings`", "not_supported_error"};
+    else if (p == "/v1/embeddings" && !body.contains("content") && opt_.pooling == "none")
+      err = bad("Pooling type 'none' is not OAI compatible. Please use a different pooling type");
     else reply = embeddings_reply(body, p == "/v1/embeddings" && !body.contains("content"), err);
   } else if (p == "/v1/rerank" || p == "/rerank" || p == "/v1/reranking" || p == "/reranking") {
     if (!opt_.reranking) err = ErrorReply{501, "This server does not support reranking. Start it with `--reranking`", "not_supported_error"};

@@ -31,6 +31,7 @@ struct Options {
   bool metrics = false;
   bool embeddings = false;  // --embeddings: the embedding endpoints answer
   bool reranking = false;   // --reranking: the rerank endpoints answer
+  std::string pooling = "none";  // --pooling: the model's default for stories260K-like models
   bool slots_endpoint = true;
   std::string slot_save_path;  // with a trailing '/' when set
   std::vector<std::string> api_keys;
