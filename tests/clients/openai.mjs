@@ -16,16 +16,20 @@ check(chunks > 0, 'chat stream chunks');
 const resp = await client.responses.create({ model: 'kev', input: 'Once upon a time', max_output_tokens: 16 });
 check(resp.object === 'response' && typeof resp.output_text === 'string', 'responses output_text', resp);
 
-const rs = client.responses.stream({ model: 'laya', input: 'Once upon a time', max_output_tokens: 16 });
+// Raw event iteration: the SDK's responses.stream() helper needs `output_index`/`content_index`,
+// which llama-server's events (b10470, b11669) do not carry; every event still parses here.
+const rs = await client.responses.create({ model: 'laya', input: 'Once upon a time', max_output_tokens: 16, stream: true });
 const types = new Set();
 let deltas = '';
+let completed;
 for await (const ev of rs) {
   types.add(ev.type);
   if (ev.type === 'response.output_text.delta') deltas += ev.delta;
+  if (ev.type === 'response.completed') completed = ev.response;
 }
-const final = await rs.finalResponse();
-check(types.has('response.created') && types.has('response.completed'), 'responses stream events', [...types]);
-check(final.output_text === deltas, 'responses stream text = deltas', { final: final.output_text, deltas });
+check(types.has('response.created') && completed?.status === 'completed', 'responses stream events', [...types]);
+const finalText = completed.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text).join('');
+check(finalText === deltas, 'responses stream text = deltas', { finalText, deltas });
 
 const emb = await client.embeddings.create({ model: 'emb', input: ['hello', 'world'] });  // base64 by default
 check(emb.data.length === 2 && emb.data[0].embedding.length > 0, 'embeddings', emb.data.length);
