@@ -13,8 +13,9 @@ constexpr auto kBody = ModelFrom::body, kQuery = ModelFrom::query;
 
 // Every model route of llama-server's tools/server/server.cpp the door forwards (docs/http.md).
 // Not here: /health, /metrics, /v1/models (the door's own), /lora-adapters and /slots/{id}
-// actions (the door manages adapters and slot files), /models/* (llama-server's router mode).
-constexpr std::array<ApiRoute, 27> kRoutes = {{
+// actions (the door manages adapters and slot files), /models/* (llama-server's router mode),
+// /v1/audio/transcriptions (multipart bodies: the door takes JSON only).
+constexpr std::array<ApiRoute, 26> kRoutes = {{
     {"/v1/chat/completions", true, kOpenAI, kBody},
     {"/chat/completions", true, kOpenAI, kBody},
     {"/v1/completions", true, kOpenAI, kBody},
@@ -39,7 +40,6 @@ constexpr std::array<ApiRoute, 27> kRoutes = {{
     {"/detokenize", true, kOpenAI, kBody},
     {"/apply-template", true, kOpenAI, kBody},
     {"/infill", true, kOpenAI, kBody},
-    {"/v1/audio/transcriptions", true, kOpenAI, kBody},
     {"/props", false, kOpenAI, kQuery},
     {"/slots", false, kOpenAI, kQuery},
 }};

@@ -39,7 +39,9 @@ TEST_CASE("ollama: options, format and a schema map to llama-server's fields", "
   CHECK((*m)["response_format"]["json_schema"]["schema"] == body["format"]);
   json j = body;
   j["format"] = "json";
-  CHECK((*kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256))["response_format"]["type"] == "json_object");
+  auto as_json = kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256);
+  REQUIRE(as_json);
+  CHECK(as_json.value()["response_format"]["type"] == "json_object");
   j["options"]["num_ctx"] = 257;
   auto over = kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256);
   REQUIRE(!over);
