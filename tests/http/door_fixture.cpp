@@ -157,7 +157,7 @@ void ScriptedUpstream::serve(tcp::socket s) {
   }
   json out = {{"object", "chat.completion"},
               {"choices", {{{"message", {{"role", "assistant"}, {"content", "hello"}}}}}},
-              {"echo", body},
+              {"echo", body.is_discarded() ? json() : body},  // GET: no body
               {"target", std::string(req.target())}};
   reply(200, out.dump().substr(0, out.dump().size() - 1) + "," + kTimings + "}");
 }
