@@ -68,6 +68,16 @@ ojson usage_json(int n) { return ojson{{"prompt_tokens", n}, {"total_tokens", n}
 
 ErrorReply bad(std::string m) { return ErrorReply{400, std::move(m), "invalid_request_error"}; }
 
+// /detokenize of tokenize_json's ids (bytes packed little-endian).
+std::string detokenize_text(const json& tokens) {
+  std::string text;
+  for (const auto& t : tokens) {
+    if (!t.is_number_integer()) continue;
+    for (auto id = t.get<std::int64_t>(); id > 0; id >>= 8) text += static_cast<char>(id & 0xff);
+  }
+  return text;
+}
+
 }  // namespace
 
 bool is_api_kind(Kind k) { return k == Kind::anthropic || k == Kind::responses; }
@@ -193,10 +203,7 @@ net::awaitable<bool> App::route_api(const HttpRequest& req, Responder& res) {
   } else if (p == "/tokenize") {
     reply = {200, tokenize_json(body).dump()};
   } else if (p == "/detokenize") {
-    std::string text;
-    for (const auto& t : body.value("tokens", json::array()))
-      if (t.is_number_integer() && t.get<std::size_t>() < vocab_.size()) text += vocab_[t.get<std::size_t>()];
-    reply = {200, ojson{{"content", text}}.dump()};
+    reply = {200, ojson{{"content", detokenize_text(body.value("tokens", json::array()))}}.dump()};
   } else if (p == "/apply-template") {
     reply = {200, ojson{{"prompt", render_prompt(body.value("messages", json::array()))}}.dump()};
   } else if (p == "/v1/embeddings" || p == "/embeddings" || p == "/embedding") {
@@ -215,17 +222,23 @@ net::awaitable<bool> App::route_api(const HttpRequest& req, Responder& res) {
   co_return true;
 }
 
+// Token ids are the piece's bytes packed little-endian, 7 bytes at most per token (longer pieces
+// are split), so any stand-in process detokenizes any other's ids (a real model's vocabulary is
+// fixed too).
 ojson App::tokenize_json(const json& body) {
   ojson toks = ojson::array();
-  for (const auto& piece : tokenize(body.value("content", ""))) {
-    auto it = std::find(vocab_.begin(), vocab_.end(), piece);
-    if (it == vocab_.end()) it = vocab_.insert(vocab_.end(), piece);  // ids stay stable per process
-    const auto id = static_cast<int>(it - vocab_.begin());
-    if (body.value("with_pieces", false)) toks.push_back({{"id", id}, {"piece", piece}});
-    else toks.push_back(id);
+  for (const auto& word : tokenize(body.value("content", ""))) {
+    for (std::size_t at = 0; at < word.size(); at += 7) {
+      const std::string piece = word.substr(at, 7);
+      std::int64_t id = 0;
+      for (std::size_t i = piece.size(); i-- > 0;) id = (id << 8) | static_cast<std::uint8_t>(piece[i]);
+      if (body.value("with_pieces", false)) toks.push_back({{"id", id}, {"piece", piece}});
+      else toks.push_back(id);
+    }
   }
   return ojson{{"tokens", toks}};
 }
+
 
 std::optional<std::pair<int, std::string>> App::embeddings_reply(const json& body, bool oai, std::optional<ErrorReply>& err) {
   const auto texts = inputs_of(body.contains("input") ? body["input"] : body.value("content", json()));
