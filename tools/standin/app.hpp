@@ -133,7 +133,6 @@ class App {
   net::steady_timer slot_freed_;  // "condition variable": expires_at(max) wakes all waiters
   net::steady_timer idle_;        // same, fired when inflight_ drops to 0
   std::int64_t t_start_ = 0;
-  std::vector<std::string> vocab_;  // /tokenize ids: pieces in first-seen order
 };
 
 // {"error": {"code", "message", "type"}} as format_error_response builds it.
