@@ -18,6 +18,16 @@ std::string known_models(const config::Config& cfg) {
 
 }  // namespace
 
+Result<std::string> resolve_model(const config::Config& cfg, const std::string& requested) {
+  if (requested.empty()) {
+    if (cfg.profiles.size() != 1)
+      return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(cfg));
+    return cfg.profiles.front().name;  // one model: llama-server clients may omit it
+  }
+  if (const auto* p = cfg.find_profile(requested)) return p->name;
+  return make_error(Errc::not_found, "unknown model '" + requested + "'; known models: " + known_models(cfg));
+}
+
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view text) {
   ModelCall call;
   auto body = parse_json_bounded(text);  // depth-limited: the body may be re-serialized
@@ -28,16 +38,9 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
   if (it != call.body.end() && !it->is_string())
     return make_error(Errc::bad_request, "\"model\" must be a string");
   call.requested = it != call.body.end() ? it->get<std::string>() : "";
-  if (call.requested.empty()) {
-    if (cfg.profiles.size() != 1)
-      return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(cfg));
-    call.profile = cfg.profiles.front().name;  // one model: llama-server clients may omit it
-  } else if (const auto* p = cfg.find_profile(call.requested)) {
-    call.profile = p->name;
-  } else {
-    return make_error(Errc::not_found, "unknown model '" + call.requested +
-                                           "'; known models: " + known_models(cfg));
-  }
+  auto profile = resolve_model(cfg, call.requested);
+  if (!profile) return profile.error();
+  call.profile = std::move(profile.value());
   const auto s = call.body.find("stream");
   call.stream = s != call.body.end() && s->is_boolean() && s->get<bool>();
   return call;

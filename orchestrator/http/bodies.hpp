@@ -20,6 +20,10 @@ struct ModelCall {
   nlohmann::json body;
 };
 
+// The profile `requested` names (a profile or an alias; "" names the only profile when exactly
+// one exists). Errors: 400 (empty with several profiles), 404 (unknown, listing the known ones).
+Result<std::string> resolve_model(const config::Config& cfg, const std::string& requested);
+
 // Parses a model call's body: a JSON object whose `model` names a profile or alias (may be omitted
 // when one profile exists). Errors: 400 (not JSON, too deep, bad `model`), 404 (unknown model).
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);

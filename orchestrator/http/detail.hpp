@@ -20,6 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include <functional>
+
+#include "http/apis.hpp"
+#include "http/bodies.hpp"
 #include "http/errors.hpp"
 #include "http/gate.hpp"
 #include "http/metrics.hpp"
@@ -156,8 +160,27 @@ void on_event(const std::shared_ptr<Door>& d, const supervisor::Event& e);  // o
 void end_event_streams(Door& d);  // shutdown: every /events stream ends now
 asio::awaitable<void> events(Door& d, Connection& c);
 
-// proxy.cpp: a model call (/v1/chat/completions, /v1/completions, /completion).
-asio::awaitable<void> model_call(Door& d, Request& req, Connection& c);
+// A model call as proxy.cpp forwards it: the parsed body, where it goes, in which API's shape.
+struct ProxyCall : ModelCall {
+  std::string method = "POST";
+  std::string target;  // path (and query) on the child
+  ApiShape shape = ApiShape::openai;
+  bool raw = false;    // forward the body byte for byte (/upstream/, GET routes)
+  std::optional<std::string> body_text;  // forwarded instead of the request's body (translations)
+  // Translated APIs (Ollama): the child's SSE bytes -> the client's (stateful; "" = nothing yet),
+  // its whole JSON answer -> the client's, and the streamed content type.
+  std::function<std::string(std::string_view)> stream_map;
+  std::function<std::string(const std::string&)> body_map;
+  std::string stream_type;
+};
+
+// proxy.cpp: a model call (a row of apis.cpp's table, or /upstream/{model}/{path}).
+asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
+// Queue, lease (swap), forward and relay one call; errors in call.shape. `t0`: request arrival.
+asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0);
+
+// ollama.cpp: /api/* (Ollama's API, translated onto the child's OpenAI endpoints).
+asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
 int retry_after_estimate(const Door& d);
 
 // runs.cpp: pipeline runs, one task at a time, bounded by opt.runs (429 past it).

@@ -48,6 +48,19 @@ bool loopback_name(std::string_view name) {
   return dots == 3 && name.back() != '.';
 }
 
+// Ollama's API (ollama.cpp): its read-only GETs, its model POSTs; any other /api/* path is
+// answered with an Ollama-shaped "not supported" (so GET and POST both reach it).
+RouteMatch match_ollama(std::string_view path) {
+  using V = bhttp::verb;
+  constexpr std::string_view kApi = "/api/";
+  if (path.size() <= kApi.size() || path.substr(0, kApi.size()) != kApi) return {};
+  const auto name = path.substr(kApi.size());
+  if (name == "tags" || name == "ps" || name == "version") return {Route::ollama, V::get, name};
+  if (name == "show" || name == "chat" || name == "generate" || name == "embed" || name == "embeddings")
+    return {Route::ollama, V::post, name};
+  return {Route::ollama, V::post, name, nullptr, true};
+}
+
 }  // namespace
 
 GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::string> allowed_hosts,
@@ -67,10 +80,15 @@ RouteMatch match_route(std::string_view path) {
   constexpr std::string_view kAdminLoad = "/admin/load/", kPipelines = "/v1/pipelines/",
                              kRuns = "/v1/runs/", kRunsTail = "/runs";
   if (path == "/health") return {Route::health, V::get, {}};
-  if (path == "/v1/chat/completions") return {Route::chat, V::post, {}};
-  if (path == "/v1/completions") return {Route::completions, V::post, {}};
-  if (path == "/completion") return {Route::completion, V::post, {}};
+  constexpr std::string_view kUpstream = "/upstream/", kModels = "/v1/models/";
+  if (const auto* api = find_api_route(path))
+    return {Route::model_api, api->post ? V::post : V::get, {}, api};
+  if (path.size() > kUpstream.size() && path.substr(0, kUpstream.size()) == kUpstream)
+    return {Route::upstream, V::post, path.substr(kUpstream.size()), nullptr, true};
+  if (auto m = match_ollama(path); m.route != Route::none) return m;
   if (path == "/v1/models") return {Route::models, V::get, {}};
+  if (path.size() > kModels.size() && path.substr(0, kModels.size()) == kModels)
+    return {Route::model_info, V::get, path.substr(kModels.size())};
   if (path == "/status") return {Route::status, V::get, {}};
   if (path == "/metrics") return {Route::metrics, V::get, {}};
   if (path == "/events") return {Route::events, V::get, {}};
@@ -87,6 +105,7 @@ RouteMatch match_route(std::string_view path) {
 }
 
 std::string_view allow_of(const RouteMatch& m) {
+  if (m.get_or_post) return "GET, POST, OPTIONS";
   return m.method == bhttp::verb::post ? "POST, OPTIONS" : "GET, OPTIONS";
 }
 

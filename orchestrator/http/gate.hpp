@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "http/apis.hpp"
 
 namespace kevlaya::http {
 
@@ -26,12 +27,17 @@ struct GatePolicy {
 };
 
 // The door's routes. `method` is the one method each answers (besides OPTIONS).
-enum class Route { none, health, chat, completions, completion, models, status, metrics, events,
+// model_api: a row of the pass-through table (apis.hpp); upstream: /upstream/{model}/{path},
+// GET or POST; ollama: /api/* (ollama.hpp).
+enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
                    admin_load, admin_unload, pipeline_runs, run };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;
-  std::string_view arg;  // model of /admin/load/{m}, pipeline of /v1/pipelines/{n}/runs, run id
+  std::string_view arg;  // model of /admin/load/{m} and /v1/models/{m}, pipeline of
+                         // /v1/pipelines/{n}/runs, run id, "{model}/{path}" of /upstream/
+  const ApiRoute* api = nullptr;  // model_api only
+  bool get_or_post = false;       // upstream: either method
 };
 RouteMatch match_route(std::string_view path);
 // The Allow header value of a route ("GET, OPTIONS" / "POST, OPTIONS").

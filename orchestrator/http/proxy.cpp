@@ -1,5 +1,7 @@
-// Model calls: parse `model`, acquire a lease (the supervisor admits: queue depth, max wait) (SSE keep-alives
-// while a swap is in progress), forward the body to the child and relay its answer chunk by chunk.
+// Model calls (every row of apis.cpp's table, and /upstream/{model}/{path}): find `model` (body,
+// query or path), acquire a lease (the supervisor admits: queue depth, max wait; keep-alives in the
+// API's own form while a swap is in progress), forward to the child and relay its answer chunk by
+// chunk. Errors leave in the caller's API shape (apis.hpp).
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include <boost/asio/co_spawn.hpp>
@@ -9,6 +11,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/clock.hpp"
+#include "http/apis.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
 
@@ -21,10 +24,7 @@ using supervisor::Lease;
 constexpr std::size_t kTailBytes = 64 * 1024;  // end of a stream kept to read its `timings`
 constexpr const char* kUnknownModel = "(unknown)";  // metrics label: never echo user input
 
-// A parsed model call plus the path forwarded to the child.
-struct Call : ModelCall {
-  std::string target;
-};
+using Call = ProxyCall;
 
 // Counts a model request in the door queue until it holds a lease (or gives up).
 class Waiting {
@@ -41,18 +41,57 @@ class Waiting {
   bool active_ = true;
 };
 
-Result<Call> parse_call(const Door& d, const Request& req) {
+std::string_view query_of(std::string_view target) {
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+}
+
+// /upstream/{model}/{path}?{query}: the model from the path, everything else as sent.
+Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view arg) {
+  Call call;
+  const auto slash = arg.find('/');
+  call.requested = std::string(arg.substr(0, slash));
+  auto profile = resolve_model(d.cfg, call.requested);
+  if (!profile) return profile.error();
+  call.profile = std::move(profile.value());
+  call.raw = true;
+  call.method = req.method() == bhttp::verb::get ? "GET" : "POST";
+  const std::string_view target(req.target().data(), req.target().size());
+  call.target = "/" + std::string(slash == std::string_view::npos ? "" : arg.substr(slash + 1));
+  if (const auto q = query_of(target); !q.empty()) call.target += "?" + std::string(q);
+  if (!req.body().empty()) {  // a JSON body asking for a stream gets keep-alives while it waits
+    if (auto j = parse_json_bounded(req.body()); j && j->is_object())
+      call.stream = j->value("stream", false) == true;
+  }
+  return call;
+}
+
+Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) {
+  if (m.route == Route::upstream) return parse_upstream(d, req, m.arg);
+  const std::string_view target(req.target().data(), req.target().size());
+  Call call;
+  call.shape = m.api->shape;
+  if (m.api->from == ModelFrom::query) {  // GET /props?model=, /slots?model=
+    call.requested = query_param(query_of(target), "model");
+    auto profile = resolve_model(d.cfg, call.requested);
+    if (!profile) return profile.error();
+    call.profile = std::move(profile.value());
+    call.method = "GET";
+    call.raw = true;
+    call.target = std::string(target);
+    return call;
+  }
   auto parsed = parse_model_call(d.cfg, req.body());
   if (!parsed) return parsed.error();
-  Call call;
   static_cast<ModelCall&>(call) = std::move(parsed.value());
-  const std::string_view target(req.target().data(), req.target().size());
   call.target = std::string(target.substr(0, target.find('?')));
   return call;
 }
 
 std::string forward_body(const Call& call, const Request& req, const Lease& lease) {
-  return child_body(call, req.body(), lease.profile(), lease.lora_scales());
+  const std::string& sent = call.body_text ? *call.body_text : req.body();
+  if (call.raw) return sent;
+  return child_body(call, sent, lease.profile(), lease.lora_scales());
 }
 
 HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {
@@ -96,18 +135,33 @@ void note_stream_timings(Door& d, const std::string& model, const std::string& t
   }
 }
 
-// An error for a model call: a JSON error response, or an SSE error event when the stream's
-// 200 head is already out.
-asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Reply r,
+// An error for a model call, in the caller's API shape: a JSON error response, or an error event
+// when the stream's 200 head is already out.
+asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, ApiShape shape, Reply r,
                            Clock::time_point t0) {
   count(d, model, r.status, t0);
   if (c.head_sent()) {
-    co_await c.chunk(error_sse(json::parse(r.body, nullptr, false)));
+    co_await c.chunk(error_event(shape, r.status, json::parse(r.body, nullptr, false)));
     co_await c.finish_stream();
     co_return;
   }
+  r = reshape_error(std::move(r), shape);
   for (auto& h : model_headers(model, ms_since(t0), 0)) r.headers.push_back(h);
   co_await c.send(std::move(r));
+}
+
+// The child answered 404 for a route the door forwards: its llama-server build lacks it.
+Reply missing_route_reply(const Call& call, const std::string& body) {
+  const auto j = parse_json_bounded(body);
+  std::string said = body.substr(0, 200);
+  if (j && j->is_object() && j->contains("error") && j.value()["error"].is_object())
+    said = j.value()["error"].value("message", said);
+  return error_reply(make_error(Errc::not_found,
+                                "model '" + call.profile + "' is served by a llama-server that has no " +
+                                    call.method + " " + call.target.substr(0, call.target.find('?')) +
+                                    " (it answered 404: " + said + ")",
+                                "use a newer llama-server build for this profile (docs/http.md lists "
+                                "which builds lack which endpoints)"));
 }
 
 // From the supervisor's event stream (Door::phases): no polling.
@@ -138,12 +192,12 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     if (e && !p->result) p->result.emplace(make_error(Errc::internal, "acquire failed unexpectedly"));
     p->timer.cancel();
   });
-  const std::string comment = ": loading " + call.profile + " \xE2\x80\xA6\n\n";  // "…"
+  const std::string comment = keepalive_event(call.shape, call.profile);
   while (!p->result) {
     boost::system::error_code ec;
     p->timer.expires_after(d.opt.keepalive_interval);
     co_await p->timer.async_wait(ec_token(ec));
-    if (p->result || !swap_in_progress(d)) continue;
+    if (p->result || comment.empty() || !swap_in_progress(d)) continue;
     if (!c.head_sent()) {
       auto h = sse_headers({{"X-Kevlaya-Model", call.profile},
                             {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
@@ -163,6 +217,7 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
 // What the relay learnt from the child.
 struct Relay {
   int status = 0;
+  bool streaming = false;       // relayed chunk by chunk (asked for, or the child sent SSE)
   bool upstream_error = false;  // non-200: body collected for pass-through
   bool client_gone = false;
   std::string content_type;
@@ -179,22 +234,30 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     for (const auto& [k, v] : h)
       if (beast::iequals(k, "content-type")) r.content_type = v;
     if (status != 200) r.upstream_error = true;
-    if (r.upstream_error || !call.stream) co_return true;
+    r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
+    if (!r.streaming) co_return true;
     const auto mh = model_headers(lease.profile(), queue_ms, lease.switch_ms());
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
       co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
                                  " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");
     std::string ctype = "text/event-stream";
     if (!r.content_type.empty()) ctype = r.content_type;
+    if (call.stream_map) ctype = call.stream_type;
     co_return co_await c.start_stream(200, std::move(ctype), sse_headers(mh));
   };
   cb.on_chunk = [&c, &call, &r](std::string_view bytes) -> asio::awaitable<bool> {
-    if (r.upstream_error || !call.stream) {
+    if (!r.streaming) {
       r.body.append(bytes);
       co_return true;
     }
     r.tail.append(bytes);
     if (r.tail.size() > 2 * kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
+    std::string mapped;
+    if (call.stream_map) {  // a translated API (Ollama): SSE in, its own framing out
+      mapped = call.stream_map(bytes);
+      if (mapped.empty()) co_return true;  // an empty chunk would end the response
+      bytes = mapped;
+    }
     const bool ok = co_await c.chunk(bytes);  // written and flushed before the next read
     r.client_gone = !ok;
     co_return ok;
@@ -214,7 +277,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
                               Clock::time_point t0) {
   const std::int64_t queue_ms = lease.queue_ms();
   upstream::Request ureq;
-  ureq.method = "POST";
+  ureq.method = call.method;
   ureq.target = call.target;
   ureq.body = forward_body(call, req, lease);
   if (call.stream) ureq.headers.emplace_back("Accept", "text/event-stream");
@@ -239,11 +302,14 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   }
   if (!res || (!res->complete && !r.upstream_error)) {
     Reply rep = error_reply(relay_error(lease, res));
-    co_return co_await fail(d, c, model, std::move(rep), t0);
+    co_return co_await fail(d, c, model, call.shape, std::move(rep), t0);
   }
-  if (r.upstream_error) co_return co_await fail(d, c, model, upstream_error_reply(r.status, r.body), t0);
+  if (r.upstream_error && r.status == 404 && !call.raw)
+    co_return co_await fail(d, c, model, call.shape, missing_route_reply(call, r.body), t0);
+  if (r.upstream_error)
+    co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   count(d, model, 200, t0);
-  if (call.stream) {
+  if (r.streaming) {
     note_stream_timings(d, model, r.tail);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
@@ -255,6 +321,10 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
+  if (call.body_map) {
+    rep.body = call.body_map(rep.body);
+    rep.content_type = "application/json";
+  }
   rep.headers = model_headers(model, queue_ms, lease.switch_ms());
   co_await c.send(std::move(rep));
 }
@@ -270,11 +340,16 @@ int retry_after_estimate(const Door& d) {
   return std::max(1, static_cast<int>(std::ceil(capped)));
 }
 
-asio::awaitable<void> model_call(Door& d, Request& req, Connection& c) {
+asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const RouteMatch& m) {
   const auto t0 = Clock::now();
-  auto parsed = parse_call(d, req);
-  if (!parsed) co_return co_await fail(d, c, "", error_reply(parsed.error()), t0);
-  const Call& call = *parsed;
+  auto parsed = parse_call(d, req, m);
+  const ApiShape shape = m.api ? m.api->shape : ApiShape::openai;
+  if (!parsed) co_return co_await fail(d, c, "", shape, error_reply(parsed.error()), t0);
+  co_await proxy_call(d, req, c, std::move(*parsed), t0);
+}
+
+asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
+  const ApiShape shape = call.shape;
   Waiting waiting(d);
   // A client that hangs up while queued leaves the supervisor's queue at once.
   auto gone = std::make_shared<upstream::CancelToken>();
@@ -295,7 +370,7 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c) {
   if (!lease) {
     Error e = lease.error();
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
-    co_return co_await fail(d, c, call.profile, error_reply(e), t0);
+    co_return co_await fail(d, c, call.profile, shape, error_reply(e), t0);
   }
   const auto held = Clock::now();
   co_await forward(d, req, c, call, *lease, t0);

@@ -7,6 +7,7 @@
 
 #include "common/clock.hpp"
 #include "http/auth.hpp"
+#include "http/bodies.hpp"
 #include "http/detail.hpp"
 #include "http/gate.hpp"
 #include "warm/page_cache.hpp"
@@ -28,31 +29,53 @@ const supervisor::ProfileStatus* find_status(const supervisor::Snapshot& snap, c
 
 // (JSON is built in plain functions: GCC 12 rejects some braced string-literal initialisers
 // inside coroutines.)
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One /v1/models entry: OpenAI's model object, its aliases (as llama-server lists them) and state.
+json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
+  const auto* st = find_status(snap, prof.name);
+  json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias}};
+  if (st && st->state == Phase::failed && st->last_failure) {
+    k["reason"] = st->last_failure->message;
+    k["hint"] = st->last_failure->hint;
+    k["retry_after_s"] = st->retry_after_s;
+  }
+  return {{"id", prof.name}, {"object", "model"}, {"created", created}, {"owned_by", "kevlaya"},
+          {"aliases", prof.alias}, {"kevlaya", std::move(k)}};
+}
+
+// Each profile once; aliases are listed in it, not as models of their own.
 json models_json(const Door& d, const supervisor::Snapshot& snap) {
   json data = json::array();
-  for (const auto& prof : d.cfg.profiles) {
-    const auto* st = find_status(snap, prof.name);
-    json k = {{"profile", prof.name},
-              {"state", st ? model_state(st->state) : "stopped"},
-              {"aliases", prof.alias}};
-    if (st && st->state == Phase::failed && st->last_failure) {
-      k["reason"] = st->last_failure->message;
-      k["hint"] = st->last_failure->hint;
-      k["retry_after_s"] = st->retry_after_s;
-    }
-    data.push_back({{"id", prof.name}, {"object", "model"}, {"owned_by", "kevlaya"}, {"kevlaya", k}});
-    for (const auto& a : prof.alias) {
-      json ka = k;
-      ka["alias_of"] = prof.name;
-      data.push_back({{"id", a}, {"object", "model"}, {"owned_by", "kevlaya"}, {"kevlaya", ka}});
-    }
-  }
+  const auto created = unix_now();
+  for (const auto& prof : d.cfg.profiles) data.push_back(model_json(prof, snap, created));
   return {{"object", "list"}, {"data", data}};
 }
 
 asio::awaitable<void> models(Door& d, Connection& c) {
   const auto snap = co_await d.sup.snapshot();
   co_await c.send(json_reply(200, models_json(d, snap)));
+}
+
+// (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
+Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
+  auto known = resolve_model(cfg, id);  // its error lists the known models
+  if (known) return error_reply(make_error(Errc::not_found, "unknown model"));
+  return error_reply(known.error());
+}
+
+// GET /v1/models/{id}: the profile `id` names (an alias answers with its profile's entry).
+asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) {
+  const auto* prof = d.cfg.find_profile(id);
+  if (!prof) {
+    co_await c.send(unknown_model_reply(d.cfg, id));
+    co_return;
+  }
+  const auto snap = co_await d.sup.snapshot();
+  co_await c.send(json_reply(200, model_json(*prof, snap, unix_now())));
 }
 
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
@@ -210,11 +233,13 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
     return error_reply(make_error(Errc::not_found, "no route for " + std::string(req.method_string()) +
                                                        " " + std::string(target.substr(0, target.find('?')))));
   }
-  if (req.method() != m.method) {
+  const bool method_ok = m.get_or_post ? req.method() == bhttp::verb::get || req.method() == bhttp::verb::post
+                                       : req.method() == m.method;
+  if (!method_ok) {
     const auto ms = req.method_string();
     return method_not_allowed(m, std::string_view(ms.data(), ms.size()));
   }
-  if (m.method == bhttp::verb::post && !is_json_content_type(header(req, bhttp::field::content_type)))
+  if (req.method() == bhttp::verb::post && !is_json_content_type(header(req, bhttp::field::content_type)))
     return error_reply(not_json());
   return std::nullopt;
 }
@@ -229,16 +254,17 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
   const auto m = match_route(target.substr(0, q));
-  if (auto refusal = gate(d, req, c, m)) {
-    co_await c.send(std::move(*refusal));
+  if (auto refusal = gate(d, req, c, m)) {  // in the caller's API shape (Anthropic, Ollama, ...)
+    co_await c.send(reshape_error(std::move(*refusal), shape_of_path(target.substr(0, q))));
     co_return;
   }
   switch (m.route) {
     case Route::health: co_await c.send(health_reply(d)); co_return;
-    case Route::chat:
-    case Route::completions:
-    case Route::completion: co_return co_await model_call(d, req, c);
+    case Route::model_api:
+    case Route::upstream: co_return co_await model_call(d, req, c, m);
+    case Route::ollama: co_return co_await ollama_call(d, req, c, m);
     case Route::models: co_return co_await models(d, c);
+    case Route::model_info: co_return co_await model_info(d, c, std::string(m.arg));
     case Route::status: co_return co_await status(d, c);
     case Route::metrics: co_return co_await metrics(d, c);
     case Route::events: co_return co_await events(d, c);

@@ -61,7 +61,7 @@ const kh::GatePolicy& policy() {
 // What the route would do with the body (no network, no supervisor).
 void route_body(kh::Route route, const std::string& body) {
   static const std::vector<std::pair<std::string, double>> lora = {{"a", 0.5}};
-  if (route == kh::Route::chat || route == kh::Route::completions || route == kh::Route::completion) {
+  if (route == kh::Route::model_api) {
     auto call = kh::parse_model_call(config(), body);
     if (!call) return;
     const auto out = kh::child_body(*call, body, call->profile, call->requested.size() % 2 ? lora
@@ -141,7 +141,7 @@ void generated_mode(std::string_view rest) {
   const std::size_t levels = depth;  // outer object + (depth - 1) containers
   const auto parsed = kevlaya::parse_json_bounded(body);
   if (parsed.ok() != (levels <= kevlaya::kMaxJsonDepth)) __builtin_trap();
-  route_body(kh::Route::chat, body);
+  route_body(kh::Route::model_api, body);
   route_body(kh::Route::pipeline_runs, body);
   // The same bytes as a task line of `run --input-file`.
   (void)kevlaya::pipeline::parse_tasks("{\"id\":\"t\"," + body.substr(1));

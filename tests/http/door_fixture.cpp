@@ -106,7 +106,14 @@ void ScriptedUpstream::serve(tcp::socket s) {
   if (ec) return;
   ++requests;
   const json body = json::parse(req.body(), nullptr, false);
-  const std::string mode = body.is_object() ? body.value("test_mode", "") : "";
+  std::string mode = body.is_object() ? body.value("test_mode", "") : "";
+  // Translated APIs (Ollama) forward only the fields they map: the mode rides in the message.
+  constexpr std::string_view kInMessage = "test_mode:";
+  if (mode.empty() && body.is_object() && body.contains("messages") && body["messages"].is_array() &&
+      !body["messages"].empty() && body["messages"].back().value("content", json("")).is_string()) {
+    const std::string text = body["messages"].back().value("content", "");
+    if (text.rfind(kInMessage, 0) == 0) mode = text.substr(kInMessage.size());
+  }
   auto reply = [&](int status, const std::string& text) {
     bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
     res.set(bhttp::field::content_type, "application/json; charset=utf-8");
@@ -139,6 +146,8 @@ void ScriptedUpstream::serve(tcp::socket s) {
     cv_.notify_all();
     cv_.wait_for(lk, 20s, [&] { return hold_released_; });
   }
+  if (mode == "missing")  // llama-server's answer for a path it does not have
+    return reply(404, R"({"error":{"code":404,"message":"File Not Found","type":"not_found_error"}})");
   if (mode == "error")
     return reply(400, R"({"error":{"code":400,"message":"bad thing","type":"invalid_request_error"}})");
   if (mode == "crash") {
@@ -148,7 +157,7 @@ void ScriptedUpstream::serve(tcp::socket s) {
   }
   json out = {{"object", "chat.completion"},
               {"choices", {{{"message", {{"role", "assistant"}, {"content", "hello"}}}}}},
-              {"echo", body},
+              {"echo", body.is_discarded() ? json() : body},  // GET: no body
               {"target", std::string(req.target())}};
   reply(200, out.dump().substr(0, out.dump().size() - 1) + "," + kTimings + "}");
 }

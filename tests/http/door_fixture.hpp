@@ -38,12 +38,14 @@ class Event {
   bool set_ = false;
 };
 
-// The scripted child server. Behaviour is chosen by the request body's "test_mode":
+// The scripted child server. Behaviour is chosen by the request body's "test_mode" (or a last
+// message whose content is "test_mode:MODE", for translated APIs):
 //   (none)        200 JSON echoing the received body under "echo", with llama-server timings
 //   "stream"      SSE: chunk-1, then waits for `release_second`, chunk-2, [DONE] (final has timings)
 //   "stream_hold" SSE: chunk-1, then blocks reading until the door closes (sets `saw_disconnect`)
 //   "hold"        waits for `release_hold` before answering 200 (counts `held`)
 //   "error"       400 {"error":{...}} like llama-server
+//   "missing"     404 File Not Found (a path this llama-server build lacks)
 //   "crash"       runs `on_crash`, then closes the connection without answering
 class ScriptedUpstream {
  public:

@@ -106,16 +106,29 @@ TEST_CASE("a request waiting past queue.max_wait_s gets 504", "[http]") {
   CHECK(r.json_body()["error"]["code"] == "timeout");
 }
 
-TEST_CASE("/v1/models lists every profile and alias with its state", "[http]") {
+TEST_CASE("/v1/models lists each profile once, with its aliases and state", "[http]") {
   Door door;
   REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
   auto j = http_request(door.port(), "GET", "/v1/models").json_body();
   CHECK(j["object"] == "list");
   std::map<std::string, std::string> states;
   for (const auto& e : j["data"]) states[e["id"]] = e["kevlaya"]["state"];
+  CHECK(states.size() == 2);  // the alias "k" is not a model of its own
   CHECK(states.at("kev") == "ready");
-  CHECK(states.at("k") == "ready");
   CHECK(states.at("laya") == "stopped");
+  CHECK(j["data"][0]["aliases"] == json::array({"k"}));
+  CHECK(j["data"][0]["created"].is_number_integer());
+}
+
+TEST_CASE("/v1/models/{id} answers the profile an id or alias names; 404 otherwise", "[http]") {
+  Door door;
+  auto r = http_request(door.port(), "GET", "/v1/models/k");
+  REQUIRE(r.status == 200);
+  CHECK(r.json_body()["id"] == "kev");
+  CHECK(r.json_body()["kevlaya"]["state"] == "stopped");
+  auto missing = http_request(door.port(), "GET", "/v1/models/nope");
+  CHECK(missing.status == 404);
+  CHECK(missing.json_body()["error"]["message"].get<std::string>().find("known models") != std::string::npos);
 }
 
 TEST_CASE("/health is open, /status reports resident model and switches", "[http]") {

@@ -42,7 +42,7 @@ struct Metrics {
   int deferred = 0;
 };
 
-enum class Kind { native, oai_completion, oai_chat };
+enum class Kind { native, oai_completion, oai_chat, anthropic, responses };
 
 // One parsed completion request.
 struct Task {
@@ -66,6 +66,19 @@ struct ErrorReply {
   std::string message;
   std::string type = "server_error";
 };
+
+// What an API's answer is built from (apis.cpp), for the Anthropic and Responses kinds.
+struct GenView {
+  std::string id, model, text;
+  int n_prompt = 0, n_out = 0;
+  bool eos = true;
+};
+bool is_api_kind(Kind k);
+nlohmann::json api_messages(const nlohmann::json& body, Kind kind);  // as OpenAI chat messages
+ojson api_final_body(Kind kind, const GenView& g);
+std::string api_token_events(Kind kind, const GenView& g, const std::string& piece, std::size_t index);
+std::string api_final_events(Kind kind, const GenView& g);
+std::string render_prompt(const nlohmann::json& messages);  // the chat template (ChatML)
 
 class App {
  public:
@@ -91,6 +104,13 @@ class App {
   net::awaitable<void> slot_save(Slot& slot, const std::string& filename, Responder& res);
   net::awaitable<void> slot_restore(Slot& slot, const std::string& filename, Responder& res);
   net::awaitable<void> send_error(Responder& res, const ErrorReply& e);
+
+  // apis.cpp
+  net::awaitable<bool> route_api(const HttpRequest& req, Responder& res);
+  ojson tokenize_json(const nlohmann::json& body);
+  std::optional<std::pair<int, std::string>> embeddings_reply(const nlohmann::json& body, bool oai,
+                                                              std::optional<ErrorReply>& err);
+  std::optional<std::pair<int, std::string>> rerank_reply(const nlohmann::json& body, std::optional<ErrorReply>& err);
 
   // completion.cpp
   net::awaitable<void> completion(const HttpRequest& req, Responder& res, Kind kind);

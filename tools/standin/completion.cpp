@@ -47,6 +47,12 @@ std::string render_chat(const json& messages) {
   return out + "<|im_start|>assistant\n";
 }
 
+}  // namespace
+
+std::string render_prompt(const json& messages) { return render_chat(messages); }
+
+namespace {
+
 struct Outcome {
   std::vector<std::string> tokens;  // generated pieces
   bool stopped_by_eos = true;       // false: hit n_predict
@@ -106,8 +112,13 @@ ojson lora_json(const Outcome& o) {
   return arr;
 }
 
+GenView view(const Outcome& o) {
+  return GenView{o.id, o.model, joined(o.tokens), o.n_prompt, static_cast<int>(o.tokens.size()), o.stopped_by_eos};
+}
+
 // The final (non-stream) body for each endpoint.
 ojson final_body(Kind kind, const Outcome& o) {
+  if (is_api_kind(kind)) return api_final_body(kind, view(o));
   const std::string text = joined(o.tokens);
   if (kind == Kind::oai_chat) {
     ojson body = {{"choices", {{{"finish_reason", finish_reason(o)}, {"index", 0},
@@ -136,6 +147,7 @@ ojson final_body(Kind kind, const Outcome& o) {
 
 // SSE events for one generated token.
 std::string token_events(Kind kind, const Outcome& o, const std::string& piece, size_t index) {
+  if (is_api_kind(kind)) return api_token_events(kind, view(o), piece, index);
   std::string out;
   const auto emit = [&out](const ojson& j) { out += "data: " + j.dump() + "\n\n"; };
   if (kind == Kind::oai_chat) {
@@ -155,6 +167,7 @@ std::string token_events(Kind kind, const Outcome& o, const std::string& piece, 
 
 // The closing SSE events (finish chunk, optional usage chunk, [DONE] for the OpenAI routes).
 std::string final_events(Kind kind, const Outcome& o, bool include_usage) {
+  if (is_api_kind(kind)) return api_final_events(kind, view(o));
   std::string out;
   const auto emit = [&out](const ojson& j) { out += "data: " + j.dump() + "\n\n"; };
   if (kind == Kind::oai_chat) {
@@ -195,9 +208,12 @@ std::optional<ErrorReply> App::parse_task(const json& body, Kind kind, Task& t) 
   const auto bad = [](std::string m) { return ErrorReply{400, std::move(m), "invalid_request_error"}; };
   if (!body.is_object()) return bad("request body must be a JSON object");
   t.kind = kind;
-  if (kind == Kind::oai_chat) {
+  if (kind == Kind::oai_chat || kind == Kind::anthropic) {
     if (!body.contains("messages") || !body.at("messages").is_array()) return bad("'messages' is required");
-    t.prompt = render_chat(body.at("messages"));
+    t.prompt = render_chat(kind == Kind::oai_chat ? body.at("messages") : api_messages(body, kind));
+  } else if (kind == Kind::responses) {
+    if (!body.contains("input")) return bad("'input' is required");
+    t.prompt = render_chat(api_messages(body, kind));
   } else {
     const json p = body.value("prompt", json());
     if (p.is_string()) t.prompt = p.get<std::string>();
@@ -207,7 +223,7 @@ std::optional<ErrorReply> App::parse_task(const json& body, Kind kind, Task& t) 
   t.prompt_tokens = tokenize(t.prompt);
   t.stream = body.value("stream", false);
   t.include_usage = body.contains("stream_options") && body.at("stream_options").value("include_usage", false);
-  for (const char* k : {"n_predict", "max_tokens", "max_completion_tokens"}) {
+  for (const char* k : {"n_predict", "max_tokens", "max_completion_tokens", "max_output_tokens"}) {
     if (body.contains(k) && body.at(k).is_number_integer()) t.n_predict = body.at(k).get<int>();
   }
   if (body.contains("grammar") && body.at("grammar").is_string() && !body.at("grammar").get<std::string>().empty()) {
@@ -345,7 +361,8 @@ net::awaitable<void> App::completion(const HttpRequest& req, Responder& res, Kin
 
 net::awaitable<void> App::run_task(Task& task, Slot& slot, Responder& res) {
   Outcome o;
-  o.id = random_id(task.kind == Kind::oai_chat ? "chatcmpl-" : "cmpl-");
+  o.id = random_id(task.kind == Kind::oai_chat ? "chatcmpl-" : task.kind == Kind::anthropic ? "msg_"
+                   : task.kind == Kind::responses ? "resp_" : "cmpl-");
   o.model = opt_.model_name();
   o.lora = task.lora;
   o.id_slot = slot.id;

@@ -103,6 +103,16 @@ std::vector<Flag> real_flags() {
       {{"--lora-scaled"}, "FNAME:SCALE,...", "path to LoRA adapter with user defined scaling", add_lora_scaled},
       {{"--lora-init-without-apply"}, "", "load LoRA adapters without applying them",
        [](O& o, S) { o.lora_init_without_apply = true; }},
+      {{"--embedding", "--embeddings"}, "", "restrict to only support embedding use case",
+       [](O& o, S) { o.embeddings = true; }},
+      {{"--reranking", "--rerank"}, "", "enable reranking endpoint on server",
+       [](O& o, S) { o.embeddings = o.reranking = true; o.pooling = "rank"; }},
+      {{"--pooling"}, "{none,mean,cls,last,rank}", "pooling type for embeddings",
+       [](O& o, S v) {
+         if (v != "none" && v != "mean" && v != "cls" && v != "last" && v != "rank")
+           throw std::invalid_argument("invalid value");
+         o.pooling = v;
+       }},
       {{"--metrics"}, "", "enable prometheus compatible metrics endpoint", [](O& o, S) { o.metrics = true; }},
       {{"--slots"}, "", "expose slots monitoring endpoint", [](O& o, S) { o.slots_endpoint = true; }},
       {{"--no-slots"}, "", "hide slots monitoring endpoint", [](O& o, S) { o.slots_endpoint = false; }},

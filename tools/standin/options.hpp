@@ -29,6 +29,9 @@ struct Options {
   std::vector<LoraSpec> loras;
   bool lora_init_without_apply = false;
   bool metrics = false;
+  bool embeddings = false;  // --embeddings: the embedding endpoints answer
+  bool reranking = false;   // --reranking: the rerank endpoints answer
+  std::string pooling = "none";  // --pooling: the model's default for stories260K-like models
   bool slots_endpoint = true;
   std::string slot_save_path;  // with a trailing '/' when set
   std::vector<std::string> api_keys;

@@ -110,6 +110,7 @@ net::awaitable<void> App::route(const HttpRequest& req, Responder& res) {
   if (post && p == "/v1/completions") { co_await completion(req, res, Kind::oai_completion); co_return; }
   if (post && (p == "/v1/chat/completions" || p == "/chat/completions"))
     { co_await completion(req, res, Kind::oai_chat); co_return; }
+  if (co_await route_api(req, res)) co_return;
   {
     const std::string body_ = ojson{{"error", {{"message", "File Not Found"}, {"type", "not_found_error"}, {"code", 404}}}}.dump();
     co_await res.send(404, body_);

@@ -1,0 +1,195 @@
+// Ollama's API at /api/* (docs/http.md): model listing from the config and the supervisor,
+// chat/generate/embed translated by ollama_map.cpp and forwarded through proxy.cpp (queue,
+// swap, relay), every error as Ollama's {"error": "..."}.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <filesystem>
+#include <system_error>
+
+#include "common/bounded_json.hpp"
+#include "http/detail.hpp"
+#include "http/ollama.hpp"
+#include "ledger/inputs.hpp"
+
+namespace kevlaya::http {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kOllamaVersion = "0.6.0";  // the API level the translation follows
+constexpr const char* kForever = "2262-04-11T23:47:16Z";  // Ollama's "never expires"
+
+Reply ollama_error(int status, const std::string& message) {
+  Reply r;
+  r.status = status;
+  r.body = json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+Reply ollama_error(const Error& e) { return reshape_error(error_reply(e), ApiShape::ollama); }
+
+// A client's model name: a profile or alias, or one with Ollama's default ":latest" tag.
+const config::Profile* find_model(const config::Config& cfg, const std::string& name) {
+  if (const auto* p = cfg.find_profile(name)) return p;
+  constexpr std::string_view kLatest = ":latest";
+  if (name.size() > kLatest.size() && name.substr(name.size() - kLatest.size()) == kLatest)
+    return cfg.find_profile(name.substr(0, name.size() - kLatest.size()));
+  return nullptr;
+}
+
+json details(const config::Profile& p) {
+  return {{"parent_model", ""}, {"format", "gguf"}, {"family", ""}, {"families", json::array()},
+          {"parameter_size", ""}, {"quantization_level", p.quant}};
+}
+
+json tag_json(const config::Profile& p) {
+  std::error_code ec;
+  const auto size = p.model.empty() ? 0 : fs::file_size(p.model, ec);
+  std::int64_t mtime = 0;
+  if (!p.model.empty()) {
+    const auto t = fs::last_write_time(p.model, ec);
+    if (!ec)
+      mtime = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::file_clock::to_sys(t).time_since_epoch()).count();
+  }
+  return {{"name", p.name}, {"model", p.name}, {"modified_at", rfc3339(mtime)}, {"size", ec ? 0 : size},
+          {"digest", ""}, {"details", details(p)}};
+}
+
+json tags_json(const config::Config& cfg) {
+  json models = json::array();
+  for (const auto& p : cfg.profiles) models.push_back(tag_json(p));
+  return {{"models", models}};
+}
+
+// The ledger's bill for each profile it can price (bytes on the GPU, and in all).
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> ledger_sizes(const config::Config& cfg) {
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;
+  auto g = ledger::gather(cfg);
+  if (!g) return out;
+  const auto overhead = static_cast<std::uint64_t>(cfg.orch.gpu.overhead_mib) << 20;
+  for (const auto& p : g->profiles) {
+    auto bill = ledger::estimate(p.model, p.output_tied, p.flags, p.adapters, overhead);
+    if (p.measured) bill = ledger::apply_measured(bill, *p.measured);
+    const auto gpu = bill.total_gpu();
+    out[p.name] = {gpu, gpu + bill.weights_cpu + bill.kv_cpu + bill.compute_cpu};
+  }
+  return out;
+}
+
+json ps_json(const config::Config& cfg, const supervisor::Snapshot& snap) {
+  json models = json::array();
+  std::optional<std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> sizes;
+  for (const auto& st : snap.profiles) {
+    const auto* p = cfg.find_profile(st.name);
+    if (!p || st.state != supervisor::ChildState::ready) continue;
+    if (!sizes) sizes = ledger_sizes(cfg);  // reads GGUF headers: only when something is resident
+    const auto it = sizes->find(p->name);
+    json m = tag_json(*p);
+    m["size"] = it == sizes->end() ? 0 : it->second.second;
+    m["size_vram"] = it == sizes->end() ? 0 : it->second.first;
+    m["expires_at"] = kForever;
+    models.push_back(std::move(m));
+  }
+  return {{"models", models}};
+}
+
+json show_json(const config::Profile& p) {
+  return {{"modelfile", ""}, {"parameters", "num_ctx " + std::to_string(p.ctx)}, {"template", ""},
+          {"details", details(p)}, {"model_info", {{"general.basename", p.name}, {"kevlaya.ctx", p.ctx},
+                                                   {"kevlaya.aliases", p.alias}}},
+          {"capabilities", json::array({"completion"})}, {"modified_at", tag_json(p)["modified_at"]}};
+}
+
+OllamaKind kind_of(std::string_view name) {
+  if (name == "generate") return OllamaKind::generate;
+  if (name == "embed") return OllamaKind::embed;
+  if (name == "embeddings") return OllamaKind::embeddings;
+  return OllamaKind::chat;
+}
+
+// The body's model: Ollama's "model" (or the older "name").
+std::string model_field(const json& body) {
+  for (const char* k : {"model", "name"})
+    if (body.contains(k) && body[k].is_string()) return body[k];
+  return {};
+}
+
+// An Ollama model call -> the ProxyCall proxy.cpp forwards, or the error to answer.
+Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
+  const auto name = model_field(body);
+  const auto* prof = find_model(d.cfg, name);
+  if (!prof && !name.empty()) return make_error(Errc::not_found, "model '" + name + "' not found");
+  if (!prof) {
+    auto only = resolve_model(d.cfg, "");
+    if (!only) return only.error();
+    prof = d.cfg.find_profile(*only);
+  }
+  auto mapped = ollama_to_openai(kind, body, prof->name, prof->ctx);
+  if (!mapped) return mapped.error();
+  ProxyCall call;
+  call.requested = prof->name;  // the translated body names the profile already
+  call.profile = prof->name;
+  call.stream = ollama_streams(kind, body);
+  call.target = ollama_target(kind, body);
+  call.shape = ApiShape::ollama;
+  call.body_text = mapped->dump(-1, ' ', false, json::error_handler_t::replace);
+  call.body = std::move(mapped.value());
+  const std::string shown = name.empty() ? prof->name : name;
+  if (call.stream) {
+    auto s = std::make_shared<OllamaStream>(kind, shown);
+    call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
+    call.stream_type = "application/x-ndjson";
+  }
+  call.body_map = [kind, shown](const std::string& b) { return ollama_answer(kind, b, shown); };
+  return call;
+}
+
+// The answers that need no child (version, tags, show, refusals); nullopt for a model call.
+// (Plain function: GCC 12 mishandles braced initialisers and ?: temporaries inside coroutines.)
+std::optional<Reply> local_reply(const Door& d, const std::string& name, const Result<json>& body) {
+  if (name == "version") return json_reply(200, {{"version", kOllamaVersion}});
+  if (name == "tags") return json_reply(200, tags_json(d.cfg));
+  if (name != "show" && name != "chat" && name != "generate" && name != "embed" && name != "embeddings")
+    return ollama_error(501, "/api/" + name + " is not supported by kevlaya: models are profiles in kevlaya.yaml's "
+                             "profiles_dir, not pulled or created through the API (docs/http.md)");
+  if (!body) return ollama_error(400, "request body: " + body.error().message);
+  if (!body->is_object()) return ollama_error(400, "request body is not a JSON object");
+  if (name != "show") return std::nullopt;
+  const auto* prof = find_model(d.cfg, model_field(body.value()));
+  if (!prof) return ollama_error(404, "model '" + model_field(body.value()) + "' not found");
+  return json_reply(200, show_json(*prof));
+}
+
+std::string_view body_of(const Request& req) {
+  if (req.method() == bhttp::verb::post) return req.body();
+  return "{}";  // GET /api/*: no body
+}
+
+Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) { return json_reply(200, ps_json(d.cfg, snap)); }
+
+}  // namespace
+
+asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m) {
+  const auto t0 = Clock::now();
+  const std::string name(m.arg);
+  if (name == "ps") {
+    const auto snap = co_await d.sup.snapshot();
+    co_await c.send(ps_reply(d, snap));
+    co_return;
+  }
+  const auto body = parse_json_bounded(body_of(req));
+  if (auto r = local_reply(d, name, body)) {
+    co_await c.send(std::move(*r));
+    co_return;
+  }
+  auto call = plan_call(d, kind_of(name), body.value());
+  if (!call) {
+    co_await c.send(ollama_error(call.error()));
+    co_return;
+  }
+  co_await proxy_call(d, req, c, std::move(call.value()), t0);
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,135 @@
+// Ollama's API through the door: listing, chat/generate/embed translated onto the child's OpenAI
+// endpoints (whole and NDJSON-streamed), options and format mapped, refusals Ollama-shaped.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "door_fixture.hpp"
+#include "http/ollama.hpp"
+
+using namespace kevlaya::test;
+using kevlaya::http::OllamaKind;
+
+namespace {
+
+std::string post(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+
+TEST_CASE("ollama: options, format and a schema map to llama-server's fields", "[http]") {
+  const json body = {{"model", "kev"},
+                     {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                     {"stream", false},
+                     {"format", {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}}},
+                     {"options", {{"temperature", 0.5}, {"top_p", 0.9}, {"seed", 7}, {"num_predict", 12},
+                                  {"stop", {"\n"}}, {"num_ctx", 256}}},
+                     {"keep_alive", "5m"}};
+  auto m = kevlaya::http::ollama_to_openai(OllamaKind::chat, body, "kev", 256);
+  REQUIRE(m);
+  CHECK((*m)["temperature"] == 0.5);
+  CHECK((*m)["top_p"] == 0.9);
+  CHECK((*m)["seed"] == 7);
+  CHECK((*m)["max_tokens"] == 12);
+  CHECK((*m)["stop"] == json::array({"\n"}));
+  CHECK((*m)["stream"] == false);
+  CHECK((*m)["response_format"]["type"] == "json_schema");
+  CHECK((*m)["response_format"]["json_schema"]["schema"] == body["format"]);
+  json j = body;
+  j["format"] = "json";
+  auto as_json = kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256);
+  REQUIRE(as_json);
+  CHECK(as_json.value()["response_format"]["type"] == "json_object");
+  j["options"]["num_ctx"] = 257;
+  auto over = kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256);
+  REQUIRE(!over);
+  CHECK(over.error().message.find("num_ctx 257") != std::string::npos);
+  j["options"]["num_ctx"] = 100;
+  j["keep_alive"] = "soon";
+  CHECK(!kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256));
+}
+
+TEST_CASE("ollama: the child's SSE becomes NDJSON lines split anywhere, then one done line", "[http]") {
+  kevlaya::http::OllamaStream s(OllamaKind::generate, "kev");
+  const std::string sse =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"Once\"}}]}\n\n"
+      ": comment\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\" upon\"},\"finish_reason\":\"length\"}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2},\"timings\":{\"prompt_ms\":1.0,\"predicted_ms\":2.0}}\n\n"
+      "data: [DONE]\n\n";
+  std::string out;
+  for (char ch : sse) out += s.feed(std::string(1, ch));  // byte by byte: framing is buffered
+  std::istringstream lines(out);
+  std::vector<json> got;
+  for (std::string l; std::getline(lines, l);) got.push_back(json::parse(l));
+  REQUIRE(got.size() == 3);
+  CHECK(got[0]["response"] == "Once");
+  CHECK(got[0]["done"] == false);
+  CHECK(got[1]["response"] == " upon");
+  CHECK(got[2]["done"] == true);
+  CHECK(got[2]["done_reason"] == "length");
+  CHECK(got[2]["eval_count"] == 2);
+  CHECK(got[2]["prompt_eval_count"] == 3);
+  CHECK(got[2]["eval_duration"] == 2000000);
+}
+
+TEST_CASE("ollama: /api/chat is translated to the child's /v1/chat/completions and back", "[http]") {
+  Door door;
+  json b = {{"model", "k:latest"}, {"stream", false}, {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+            {"options", {{"num_predict", 5}}}};
+  auto r = http_request(door.port(), "POST", "/api/chat", b.dump());
+  REQUIRE(r.status == 200);
+  const auto j = r.json_body();
+  CHECK(j["model"] == "k:latest");
+  CHECK(j["message"]["role"] == "assistant");
+  CHECK(j["message"]["content"] == "hello");
+  CHECK(j["done"] == true);
+  CHECK(j["eval_duration"] == 20000000);
+  CHECK(r.header("x-kevlaya-model") == "kev");
+  // What the child saw: an OpenAI chat body naming the profile.
+  auto echo = http_request(door.port(), "POST", "/api/generate",
+                           json{{"model", "laya"}, {"prompt", "p"}, {"system", "s"}, {"stream", false}}.dump());
+  REQUIRE(echo.status == 200);
+  CHECK(echo.json_body()["response"] == "hello");
+}
+
+TEST_CASE("ollama: /api/chat streams NDJSON (stream defaults to true), after a swap", "[http]") {
+  Door door;
+  REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
+  RawClient c(door.port());
+  json b = {{"model", "laya"}, {"messages", {{{"role", "user"}, {"content", "test_mode:stream"}}}}};
+  c.send(post("/api/chat", b.dump()));
+  auto first = c.read_until("chunk-1");
+  CHECK(first.find("application/x-ndjson") != std::string::npos);
+  door.upstream().release_second.set();
+  auto all = c.read_until("\r\n0\r\n");
+  CHECK(all.find("{\"created_at\"") != std::string::npos);
+  CHECK(all.find("\"done\":true") != std::string::npos);
+}
+
+TEST_CASE("ollama: tags, ps, show, version; pull and create are refused Ollama-shaped", "[http]") {
+  Door door;
+  auto tags = http_request(door.port(), "GET", "/api/tags").json_body();
+  REQUIRE(tags["models"].size() == 2);
+  CHECK(tags["models"][0]["name"] == "kev");
+  CHECK(http_request(door.port(), "GET", "/api/ps").json_body()["models"].empty());
+  REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
+  auto ps = http_request(door.port(), "GET", "/api/ps").json_body();
+  REQUIRE(ps["models"].size() == 1);
+  CHECK(ps["models"][0]["name"] == "kev");
+  CHECK(ps["models"][0].contains("size_vram"));
+  auto show = http_request(door.port(), "POST", "/api/show", R"({"model":"k"})");
+  REQUIRE(show.status == 200);
+  CHECK(show.json_body()["details"]["format"] == "gguf");
+  CHECK(http_request(door.port(), "GET", "/api/version").json_body()["version"].is_string());
+  for (const char* p : {"/api/pull", "/api/create"}) {
+    auto r = http_request(door.port(), "POST", p, R"({"model":"x"})");
+    CHECK(r.status == 501);
+    CHECK(r.json_body()["error"].is_string());
+  }
+  auto unknown = http_request(door.port(), "POST", "/api/chat", R"({"model":"nope","messages":[]})");
+  CHECK(unknown.status == 404);
+  CHECK(unknown.json_body()["error"] == "model 'nope' not found");
+}
