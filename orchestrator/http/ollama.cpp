@@ -83,7 +83,7 @@ json ps_json(const config::Config& cfg, const supervisor::Snapshot& snap) {
   std::optional<std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> sizes;
   for (const auto& st : snap.profiles) {
     const auto* p = cfg.find_profile(st.name);
-    if (!p || st.state != supervisor::ChildState::ready) continue;
+    if (!p || st.state != supervisor::Phase::ready) continue;
     if (!sizes) sizes = ledger_sizes(cfg);  // reads GGUF headers: only when something is resident
     const auto it = sizes->find(p->name);
     json m = tag_json(*p);

@@ -74,7 +74,7 @@ TEST_CASE("a cross-origin request is refused with 403 unless its origin is allow
     CHECK(r.header("access-control-allow-origin").empty());
   }
   auto snap = door.snapshot();
-  CHECK(snap.profiles.front().state == kevlaya::supervisor::ChildState::ready);  // not unloaded
+  CHECK(snap.profiles.front().state == kevlaya::supervisor::Phase::ready);  // not unloaded
   CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"),
                      {{"Origin", "http://evil.example"}}).status == 403);
   CHECK(door.upstream().requests == 0);
