@@ -80,8 +80,7 @@ TEST_CASE("plan CLI: a file that is not GGUF is a clear error naming the profile
 
 TEST_CASE("plan CLI: a stored measurement shows next to the estimate") {
   test::TempDir dir("plan-cli-measured");
-  write_config(dir, test::tiny_llama(), "", "shared_base: false
-");
+  write_config(dir, test::tiny_llama(), "", "shared_base: false\n");
   auto fp = file_fingerprint(test::tiny_llama());
   REQUIRE(fp.ok());
   ledger::Flags f;
