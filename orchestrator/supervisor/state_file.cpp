@@ -1,5 +1,6 @@
 #include "supervisor/state_file.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -31,8 +32,7 @@ fs::path file_for(const fs::path& dir, const ChildRecord& rec) {
 
 // Fields of /proc/PID/stat after the "(comm)" part; empty when absent.
 std::vector<std::string> stat_fields(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string s = read_proc(pid, "stat");
   auto close = s.rfind(')');
   if (close == std::string::npos) return {};
   std::istringstream rest(s.substr(close + 1));
@@ -47,6 +47,19 @@ bool gone_or_zombie(int pid) {
 }
 
 }  // namespace
+
+std::string read_proc(int pid, const char* what) {
+  // Plain read(2): a process that exits while an ifstream reads it makes libstdc++'s filebuf
+  // throw (read fails with ESRCH); here that is just "gone".
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + what;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
 
 unsigned long long proc_start_time(int pid) {
   if (pid <= 0) return 0;
@@ -71,8 +84,7 @@ std::vector<std::string> mask_secrets(std::vector<std::string> argv) {
 }
 
 std::vector<std::string> proc_cmdline(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string s = read_proc(pid, "cmdline");
   std::vector<std::string> out;
   std::string cur;
   for (char c : s) {

@@ -29,6 +29,8 @@ struct ChildRecord {
 // placeholder: what state files record and compare against /proc/PID/cmdline.
 std::vector<std::string> mask_secrets(std::vector<std::string> argv);
 
+// The bytes of /proc/PID/<what>; empty when the process does not exist (or exits while read).
+std::string read_proc(int pid, const char* what);
 // Field 22 of /proc/PID/stat, 0 when the process does not exist.
 unsigned long long proc_start_time(int pid);
 // /proc/PID/cmdline split at NULs; empty when the process does not exist.

@@ -68,8 +68,7 @@ int group_leaders_with_arg(const std::string& needle) {
 }
 
 bool alive(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string s = supervisor::read_proc(pid, "stat");
   auto close = s.rfind(')');
   if (close == std::string::npos || close + 2 >= s.size()) return false;
   char state = s[close + 2];
