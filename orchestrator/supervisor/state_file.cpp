@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/bytes.hpp"
+
 namespace kevlaya::supervisor {
 
 namespace fs = std::filesystem;
@@ -68,14 +70,16 @@ std::vector<std::string> proc_cmdline(int pid) {
 bool write_state(const fs::path& dir, const ChildRecord& rec) {
   std::error_code ec;
   fs::create_directories(dir, ec);
+  json argv = json::array();  // paths are bytes: each element round-trips (common/bytes.hpp)
+  for (const auto& a : rec.argv) argv.push_back(bytes_to_json(a));
   json j = {{"pid", rec.pid},       {"pgid", rec.pgid}, {"start_time", rec.start_time},
-            {"profile", rec.profile}, {"argv", rec.argv}};
+            {"profile", bytes_to_json(rec.profile)}, {"argv", argv}};
   auto path = file_for(dir, rec);
   auto tmp = path;
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump() << "\n";
+    out << dump_json(j) << "\n";
     if (!out) return false;
   }
   fs::rename(tmp, path, ec);
@@ -116,8 +120,8 @@ int reap_stale(const fs::path& dir) {
       rec.pid = j.value("pid", 0);
       rec.pgid = j.value("pgid", 0);
       rec.start_time = j.value("start_time", 0ULL);
-      rec.profile = j.value("profile", std::string());
-      rec.argv = j.value("argv", std::vector<std::string>{});
+      rec.profile = bytes_from_json(j.value("profile", json())).value_or("");
+      for (const auto& a : j.value("argv", json::array())) rec.argv.push_back(bytes_from_json(a).value_or(""));
       if (kill_if_ours(rec)) ++killed;
     }
     fs::remove(ent.path(), ec);
