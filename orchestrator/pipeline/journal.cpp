@@ -30,6 +30,9 @@ void fsync_dir(const fs::path& file) {
   }
 }
 
+// What append() writes: an object naming its task.
+bool is_record(const json& j) { return j.is_object() && j.contains("id") && j["id"].is_string(); }
+
 struct ReadBack {
   std::vector<json> records;
   std::uint64_t good_bytes = 0;  // length of the prefix made of complete, valid lines
@@ -51,10 +54,15 @@ Result<ReadBack> read_back(const fs::path& path, const std::string& data) {
       continue;
     }
     auto rec = json::parse(line, nullptr, false);
-    if (nl == std::string::npos || rec.is_discarded() || !rec.is_object()) {
+    const std::string at = "journal " + path.string() + ":" + std::to_string(line_no) + ": ";
+    // Valid JSON that is not a record cannot be a torn record (a prefix of an object never parses).
+    if (!rec.is_discarded() && !is_record(rec))
+      return make_error(Errc::io_error, at + "not a journal record (" + std::string(rec.type_name()) +
+                                            "; expected an object with a string \"id\")",
+                        "move the file away or remove that line; nothing was changed");
+    if (nl == std::string::npos || rec.is_discarded()) {
       if (!last)
-        return make_error(Errc::io_error, "journal " + path.string() + ": line " + std::to_string(line_no) +
-                                              " is corrupt", "move the file away or repair that line");
+        return make_error(Errc::io_error, at + "corrupt line (not JSON)", "move the file away or repair that line");
       rb.torn = true;  // the crash happened while this line was being written
       break;
     }
