@@ -2,6 +2,8 @@
 // JSON-text schemas, and paths whose bytes are not UTF-8 (issue 14, items 2 and 8).
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "config/fixture.hpp"
 
 using namespace kevlaya::test;
@@ -96,7 +98,7 @@ TEST_CASE("paths are bytes: a config in a Latin-1 directory loads with its paths
   REQUIRE(r.config.profiles.size() == 1);
   CHECK(r.config.profiles[0].name == "kev");
   CHECK(r.config.profiles[0].model.string().find(kLatin1Dir) != std::string::npos);
-  CHECK(r.config.orchestrator.state_dir.string().find(kLatin1Dir) != std::string::npos);
+  CHECK(r.config.orch.state_dir.string().find(kLatin1Dir) != std::string::npos);
 }
 
 TEST_CASE("paths are bytes: a profile file named k\\xffv.yaml needs a name: (check says where)", "[config][bytes]") {
