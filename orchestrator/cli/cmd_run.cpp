@@ -3,7 +3,6 @@
 // (fsync'ed), batches stage-major by default, and prints a summary. Exit codes: 0 every task
 // finished (any verdict), 2 some ended in `error`, 1 the run could not start, 130 interrupted.
 #include <CLI/CLI.hpp>
-#include <iomanip>
 #include <iostream>
 #include <optional>
 
@@ -71,14 +70,16 @@ Result<std::vector<pl::Task>> gather_tasks(const RunArgs& a) {
 
 void print_summary(std::ostream& out, const RunArgs& a, const pl::RunSummary& s,
                    const std::vector<TaskLine>& lines, std::size_t skipped) {
-  if (lines.size() <= kListTasksUpTo)  // task data may hold any bytes: printable() before the terminal
+  if (lines.size() <= kListTasksUpTo) {  // task data may hold any bytes: printable() before the terminal
+    std::vector<std::vector<std::string>> rows;
     for (const auto& l : lines) {
-      out << "  " << std::left << std::setw(14) << printable(l.id) << std::setw(10) << printable(l.verdict);
-      if (!l.decision.empty()) out << " decision " << printable(l.decision);
-      out << " (" << l.rounds << (l.rounds == 1 ? " round)" : " rounds)");
-      if (!l.error.empty()) out << "  " << printable(l.error);
-      out << "\n";
+      std::string rest = l.decision.empty() ? "" : "decision " + printable(l.decision) + " ";
+      rest += "(" + std::to_string(l.rounds) + (l.rounds == 1 ? " round)" : " rounds)");
+      if (!l.error.empty()) rest += "  " + printable(l.error);
+      rows.push_back({printable(l.id), printable(l.verdict), rest});
     }
+    out << format_columns(rows, {false, false, false});
+  }
   out << "summary: " << s.total << " task(s) in " << format_duration(s.wall_s) << ": accepted " << s.accepted
       << ", rejected " << s.rejected << ", error " << s.errors;
   if (s.unfinished) out << ", unfinished " << s.unfinished;

@@ -32,7 +32,7 @@ TEST_CASE("control bytes of task ids reach the terminal escaped, in the task lis
   CHECK(r.output.find("\xe2\x80\xae") == std::string::npos);
   // Listed once as the task, once in the duplicate-id report.
   const std::string shown = "t\\x1B[2J\\x07\\u{009B}1m\\u{202E}x";
-  CHECK(r.output.find("  " + shown + " ") != std::string::npos);
+  CHECK(r.output.find("  " + shown + "  accepted  decision cache (1 round)\n") != std::string::npos);
   CHECK(r.output.find("duplicate id '" + shown + "'") != std::string::npos);
   // The journal keeps the id exactly (JSON escapes it).
   const auto recs = p.journal("out.jsonl");
@@ -55,7 +55,7 @@ TEST_CASE("run --resume with a journal line [1,2] stops with file:line and leave
 
 TEST_CASE("an --input that is not UTF-8 runs and is journaled with U+FFFD, the --json summary too") {
   RunProject p(pass_script());
-  const auto r = p.run_stdout("--input $(printf 'caf\\351') --output out.jsonl --json");
+  const auto r = p.run_stdout("--input $(printf 'caf\\351') --candidates cache,retry --output out.jsonl --json");
   INFO(r.output << read_text(p.dir / "stderr.txt"));
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.output)["accepted"] == 1);
