@@ -54,7 +54,7 @@ TEST_CASE("paths are bytes: serve from a Latin-1 directory starts the child, ans
   const auto st = json::parse(status.body, nullptr, false);
   REQUIRE(st.is_object());
   REQUIRE(st["profiles"].size() == 1);
-  CHECK(st["profiles"][0]["state"] == "ready");
+  CHECK(st["profiles"][0]["state"] == "resident");
   CHECK(st["profiles"][0]["pid"].get<int>() > 0);
 
   // The child's state file is complete and gives back the model path byte for byte.
