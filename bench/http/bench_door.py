@@ -90,7 +90,7 @@ def main():
 
 def run(a, door):
     c = http.client.HTTPConnection("127.0.0.1", door, timeout=120)
-    c.request("POST", "/admin/load/kev")
+    c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
     r = c.getresponse(); r.read()
     assert r.status == 200, r.status
     c.request("GET", "/status"); st = json.loads(c.getresponse().read())

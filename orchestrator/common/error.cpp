@@ -7,6 +7,9 @@ std::string_view to_string(Errc e) {
     case Errc::ok: return "ok";
     case Errc::bad_request: return "bad_request";
     case Errc::unauthorized: return "unauthorized";
+    case Errc::forbidden: return "forbidden";
+    case Errc::method_not_allowed: return "method_not_allowed";
+    case Errc::unsupported_media: return "unsupported_media_type";
     case Errc::not_found: return "not_found";
     case Errc::payload_too_large: return "payload_too_large";
     case Errc::queue_full: return "queue_full";

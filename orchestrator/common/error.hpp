@@ -13,8 +13,11 @@ enum class Errc {
   ok = 0,
   bad_request,        // malformed JSON, invalid field                     -> 400
   unauthorized,       // missing / wrong API key                           -> 401
+  forbidden,          // foreign Host or Origin (docs/security.md)         -> 403
   not_found,          // unknown model, pipeline, run                      -> 404
+  method_not_allowed, // known path, other method                          -> 405
   payload_too_large,  // body over the limit                               -> 413
+  unsupported_media,  // state-changing request without a JSON body type   -> 415
   queue_full,         // bounded queue is full                             -> 429
   child_crashed,      // the child died under a request                    -> 502
   upstream_error,     // child answered with an error / bad protocol       -> 502

@@ -123,8 +123,22 @@ struct PrefetchCfg {
 struct LimitsCfg {
   std::int64_t max_body_bytes = 8 << 20;
   int max_connections = 256;
+  int reserved_connections = 4;  // extra slots that serve only /health and /metrics
+  int header_timeout_s = 10;     // from accept / first byte to a complete request header
   int read_timeout_s = 30;
   int idle_timeout_s = 120;
+};
+
+// Pipeline runs queued at the door (POST /v1/pipelines/{name}/runs, sync or ?async=1).
+struct RunsCfg {
+  int max_queued = 32;                        // runs waiting or running; 429 past it
+  std::int64_t max_queued_bytes = 64LL << 20;  // their request bodies together; 429 past it
+  std::int64_t max_kept_bytes = 64LL << 20;    // finished records kept for GET /v1/runs/{id}
+};
+
+// Browser requests (docs/security.md): an `Origin` is refused unless listed here (or the door's own).
+struct CorsCfg {
+  std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lower-case
 };
 
 struct OrchestratorCfg {
@@ -136,7 +150,10 @@ struct OrchestratorCfg {
   fs::path log_dir;          // absolute
   GpuCfg gpu;
   ListenCfg listen;
-  std::vector<std::string> api_keys;
+  std::vector<std::string> api_keys;  // api_keys + api_keys_file + api_keys_env, merged at load
+  std::vector<std::string> allowed_hosts;  // Host names served besides loopback (lower-case)
+  CorsCfg cors;
+  RunsCfg runs;
   QueueCfg queue;
   Residency residency = Residency::auto_;
   SchedulingCfg scheduling;

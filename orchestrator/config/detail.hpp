@@ -69,6 +69,13 @@ void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t
 void set_string(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst);
 void set_bool(Doc& d, const std::string& key, const YAML::Node& n, bool& dst);
 
+// The front door's security keys (config/door.cpp, docs/security.md).
+void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& out);
+void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c);
+void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r);
+void read_api_keys_file(Doc& d, const YAML::Node& n, std::vector<std::string>& keys);  // one per line
+void read_api_keys_env(Doc& d, const YAML::Node& n, std::vector<std::string>& keys);   // comma-separated
+
 // One known key of a mapping and what to do with its value.
 struct Field {
   std::string name;

@@ -54,6 +54,8 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
     walk_map(d, "limits", v, {
         {"max_body_bytes", [&](const YAML::Node& x) { set_int64(d, "limits.max_body_bytes", x, 1, kBig, l.max_body_bytes); }},
         {"max_connections", [&](const YAML::Node& x) { set_int(d, "limits.max_connections", x, 1, 1 << 20, l.max_connections); }},
+        {"reserved_connections", [&](const YAML::Node& x) { set_int(d, "limits.reserved_connections", x, 0, 1 << 20, l.reserved_connections); }},
+        {"header_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.header_timeout_s", x, 1, 86400, l.header_timeout_s); }},
         {"read_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.read_timeout_s", x, 1, 86400, l.read_timeout_s); }},
         {"idle_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.idle_timeout_s", x, 1, 86400, l.idle_timeout_s); }},
     });
@@ -80,6 +82,7 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
     return [&d, key, &o](const YAML::Node& v) { read_sections(d, key, v, o); };
   };
   std::optional<YAML::Node> api_keys;
+  std::vector<std::string> more_keys;  // api_keys_file / api_keys_env
   walk_map(d, "orchestrator config", d.root(), {
       {"profiles_dir", dir("profiles_dir", o.profiles_dir)},
       {"pipelines_dir", [&](const YAML::Node& v) { pipelines_dir_set = true; dir("pipelines_dir", o.pipelines_dir)(v); }},
@@ -91,6 +94,11 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          api_keys.emplace(v);
          if (auto k = read_string_list(d, "api_keys", v, false)) o.api_keys = *k;
        }},
+      {"api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, v, more_keys); }},
+      {"api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, v, more_keys); }},
+      {"allowed_hosts", [&](const YAML::Node& v) { read_allowed_hosts(d, v, o.allowed_hosts); }},
+      {"cors", [&](const YAML::Node& v) { read_cors(d, v, o.cors); }},
+      {"runs", [&](const YAML::Node& v) { read_runs(d, v, o.runs); }},
       {"queue", section("queue")},
       {"residency", [&](const YAML::Node& v) {
          if (auto r = read_enum(d, "residency", v, {"auto", "rotate", "co-resident"}))
@@ -104,6 +112,7 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
   if (api_keys && std::any_of(o.api_keys.begin(), o.api_keys.end(),
                               [](const std::string& k) { return k.empty(); }))
     d.error(*api_keys, "api_keys: an API key must not be empty (is an environment variable unset?)");
+  o.api_keys.insert(o.api_keys.end(), more_keys.begin(), more_keys.end());
   const bool loopback = o.listen.host == "127.0.0.1" || o.listen.host == "localhost" ||
                         o.listen.host == "::1";
   if (!loopback && o.api_keys.empty())

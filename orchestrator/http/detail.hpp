@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "http/errors.hpp"
+#include "http/gate.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
 #include "upstream/client.hpp"
@@ -61,12 +62,14 @@ class Door {
   supervisor::Supervisor& sup;
   const config::Config& cfg;
   ServerOptions opt;
+  GatePolicy gate;  // built once from opt (Host, Origin rules)
   std::shared_ptr<PipelineRunner> runner;
   Metrics metrics;
   std::unique_ptr<RunQueue> runs;
   Clock::time_point started_at = Clock::now();
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
   std::set<Connection*> conns;
+  int evicting = 0;   // connections closed to make room, not yet gone from `conns`
   int waiting = 0;    // model requests admitted at the door, not yet holding a lease
   int in_flight = 0;  // requests being handled
   bool draining = false;
@@ -96,10 +99,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close_if_idle();  // shutdown: closes a connection that is between requests
   void close();          // shutdown deadline: closes it whatever it is doing
 
+  // A connection accepted past max_connections: it may ask /health or /metrics once, then closes.
+  void set_reserve_only() { reserve_only_ = true; }
+  // Under pressure a connection that is not working on a request (not yet sent a whole header,
+  // or kept alive between requests) for `idle` may be closed to make room for a new one.
+  bool evictable(Clock::time_point now, Clock::duration idle) const {
+    return !busy_ && !evicted_ && now - last_active_ >= idle;
+  }
+  Clock::time_point last_active() const { return last_active_; }
+  void evict();
+  bool reserve_only() const { return reserve_only_; }
+  // An allowed cross-origin request: the response names the origin (CORS), for this request only.
+  void set_cors_origin(std::string_view origin) { cors_origin_.assign(origin.data(), origin.size()); }
+
  private:
   asio::awaitable<std::optional<Request>> read_request();
   asio::awaitable<void> linger_close();
   asio::awaitable<bool> write_done(boost::system::error_code ec);
+  void add_cors(bhttp::fields& f) const;
 
   std::shared_ptr<Door> door_;
   beast::tcp_stream stream_;
@@ -109,6 +126,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool failed_ = false;
   bool head_sent_ = false;
   bool in_request_ = false;
+  bool reserve_only_ = false;
+  bool busy_ = false;     // from a complete header to the end of its response
+  bool evicted_ = false;
+  Clock::time_point last_active_ = Clock::now();  // accepted, or last response finished
+  std::string cors_origin_;  // empty = no CORS headers
+  std::uint64_t requests_ = 0;  // requests read on this connection
   int status_ = 0;
   std::uint64_t watch_gen_ = 0;
 };
@@ -122,7 +145,7 @@ void record_switch(const std::shared_ptr<Door>& d, const supervisor::SwitchRecor
 asio::awaitable<void> model_call(Door& d, Request& req, Connection& c);
 int retry_after_estimate(const Door& d);
 
-// runs.cpp: pipeline runs, one task at a time.
+// runs.cpp: pipeline runs, one task at a time, bounded by opt.runs (429 past it).
 class RunQueue {
  public:
   explicit RunQueue(Door& d) : d_(d) {}
@@ -130,11 +153,23 @@ class RunQueue {
   asio::awaitable<void> post_run(Request& req, Connection& c, std::string name, bool async);
   asio::awaitable<void> get_run(Connection& c, const std::string& id);
   struct Run;  // one run's state (runs.cpp)
+  struct Stats {
+    std::size_t queued = 0;         // waiting or running
+    std::int64_t queued_bytes = 0;  // their request bodies
+    std::size_t kept = 0;           // runs remembered for GET /v1/runs/{id}
+    std::int64_t kept_bytes = 0;    // finished records among them
+    std::uint64_t refused = 0;      // 429s since start
+  };
+  const Stats& stats() const { return stats_; }  // for /status and /metrics
 
  private:
+  std::optional<Reply> admit(const Request& req, const std::string& name);  // refusal or nullopt
   asio::awaitable<void> work();
   void remember(std::shared_ptr<Run> r);
+  void forget_old();
   Door& d_;
+  Stats stats_;
+  Ewma run_s_;  // recent run durations, for Retry-After
   std::deque<std::shared_ptr<Run>> pending_;
   std::map<std::string, std::shared_ptr<Run>> runs_;
   std::deque<std::string> order_;  // run ids, oldest first (bounded history)

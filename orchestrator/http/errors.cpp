@@ -1,5 +1,7 @@
 #include "http/errors.hpp"
 
+#include "common/bounded_json.hpp"
+
 namespace kevlaya::http {
 
 using nlohmann::json;
@@ -9,6 +11,9 @@ int http_status(Errc code) {
     case Errc::ok: return 200;
     case Errc::bad_request: return 400;
     case Errc::unauthorized: return 401;
+    case Errc::forbidden: return 403;
+    case Errc::method_not_allowed: return 405;
+    case Errc::unsupported_media: return 415;
     case Errc::not_found: return 404;
     case Errc::payload_too_large: return 413;
     case Errc::queue_full: return 429;
@@ -28,6 +33,7 @@ int http_status(Errc code) {
 std::string_view error_type(int status) {
   switch (status) {
     case 401: return "authentication_error";
+    case 403: return "permission_error";
     case 404: return "not_found_error";
     case 429: return "rate_limit_error";
     case 503: return "unavailable_error";
@@ -58,7 +64,8 @@ Reply error_reply(const Error& e) {
 }
 
 Reply upstream_error_reply(int status, const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+  auto parsed = parse_json_bounded(body);  // the child's body: re-serialized below
+  json j = parsed ? std::move(parsed.value()) : json();
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     j["error"]["src"] = "upstream";
   } else if (j.is_object() && j.contains("error")) {

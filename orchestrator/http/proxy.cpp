@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "common/bounded_json.hpp"
+#include "http/bodies.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -18,12 +20,9 @@ using supervisor::Lease;
 constexpr std::size_t kTailBytes = 64 * 1024;  // end of a stream kept to read its `timings`
 constexpr const char* kUnknownModel = "(unknown)";  // metrics label: never echo user input
 
-struct Call {
-  std::string requested;  // `model` as sent ("" when absent)
-  std::string profile;    // resolved profile name
-  bool stream = false;
-  json body;
-  std::string target;  // path forwarded to the child
+// A parsed model call plus the path forwarded to the child.
+struct Call : ModelCall {
+  std::string target;
 };
 
 // Counts a model request in the door queue until it holds a lease (or gives up).
@@ -41,55 +40,18 @@ class Waiting {
   bool active_ = true;
 };
 
-std::string known_models(const config::Config& cfg) {
-  std::string out;
-  for (const auto& p : cfg.profiles) {
-    out += (out.empty() ? "" : ", ") + p.name;
-    for (const auto& a : p.alias) out += ", " + a + " (alias of " + p.name + ")";
-  }
-  return out.empty() ? "(none configured)" : out;
-}
-
 Result<Call> parse_call(const Door& d, const Request& req) {
+  auto parsed = parse_model_call(d.cfg, req.body());
+  if (!parsed) return parsed.error();
   Call call;
-  call.body = json::parse(req.body(), nullptr, false);
-  if (call.body.is_discarded() || !call.body.is_object())
-    return make_error(Errc::bad_request, "request body is not a JSON object");
-  const auto it = call.body.find("model");
-  if (it != call.body.end() && !it->is_string())
-    return make_error(Errc::bad_request, "\"model\" must be a string");
-  call.requested = it != call.body.end() ? it->get<std::string>() : "";
-  if (call.requested.empty()) {
-    if (d.cfg.profiles.size() != 1)
-      return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(d.cfg));
-    call.profile = d.cfg.profiles.front().name;  // one model: llama-server clients may omit it
-  } else if (const auto* p = d.cfg.find_profile(call.requested)) {
-    call.profile = p->name;
-  } else {
-    return make_error(Errc::not_found, "unknown model '" + call.requested +
-                                           "'; known models: " + known_models(d.cfg));
-  }
-  const auto s = call.body.find("stream");
-  call.stream = s != call.body.end() && s->is_boolean() && s->get<bool>();
+  static_cast<ModelCall&>(call) = std::move(parsed.value());
   const std::string_view target(req.target().data(), req.target().size());
   call.target = std::string(target.substr(0, target.find('?')));
   return call;
 }
 
-// The body for the child: unchanged byte for byte unless `model` names an alias or shared-base
-// mode needs the adapters' scales.
 std::string forward_body(const Call& call, const Request& req, const Lease& lease) {
-  const auto& lora = lease.lora_scales();
-  const bool rename = !call.requested.empty() && call.requested != lease.profile();
-  if (lora.empty() && !rename) return req.body();
-  json b = call.body;
-  if (rename) b["model"] = lease.profile();
-  if (!lora.empty()) {
-    json arr = json::array();
-    for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
-    b["lora"] = std::move(arr);
-  }
-  return b.dump(-1, ' ', false, json::error_handler_t::replace);
+  return child_body(call, req.body(), lease.profile(), lease.lora_scales());
 }
 
 HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {
@@ -131,9 +93,9 @@ void note_stream_timings(Door& d, const std::string& model, const std::string& t
   for (auto pos = tail.rfind("data: {"); pos != std::string::npos;
        pos = pos == 0 ? std::string::npos : tail.rfind("data: {", pos - 1)) {
     const auto end = tail.find('\n', pos);
-    const auto j = json::parse(tail.substr(pos + 6, end == std::string::npos ? end : end - pos - 6),
-                               nullptr, false);
-    if (j.is_object() && j.contains("timings")) return note_timings(d, model, j);
+    const auto j = parse_json_bounded(
+        std::string_view(tail).substr(pos + 6, end == std::string::npos ? end : end - pos - 6));
+    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, j.value());
   }
 }
 
@@ -283,7 +245,8 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_await c.finish_stream(trailers);
     co_return;
   }
-  note_timings(d, model, json::parse(r.body, nullptr, false));
+  const auto answer = parse_json_bounded(r.body);
+  if (answer) note_timings(d, model, answer.value());
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);

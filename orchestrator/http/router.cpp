@@ -7,6 +7,7 @@
 
 #include "http/auth.hpp"
 #include "http/detail.hpp"
+#include "http/gate.hpp"
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::http {
@@ -14,10 +15,6 @@ namespace {
 
 using nlohmann::json;
 using supervisor::ChildState;
-
-constexpr std::string_view kAdminLoad = "/admin/load/";
-constexpr std::string_view kPipelines = "/v1/pipelines/";
-constexpr std::string_view kRuns = "/v1/runs/";
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -109,12 +106,17 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     profiles.push_back(std::move(j));
   }
   for (const auto& s : snap.recent_switches) switches.push_back(switch_json(s));
+  const auto& rs = d.runs->stats();
+  json runs = {{"queued", rs.queued}, {"queued_bytes", rs.queued_bytes},
+               {"max_queued", d.opt.runs.max_queued}, {"max_queued_bytes", d.opt.runs.max_queued_bytes},
+               {"kept", rs.kept}, {"kept_bytes", rs.kept_bytes}, {"refused", rs.refused}};
   json body = {{"uptime_s", seconds_since(d.started_at)},
                {"resident", resident},
                {"queue", {{"door_waiting", d.waiting}, {"max_depth", d.opt.queue.max_depth},
                           {"supervisor_queued", snap.queued}, {"by_model", by_model}}},
                {"in_flight_requests", d.in_flight},
                {"connections", d.conns.size()},
+               {"pipeline_runs", runs},
                {"profiles", profiles},
                {"recent_switches", switches},
                {"failures", failures},
@@ -132,6 +134,10 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
   m.set("kevlaya_uptime_seconds", {}, seconds_since(d.started_at));
   m.set("kevlaya_queue_depth", {}, d.waiting);
   m.set("kevlaya_open_connections", {}, static_cast<double>(d.conns.size()));
+  const auto& rs = d.runs->stats();
+  m.set("kevlaya_pipeline_runs_queued", {}, static_cast<double>(rs.queued));
+  m.set("kevlaya_pipeline_runs_queued_bytes", {}, static_cast<double>(rs.queued_bytes));
+  m.set("kevlaya_pipeline_runs_refused_total", {}, static_cast<double>(rs.refused));
   m.clear("kevlaya_model_state");
   for (const auto& p : snap.profiles) {
     m.set("kevlaya_model_queue_depth", {{"model", p.name}}, p.queued);
@@ -191,46 +197,91 @@ asio::awaitable<void> admin_unload(Door& d, Connection& c) {
   co_await c.send(unloaded_reply());
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+Reply options_reply(const RouteMatch& m, OriginVerdict verdict) {
+  if (m.route == Route::none) return error_reply(make_error(Errc::not_found, "no such route"));
+  Reply r;
+  r.status = 204;
+  r.headers.emplace_back("Allow", std::string(allow_of(m)));
+  if (verdict == OriginVerdict::none) return r;
+  // A preflight of an allowed origin: exactly that origin, no credentials (no cookies exist).
+  r.headers.emplace_back("Access-Control-Allow-Methods", std::string(allow_of(m)));
+  r.headers.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+  r.headers.emplace_back("Access-Control-Max-Age", "600");
+  return r;
+}
+
+Reply method_not_allowed(const RouteMatch& m, std::string_view method) {
+  auto r = error_reply(make_error(Errc::method_not_allowed,
+                                  std::string(method) + " is not allowed here; use " +
+                                      (m.method == bhttp::verb::post ? "POST" : "GET")));
+  r.headers.emplace_back("Allow", std::string(allow_of(m)));
+  return r;
+}
+
+Reply reserve_only_reply() {
+  Error e = make_error(Errc::unavailable, "too many connections (this one may only ask /health or /metrics)");
+  e.retry_after_s = 1;
+  return error_reply(e);
+}
+
+// The gate (gate.hpp), in order: Host, Origin, preflight, reserve slot, auth, route, method, type.
+// Returns the refusal, or nullopt when the request may go to its route.
+std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const RouteMatch& m) {
+  if (auto e = check_host(d.gate, req)) return error_reply(*e);
+  const auto origin = header(req, bhttp::field::origin);
+  const auto verdict = check_origin(d.gate, origin, header(req, bhttp::field::host));
+  if (verdict == OriginVerdict::refused) return error_reply(origin_refused());
+  if (verdict != OriginVerdict::none) c.set_cors_origin(origin);
+  if (req.method() == bhttp::verb::options) return options_reply(m, verdict);
+  if (c.reserve_only() && m.route != Route::health && m.route != Route::metrics) return reserve_only_reply();
+  if (m.route == Route::health && req.method() == bhttp::verb::get) return std::nullopt;  // open
+  if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization), header(req, "X-Api-Key")))
+    return unauthorized_reply();
+  if (m.route == Route::none) {
+    const std::string_view target(req.target().data(), req.target().size());
+    return error_reply(make_error(Errc::not_found, "no route for " + std::string(req.method_string()) +
+                                                       " " + std::string(target.substr(0, target.find('?')))));
+  }
+  if (req.method() != m.method) {
+    const auto ms = req.method_string();
+    return method_not_allowed(m, std::string_view(ms.data(), ms.size()));
+  }
+  if (m.method == bhttp::verb::post && !is_json_content_type(header(req, bhttp::field::content_type)))
+    return error_reply(not_json());
+  return std::nullopt;
+}
+
+bool async_query(std::string_view query) {
+  return query.find("async=1") != std::string_view::npos || query.find("async=true") != std::string_view::npos;
+}
 
 }  // namespace
 
 asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
-  const std::string path(target.substr(0, q));
-  const std::string query(q == std::string_view::npos ? "" : target.substr(q + 1));
-  const auto method = req.method();
-  const bool get = method == bhttp::verb::get, post = method == bhttp::verb::post;
-
-  if (path == "/health" && get) {  // open: load balancers and `curl` checks need no key
-    co_await c.send(health_reply(d));
+  const auto m = match_route(target.substr(0, q));
+  if (auto refusal = gate(d, req, c, m)) {
+    co_await c.send(std::move(*refusal));
     co_return;
   }
-  if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization),
-                  header(req, "X-Api-Key"))) {
-    co_await c.send(unauthorized_reply());
-    co_return;
+  switch (m.route) {
+    case Route::health: co_await c.send(health_reply(d)); co_return;
+    case Route::chat:
+    case Route::completions:
+    case Route::completion: co_return co_await model_call(d, req, c);
+    case Route::models: co_return co_await models(d, c);
+    case Route::status: co_return co_await status(d, c);
+    case Route::metrics: co_return co_await metrics(d, c);
+    case Route::admin_load: co_return co_await admin_load(d, c, std::string(m.arg));
+    case Route::admin_unload: co_return co_await admin_unload(d, c);
+    case Route::pipeline_runs: {
+      const bool async = q != std::string_view::npos && async_query(target.substr(q + 1));
+      co_return co_await d.runs->post_run(req, c, std::string(m.arg), async);
+    }
+    case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
+    case Route::none: break;
   }
-  if (post && (path == "/v1/chat/completions" || path == "/v1/completions" || path == "/completion"))
-    co_return co_await model_call(d, req, c);
-  if (get && path == "/v1/models") co_return co_await models(d, c);
-  if (get && path == "/status") co_return co_await status(d, c);
-  if (get && path == "/metrics") co_return co_await metrics(d, c);
-  if (post && starts_with(path, kAdminLoad) && path.size() > kAdminLoad.size())
-    co_return co_await admin_load(d, c, path.substr(kAdminLoad.size()));
-  if (post && path == "/admin/unload") co_return co_await admin_unload(d, c);
-  if (post && starts_with(path, kPipelines) && path.size() > kPipelines.size() + 5 &&
-      path.substr(path.size() - 5) == "/runs") {
-    const auto name = path.substr(kPipelines.size(), path.size() - kPipelines.size() - 5);
-    const bool async = query.find("async=1") != std::string::npos ||
-                       query.find("async=true") != std::string::npos;
-    co_return co_await d.runs->post_run(req, c, name, async);
-  }
-  if (get && starts_with(path, kRuns) && path.size() > kRuns.size())
-    co_return co_await d.runs->get_run(c, path.substr(kRuns.size()));
-  co_await c.send(error_reply(make_error(
-      Errc::not_found, "no route for " + std::string(req.method_string()) + " " + path)));
 }
 
 void describe_metrics(Metrics& m) {
@@ -258,6 +309,10 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_prompt_tokens_per_second", T::histogram,
              "Prompt processing speed reported in responses' timings, by model.", tps);
   m.describe("kevlaya_pipeline_verdicts_total", T::counter, "Pipeline runs, by pipeline and verdict.");
+  m.describe("kevlaya_pipeline_runs_queued", T::gauge, "Pipeline runs waiting or running at the door.");
+  m.describe("kevlaya_pipeline_runs_queued_bytes", T::gauge, "Request bytes of the queued pipeline runs.");
+  m.describe("kevlaya_pipeline_runs_refused_total", T::counter,
+             "Pipeline runs refused with 429 (runs.max_queued / runs.max_queued_bytes).");
 }
 
 namespace {

@@ -5,9 +5,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 
+#include "http/bodies.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -49,6 +51,8 @@ struct RunQueue::Run {
   json record;
   std::optional<Error> error;
   std::chrono::system_clock::time_point created = std::chrono::system_clock::now();
+  std::int64_t body_bytes = 0;  // counted in the queue's bytes until the run ends
+  std::int64_t kept_bytes = 0;  // size of the kept record once finished
   asio::steady_timer finished;  // cancelled when the run ends
 
   json to_json() const {
@@ -99,27 +103,46 @@ void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
 
 RunQueue::~RunQueue() = default;
 
+std::optional<Reply> RunQueue::admit(const Request& req, const std::string& name) {
+  if (!d_.cfg.find_pipeline(name)) return unknown_pipeline(d_.cfg, name);
+  if (!d_.runner)
+    return error_reply(make_error(Errc::unavailable, "pipelines are not enabled in this server"));
+  const auto& lim = d_.opt.runs;
+  const auto bytes = static_cast<std::int64_t>(req.body().size());
+  if (bytes > lim.max_queued_bytes)
+    return error_reply(make_error(Errc::payload_too_large, "a run body may hold at most " +
+                                  std::to_string(lim.max_queued_bytes) + " bytes (runs.max_queued_bytes)"));
+  if (stats_.queued >= static_cast<std::size_t>(lim.max_queued) || stats_.queued_bytes + bytes > lim.max_queued_bytes) {
+    ++stats_.refused;
+    Error e = make_error(Errc::queue_full, "pipeline run queue is full (" + std::to_string(stats_.queued) +
+                             " runs, " + std::to_string(stats_.queued_bytes) + " bytes queued; limits: runs.max_queued " +
+                             std::to_string(lim.max_queued) + ", runs.max_queued_bytes " +
+                             std::to_string(lim.max_queued_bytes) + ")");
+    e.retry_after_s = std::max(1, static_cast<int>(std::ceil(run_s_.seeded ? run_s_.value : 1.0)));
+    return error_reply(e);
+  }
+  return std::nullopt;
+}
+
 asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::string name, bool async) {
-  if (!d_.cfg.find_pipeline(name)) {
-    co_await c.send(unknown_pipeline(d_.cfg, name));
+  if (auto refusal = admit(req, name)) {
+    co_await c.send(std::move(*refusal));
     co_return;
   }
-  if (!d_.runner) {
-    co_await c.send(error_reply(make_error(Errc::unavailable, "pipelines are not enabled in this server")));
-    co_return;
-  }
-  json task = json::parse(req.body(), nullptr, false);
-  if (task.is_discarded() || !task.is_object() || !task.contains("input")) {
-    co_await c.send(error_reply(make_error(
-        Errc::bad_request, "body must be a JSON object with \"input\" (and optional \"candidates\")")));
+  auto task = parse_run_body(req.body());
+  if (!task) {
+    co_await c.send(error_reply(task.error()));
     co_return;
   }
   static const std::string prefix = run_prefix();
   auto run = std::make_shared<Run>(d_.strand);
   run->id = "run-" + prefix + "-" + std::to_string(next_++);
   run->pipeline = std::move(name);
-  run->task = std::move(task);
+  run->task = std::move(task.value());
+  run->body_bytes = static_cast<std::int64_t>(req.body().size());
   run->finished.expires_at(Clock::time_point::max());
+  ++stats_.queued;
+  stats_.queued_bytes += run->body_bytes;
   remember(run);
   pending_.push_back(run);
   if (!working_) {
@@ -146,14 +169,24 @@ asio::awaitable<void> RunQueue::get_run(Connection& c, const std::string& id) {
 void RunQueue::remember(std::shared_ptr<Run> r) {
   order_.push_back(r->id);
   runs_[r->id] = std::move(r);
-  while (order_.size() > kKeptRuns) {  // forget the oldest finished runs first
+  forget_old();
+}
+
+// Forgets the oldest finished runs while more than kKeptRuns are kept or their records exceed
+// runs.max_kept_bytes; runs still queued or running are never forgotten.
+void RunQueue::forget_old() {
+  while (!order_.empty() && (order_.size() > kKeptRuns || stats_.kept_bytes > d_.opt.runs.max_kept_bytes)) {
     auto old = runs_.find(order_.front());
     if (old != runs_.end() && (old->second->state == Run::State::queued ||
                                old->second->state == Run::State::running))
       break;
-    if (old != runs_.end()) runs_.erase(old);
+    if (old != runs_.end()) {
+      stats_.kept_bytes -= old->second->kept_bytes;
+      runs_.erase(old);
+    }
     order_.pop_front();
   }
+  stats_.kept = runs_.size();
 }
 
 asio::awaitable<void> RunQueue::work() {
@@ -161,8 +194,16 @@ asio::awaitable<void> RunQueue::work() {
     auto run = pending_.front();
     pending_.pop_front();
     run->state = Run::State::running;
+    const auto t0 = Clock::now();
     auto res = co_await d_.runner->run_task(run->pipeline, run->task);
+    run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
     finish(d_.metrics, *run, std::move(res));
+    run->task = json();  // the record holds what is kept
+    --stats_.queued;
+    stats_.queued_bytes -= run->body_bytes;
+    run->kept_bytes = static_cast<std::int64_t>(run->record.dump(-1, ' ', false, json::error_handler_t::replace).size());
+    stats_.kept_bytes += run->kept_bytes;
+    forget_old();
     run->finished.cancel();
   }
   working_ = false;

@@ -21,6 +21,8 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::chrono::seconds kLingerTime{1};          // reading leftovers before closing
 constexpr std::uint64_t kLingerBytes = 16ull << 20;     // ... at most this much
 constexpr const char* kServerName = "kevlaya-orch";
+// Response headers a page of an allowed origin may read.
+constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run";
 
 // Read failures that deserve an answer (the rest just close the connection).
 std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) {
@@ -68,7 +70,17 @@ Connection::Connection(std::shared_ptr<Door> door, tcp::socket socket)
   door_->conns.insert(this);
 }
 
-Connection::~Connection() { door_->conns.erase(this); }
+Connection::~Connection() {
+  door_->conns.erase(this);
+  if (evicted_) --door_->evicting;
+}
+
+void Connection::evict() {
+  evicted_ = true;
+  ++door_->evicting;
+  spdlog::debug("http: closing an idle connection to make room for a new one");
+  close();
+}
 
 void Connection::close_if_idle() {
   if (!in_request_) close();
@@ -85,7 +97,8 @@ asio::awaitable<void> Connection::run() {
     auto req = co_await read_request();
     if (!req) break;
     version_ = req->version();
-    keep_alive_ = req->keep_alive();
+    keep_alive_ = req->keep_alive() && !reserve_only_;
+    cors_origin_.clear();
     head_sent_ = false;
     in_request_ = true;
     ++door_->in_flight;
@@ -99,6 +112,8 @@ asio::awaitable<void> Connection::run() {
     }
     if (crashed && !head_sent_) co_await send(error_reply(make_error(Errc::internal, "internal error")));
     in_request_ = false;
+    busy_ = false;
+    last_active_ = Clock::now();
     door_->request_done();
     if (crashed || failed_ || !keep_alive_) break;
   }
@@ -110,18 +125,26 @@ asio::awaitable<void> Connection::run() {
 asio::awaitable<std::optional<Request>> Connection::read_request() {
   error_code ec;
   const auto& opt = door_->opt;
-  if (buffer_.size() == 0) {  // between requests: the idle timeout applies
+  const auto header_timeout = std::chrono::seconds(opt.limits.header_timeout_s);
+  if (requests_ > 0 && buffer_.size() == 0) {  // between requests: the idle timeout applies
     stream_.expires_after(std::chrono::seconds(opt.limits.idle_timeout_s));
     auto n = co_await stream_.async_read_some(buffer_.prepare(kReadChunk), ec_token(ec));
     if (ec) co_return std::nullopt;
     buffer_.commit(n);
   }
-  // From the first byte on, the whole request must arrive within read_timeout_s.
+  ++requests_;
+  // A new connection must send its whole header within header_timeout_s of being accepted (an
+  // idle or trickling client cannot hold a slot for long); a kept-alive one, of its first byte.
+  // Then the whole request must arrive within read_timeout_s.
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
   parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
-  stream_.expires_after(std::chrono::seconds(opt.limits.read_timeout_s));
+  stream_.expires_after(header_timeout);
   co_await bhttp::async_read_header(stream_, buffer_, parser, ec_token(ec));
+  if (!ec) {
+    busy_ = true;  // not evictable while its body arrives and it is answered
+    stream_.expires_after(std::chrono::seconds(opt.limits.read_timeout_s));
+  }
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
   std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
   if (!ec) framing = framing_problem(parser.get());
@@ -169,12 +192,20 @@ asio::awaitable<bool> Connection::write_done(error_code ec) {
   co_return !ec;
 }
 
+void Connection::add_cors(bhttp::fields& f) const {
+  if (cors_origin_.empty()) return;
+  f.set(bhttp::field::access_control_allow_origin, cors_origin_);
+  f.set(bhttp::field::access_control_expose_headers, kExposed);
+  f.set(bhttp::field::vary, "Origin");
+}
+
 asio::awaitable<bool> Connection::send(Reply r) {
   if (failed_) co_return false;
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version_};
   res.set(bhttp::field::server, kServerName);
-  res.set(bhttp::field::content_type, r.content_type);
+  if (r.status != 204) res.set(bhttp::field::content_type, r.content_type);
   for (auto& [k, v] : r.headers) res.set(k, v);
+  add_cors(res);
   res.keep_alive(keep_alive_ && !door_->draining);
   res.body() = std::move(r.body);
   res.prepare_payload();
@@ -194,6 +225,7 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   res.set(bhttp::field::server, kServerName);
   res.set(bhttp::field::content_type, content_type);
   for (auto& [k, v] : headers) res.set(k, v);
+  add_cors(res);
   res.keep_alive(keep_alive_ && !door_->draining);
   res.chunked(true);
   status_ = status;
@@ -261,6 +293,7 @@ void Connection::unwatch() {
 Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config& c,
            ServerOptions o, std::shared_ptr<PipelineRunner> r)
     : ioc(io), strand(asio::make_strand(io)), sup(s), cfg(c), opt(std::move(o)),
+      gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
 }
@@ -277,6 +310,9 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   o.host = orch.listen.host;
   o.port = orch.listen.port;
   o.api_keys = orch.api_keys;
+  o.allowed_hosts = orch.allowed_hosts;
+  o.allowed_origins = orch.cors.allowed_origins;
+  o.runs = orch.runs;
   o.queue = orch.queue;
   o.limits = orch.limits;
   return o;
@@ -324,6 +360,21 @@ Result<std::uint16_t> Server::listen() {
 
 namespace {
 
+constexpr std::chrono::seconds kEvictIdle{1};  // idle this long = may be closed under pressure
+
+std::int64_t open_connections(const Door& d) {
+  return static_cast<std::int64_t>(d.conns.size()) - d.evicting;
+}
+
+// All slots taken: close the connection idle the longest (no request in progress), if any.
+void evict_one(Door& d) {
+  const auto now = Clock::now();
+  Connection* oldest = nullptr;
+  for (auto* c : d.conns)
+    if (c->evictable(now, kEvictIdle) && (!oldest || c->last_active() < oldest->last_active())) oldest = c;
+  if (oldest) oldest->evict();
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
   while (d->acceptor && d->acceptor->is_open()) {
     error_code ec;
@@ -336,13 +387,20 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
     }
     sock.set_option(tcp::no_delay(true), ec);  // SSE chunks must not wait for Nagle
     auto conn = std::make_shared<Connection>(d, std::move(sock));
-    if (static_cast<int>(d->conns.size()) > d->opt.limits.max_connections) {
+    const auto& lim = d->opt.limits;
+    const std::int64_t cap = static_cast<std::int64_t>(lim.max_connections) + lim.reserved_connections;
+    if (open_connections(*d) > cap) evict_one(*d);
+    const auto open = open_connections(*d);  // this one included
+    if (open > cap) {
       auto refuse = [conn]() -> asio::awaitable<void> {
-        co_await conn->send(error_reply(make_error(Errc::unavailable, "too many connections")));
+        Error e = make_error(Errc::unavailable, "too many connections");
+        e.retry_after_s = 1;
+        co_await conn->send(error_reply(e));
       };
       asio::co_spawn(d->strand, std::move(refuse), asio::detached);
       continue;
     }
+    if (open > lim.max_connections) conn->set_reserve_only();  // /health and /metrics only
     asio::co_spawn(d->strand, [conn] { return conn->run(); }, asio::detached);
   }
 }

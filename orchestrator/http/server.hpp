@@ -27,7 +27,10 @@ namespace kevlaya::http {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::vector<std::string> api_keys;  // empty = open
+  std::vector<std::string> api_keys;  // empty = open; never logged or shown
+  std::vector<std::string> allowed_hosts;    // Host names served besides loopback
+  std::vector<std::string> allowed_origins;  // cors.allowed_origins
+  config::RunsCfg runs;                      // pipeline runs queued at the door
   config::QueueCfg queue;
   config::LimitsCfg limits;
   std::size_t max_header_bytes = 16 * 1024;
@@ -36,7 +39,7 @@ struct ServerOptions {
   std::chrono::seconds upstream_idle{300};            // silence allowed from a child (prompt eval)
   std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown
 
-  static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, queue, limits
+  static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, gate, queues, limits
 };
 
 class Door;

@@ -1,4 +1,5 @@
 #include "pipeline/guard.hpp"
+#include "common/bounded_json.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -42,12 +43,9 @@ bool equals_icase(std::string_view a, std::string_view b) {
 }
 
 GuardResult parse_json_output(const config::Stage& stage, std::string_view text) {
-  json value;
-  try {
-    value = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return invalid(std::string("not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json_bounded(text);  // model output: depth-limited, it is re-serialized
+  if (!parsed) return invalid(parsed.error().message);
+  json value = std::move(parsed.value());
   const auto schema = json::parse(stage.output.json_schema, nullptr, false);
   if (schema.is_discarded()) return invalid("the stage's json_schema is not valid JSON");
   if (auto bad = validate(value, schema)) return invalid("does not match the schema: " + *bad);

@@ -1,5 +1,7 @@
 #include "pipeline/journal.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,20 +55,23 @@ Result<ReadBack> read_back(const fs::path& path, const std::string& data) {
       rb.good_bytes = pos;
       continue;
     }
-    auto rec = json::parse(line, nullptr, false);
-    const std::string at = "journal " + path.string() + ":" + std::to_string(line_no) + ": ";
+    auto parsed = parse_json_bounded(line);  // depth-limited like every JSON from outside
+    const std::string at = "journal " + path.string() + ": line " + std::to_string(line_no);
     // Valid JSON that is not a record cannot be a torn record (a prefix of an object never parses).
-    if (!rec.is_discarded() && !is_record(rec))
-      return make_error(Errc::io_error, at + "not a journal record (" + std::string(rec.type_name()) +
+    if (parsed && !is_record(*parsed))
+      return make_error(Errc::io_error, at + " is not a journal record (" + std::string(parsed->type_name()) +
                                             "; expected an object with a string \"id\")",
                         "move the file away or remove that line; nothing was changed");
-    if (nl == std::string::npos || rec.is_discarded()) {
-      if (!last)
-        return make_error(Errc::io_error, at + "corrupt line (not JSON)", "move the file away or repair that line");
+    // A complete line that nests too deep is an error wherever it is: it is not torn.
+    const bool too_deep = !parsed && parsed.error().message == json_depth_message();
+    if (nl == std::string::npos || !parsed) {
+      if (!last || too_deep)
+        return make_error(Errc::io_error, at + " is corrupt" + (parsed ? "" : ": " + parsed.error().message),
+                          "move the file away or repair that line");
       rb.torn = true;  // the crash happened while this line was being written
       break;
     }
-    rb.records.push_back(std::move(rec));
+    rb.records.push_back(std::move(parsed.value()));
     pos = nl + 1;
     rb.good_bytes = pos;
   }

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.hpp"
+
 namespace kevlaya::pipeline {
 namespace {
 
@@ -20,12 +22,9 @@ std::optional<std::string> id_of(const json& v) {
 // One line -> a task, or the reason it is not one.
 Result<Task> parse_line(std::string_view line, int line_no) {
   auto bad = [](std::string msg) { return make_error(Errc::bad_request, std::move(msg)); };
-  json obj;
-  try {
-    obj = json::parse(line);
-  } catch (const json::parse_error& e) {
-    return bad(std::string("not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json_bounded(line);  // depth-limited: fields are re-serialized below
+  if (!parsed) return bad(parsed.error().message);
+  json obj = std::move(parsed.value());
   if (!obj.is_object()) return bad("expected a JSON object");
   Task t;
   t.line = line_no;

@@ -227,6 +227,11 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.limits.max_connections = o.max_connections;
   cfg_.orch.limits.read_timeout_s = o.read_timeout_s;
   cfg_.orch.limits.idle_timeout_s = o.idle_timeout_s;
+  cfg_.orch.limits.header_timeout_s = o.header_timeout_s;
+  cfg_.orch.limits.reserved_connections = o.reserved_connections;
+  cfg_.orch.allowed_hosts = o.allowed_hosts;
+  cfg_.orch.cors.allowed_origins = o.allowed_origins;
+  cfg_.orch.runs = o.runs;
   cfg_.orch.listen.port = 0;
   sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
                                                   std::make_unique<FakeEffects>(fx_));
@@ -282,7 +287,7 @@ HttpReply http_request(std::uint16_t port, const std::string& method, const std:
   s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
   req.set(bhttp::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+  if (!body.empty() || method == "POST") req.set(bhttp::field::content_type, "application/json");
   for (auto& [k, v] : headers) req.set(k, v);
   req.keep_alive(false);
   req.body() = body;

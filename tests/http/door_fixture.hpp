@@ -81,6 +81,11 @@ struct DoorOptions {
   int max_connections = 64;
   int read_timeout_s = 30;
   int idle_timeout_s = 120;
+  int header_timeout_s = 10;
+  int reserved_connections = 4;
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+  kevlaya::config::RunsCfg runs;
   std::vector<std::pair<std::string, double>> lora;  // not used by the fake supervisor
   std::shared_ptr<http::PipelineRunner> runner;
   bool broken_profile = false;  // adds profile "broken" whose start always fails (cuda_oom)
@@ -120,7 +125,8 @@ struct HttpReply {
   }
 };
 
-// One request on a fresh connection (Connection: close), read to the end.
+// One request on a fresh connection (Connection: close), read to the end. Sends Host: 127.0.0.1
+// and, for POST, Content-Type: application/json; `headers` override both.
 HttpReply http_request(std::uint16_t port, const std::string& method, const std::string& target,
                        const std::string& body = {},
                        std::vector<std::pair<std::string, std::string>> headers = {});

@@ -1,6 +1,9 @@
 // Limits and framing: body and header size, connection count, read and idle timeouts, bad framing.
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <thread>
+
 #include "door_fixture.hpp"
 
 using namespace kevlaya::test;
@@ -17,7 +20,7 @@ TEST_CASE("an oversized body is refused with 413 before it is read", "[http]") {
 TEST_CASE("oversized headers are refused", "[http]") {
   Door door;
   RawClient c(door.port());
-  c.send("GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(40000, 'a') + "\r\n\r\n");
+  c.send("GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(40000, 'a') + "\r\n\r\n");
   auto got = c.read_until("\r\n\r\n");
   CHECK(got.rfind("HTTP/1.1 400", 0) == 0);
 }
@@ -25,30 +28,30 @@ TEST_CASE("oversized headers are refused", "[http]") {
 TEST_CASE("duplicate Content-Length is bad framing: 400", "[http]") {
   Door door;
   RawClient c(door.port());
-  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}");
+  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}");
   CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
 }
 
 TEST_CASE("bad chunked encoding is bad framing: 400", "[http]") {
   Door door;
   RawClient c(door.port());
-  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
+  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
   CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
 }
 
 TEST_CASE("keep-alive serves several requests on one connection", "[http]") {
   Door door;
   RawClient c(door.port());
-  c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\nGET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
   CHECK(count_of(c.read_until("uptime_s", 10s, 2), "HTTP/1.1 200") == 2);
 }
 
-TEST_CASE("a slow client cannot pin a connection: read timeout", "[http]") {
+TEST_CASE("a slow client cannot pin a connection: header timeout", "[http]") {
   DoorOptions o;
-  o.read_timeout_s = 1;
+  o.header_timeout_s = 1;
   Door door(o);
   RawClient c(door.port());
-  c.send("GET /health HTTP/1.1\r\nHost: x\r\n");  // never finishes its header
+  c.send("GET /health HTTP/1.1\r\nHost: localhost\r\n");  // never finishes its header
   CHECK(c.wait_closed(10s));
 }
 
@@ -57,19 +60,78 @@ TEST_CASE("an idle keep-alive connection is closed after idle_timeout_s", "[http
   o.idle_timeout_s = 1;
   Door door(o);
   RawClient c(door.port());
+  c.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  REQUIRE(c.read_until("uptime_s").find("200") != std::string::npos);
   CHECK(c.wait_closed(10s));
 }
 
-TEST_CASE("connections over max_connections are refused with 503", "[http]") {
+TEST_CASE("a connection that sends nothing is closed after header_timeout_s, not idle_timeout_s", "[http]") {
+  DoorOptions o;
+  o.header_timeout_s = 1;  // idle_timeout_s stays 120
+  Door door(o);
+  RawClient c(door.port());
+  CHECK(c.wait_closed(10s));
+}
+
+namespace {
+
+std::string post_raw(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Two connections busy with a request each: one held by the child, one queued behind it.
+bool two_busy(Door& door, RawClient& a, RawClient& b) {
+  a.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
+  b.send(post_raw("/v1/chat/completions", chat_body("kev", "hold")));
+  if (!door.upstream().wait_held(1)) return false;
+  for (int i = 0; i < 2000; ++i) {  // bounded: the second is queued within milliseconds
+    for (const auto& p : door.snapshot().profiles)
+      if (p.name == "kev" && p.queued >= 1) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("connections over max_connections + reserved_connections are refused with 503", "[http]") {
   DoorOptions o;
   o.max_connections = 2;
+  o.reserved_connections = 0;
   Door door(o);
   RawClient a(door.port()), b(door.port());
-  // Make sure both are registered: each answers a request on its kept-alive connection.
-  a.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-  b.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-  REQUIRE(a.read_until("uptime_s").find("200") != std::string::npos);
-  REQUIRE(b.read_until("uptime_s").find("200") != std::string::npos);
+  REQUIRE(two_busy(door, a, b));  // a busy connection is never closed to make room
   RawClient third(door.port());
-  CHECK(third.read_until("\r\n\r\n").rfind("HTTP/1.1 503", 0) == 0);
+  const auto got = third.read_until("\r\n\r\n");
+  CHECK(got.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(got.find("Retry-After: 1") != std::string::npos);
+  door.upstream().release_hold();
+}
+
+TEST_CASE("the reserve answers /health and /metrics when every slot is busy, nothing else", "[http]") {
+  DoorOptions o;
+  o.max_connections = 2;
+  o.reserved_connections = 2;
+  Door door(o);
+  RawClient a(door.port()), b(door.port());
+  REQUIRE(two_busy(door, a, b));
+  CHECK(http_request(door.port(), "GET", "/health").status == 200);
+  CHECK(http_request(door.port(), "GET", "/metrics").status == 200);
+  auto other = http_request(door.port(), "GET", "/v1/models");
+  CHECK(other.status == 503);
+  CHECK(other.header("retry-after") == "1");
+  door.upstream().release_hold();
+}
+
+TEST_CASE("idle connections holding every slot are closed to make room: /health answers (35 idle connections)",
+          "[http]") {
+  DoorOptions o;
+  o.max_connections = 30;
+  o.reserved_connections = 4;
+  Door door(o);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 35; ++i) idle.push_back(std::make_unique<RawClient>(door.port()));
+  std::this_thread::sleep_for(1500ms);  // older than the 1 s an idle connection keeps its slot
+  for (int i = 0; i < 3; ++i) CHECK(http_request(door.port(), "GET", "/health").status == 200);
 }

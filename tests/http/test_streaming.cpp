@@ -12,7 +12,7 @@ using namespace kevlaya::test;
 namespace {
 
 std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 

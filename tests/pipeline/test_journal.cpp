@@ -81,10 +81,10 @@ TEST_CASE("journal resume reports a corrupt line in the middle with its number",
   auto j = Journal::open(path, Journal::Mode::resume);
   REQUIRE_FALSE(j.ok());
   CHECK(j.error().code == Errc::io_error);
-  CHECK(j.error().message.find("run.jsonl:2: ") != std::string::npos);
+  CHECK(j.error().message.find("run.jsonl: line 2 is corrupt") != std::string::npos);
 }
 
-TEST_CASE("journal resume rejects a line [1,2] (valid JSON, not a record) naming file:line, file unchanged",
+TEST_CASE("journal resume rejects a line [1,2] (valid JSON, not a record) naming file and line, file unchanged",
           "[journal]") {
   TempDir dir("journal-notrecord");
   const auto path = dir / "run.jsonl";
@@ -97,7 +97,7 @@ TEST_CASE("journal resume rejects a line [1,2] (valid JSON, not a record) naming
     auto j = Journal::open(path, Journal::Mode::resume);
     REQUIRE_FALSE(j.ok());
     CHECK(j.error().code == Errc::io_error);
-    CHECK(j.error().message.find("run.jsonl:2: not a journal record (") != std::string::npos);
+    CHECK(j.error().message.find("run.jsonl: line 2 is not a journal record (") != std::string::npos);
     CHECK(j.error().message.find("expected an object with a string \"id\"") != std::string::npos);
     CHECK(read_text(path) == text);  // nothing lost: the user decides
   }

@@ -40,7 +40,7 @@ TEST_CASE("control bytes of task ids reach the terminal escaped, in the task lis
   CHECK(recs[0]["id"] == kEvilId);
 }
 
-TEST_CASE("run --resume with a journal line [1,2] stops with file:line and leaves the journal alone") {
+TEST_CASE("run --resume with a journal line [1,2] stops naming file and line and leaves the journal alone") {
   RunProject p(pass_script());
   p.tasks("tasks.jsonl", {task_line("a", "one"), task_line("b", "two")});
   const std::string text = R"({"id":"a","verdict":"accepted"})" "\n[1,2]\n";
@@ -48,7 +48,7 @@ TEST_CASE("run --resume with a journal line [1,2] stops with file:line and leave
   const auto r = p.run("--input-file tasks.jsonl --output out.jsonl --resume");
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("out.jsonl:2: not a journal record (array; expected an object with a string \"id\")") !=
+  CHECK(r.output.find("out.jsonl: line 2 is not a journal record (array; expected an object with a string \"id\")") !=
         std::string::npos);
   CHECK(read_text(p.dir / "out.jsonl") == text);
 }

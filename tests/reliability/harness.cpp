@@ -107,13 +107,13 @@ HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds t
 
 HttpReply http_get(int port, const std::string& target, std::chrono::milliseconds timeout,
                    const std::string& extra_headers) {
-  return http_raw(port, "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" +
+  return http_raw(port, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
                             extra_headers + "\r\n", timeout);
 }
 
 HttpReply http_post(int port, const std::string& target, const std::string& json_body,
                     std::chrono::milliseconds timeout, const std::string& extra_headers) {
-  return http_raw(port, "POST " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" +
+  return http_raw(port, "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
                             "Content-Type: application/json\r\nContent-Length: " +
                             std::to_string(json_body.size()) + "\r\n" + extra_headers + "\r\n" +
                             json_body, timeout);

@@ -97,7 +97,7 @@ TEST_CASE("security: API key required and never logged, no traversal, smuggling 
   }
 
   SECTION("request smuggling") {
-    const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n" + bearer(kKey);
+    const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + bearer(kKey);
     const std::string body = R"({"model":"kev","max_tokens":2,"messages":[]})";
     const std::string len = std::to_string(body.size());
     const std::vector<std::pair<std::string, std::string>> attacks = {

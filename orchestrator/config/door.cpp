@@ -1,0 +1,140 @@
+// The front door's security keys of kevlaya.yaml (docs/security.md): allowed_hosts, cors,
+// runs, and API keys read from a file or an environment variable.
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "config/detail.hpp"
+
+namespace kevlaya::config::detail {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A DNS name or IPv4 address, or a bracketed IPv6 address; no port, no scheme.
+bool valid_host(std::string_view h) {
+  if (h.empty()) return false;
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    for (char c : h.substr(1, h.size() - 2))
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return false;
+    return true;
+  }
+  for (char c : h)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') return false;
+  return true;
+}
+
+// "http(s)://host[:port]" exactly, as browsers send it in `Origin`.
+bool valid_origin(std::string_view o) {
+  std::string_view rest;
+  if (o.rfind("http://", 0) == 0) rest = o.substr(7);
+  else if (o.rfind("https://", 0) == 0) rest = o.substr(8);
+  else return false;
+  const auto bracket = rest.rfind(']');
+  const auto colon = rest.rfind(':');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+    const auto port = rest.substr(colon + 1);
+    if (port.empty() || port.size() > 5) return false;
+    for (char c : port)
+      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    if (std::atoi(std::string(port).c_str()) > 65535) return false;
+    rest = rest.substr(0, colon);
+  }
+  return valid_host(rest);
+}
+
+void add_keys_from(std::string_view text, std::vector<std::string>& keys, bool lines) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = lines ? text.find('\n', pos) : text.find_first_of(", \t\n", pos);
+    auto item = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    pos = end == std::string_view::npos ? text.size() : end + 1;
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (item.empty() || (lines && item.front() == '#')) continue;
+    keys.emplace_back(item);
+  }
+}
+
+}  // namespace
+
+void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& out) {
+  auto list = read_string_list(d, "allowed_hosts", n, false);
+  if (!list) return;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto h = lower((*list)[i]);
+    if (!valid_host(h)) {
+      d.error(n[i], "allowed_hosts[" + std::to_string(i) + "]: expected a host name or address "
+                    "without scheme or port (e.g. kev.lan), got '" + (*list)[i] + "'");
+      continue;
+    }
+    out.push_back(std::move(h));
+  }
+}
+
+void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c) {
+  walk_map(d, "cors", n, {{"allowed_origins", [&](const YAML::Node& v) {
+    auto list = read_string_list(d, "cors.allowed_origins", v, false);
+    if (!list) return;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      auto o = lower((*list)[i]);
+      if (!valid_origin(o)) {
+        d.error(v[i], "cors.allowed_origins[" + std::to_string(i) + "]: expected an origin like "
+                      "http://localhost:3000 (scheme://host[:port], no path, no wildcard), got '" +
+                      (*list)[i] + "'");
+        continue;
+      }
+      c.allowed_origins.push_back(std::move(o));
+    }
+  }}});
+}
+
+void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r) {
+  constexpr std::int64_t kBig = INT64_MAX;
+  walk_map(d, "runs", n, {
+      {"max_queued", [&](const YAML::Node& x) { set_int(d, "runs.max_queued", x, 1, 1 << 20, r.max_queued); }},
+      {"max_queued_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_queued_bytes", x, 1, kBig, r.max_queued_bytes); }},
+      {"max_kept_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_kept_bytes", x, 0, kBig, r.max_kept_bytes); }},
+  });
+}
+
+void read_api_keys_file(Doc& d, const YAML::Node& n, std::vector<std::string>& keys) {
+  const auto path = read_path(d, "api_keys_file", n);
+  if (!path) return;
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) {
+    d.error(n, "api_keys_file: cannot read " + display_path(*path));
+    return;
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto before = keys.size();
+  add_keys_from(text, keys, true);
+  if (keys.size() == before) d.error(n, "api_keys_file: no key in " + display_path(*path) + " (one key per line)");
+  struct stat st {};
+  if (::stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    d.warn(n, "api_keys_file " + display_path(*path) + " is readable by other users (chmod 600 it)");
+}
+
+void read_api_keys_env(Doc& d, const YAML::Node& n, std::vector<std::string>& keys) {
+  const auto name = read_string(d, "api_keys_env", n);
+  if (!name) return;
+  bool ok = !name->empty() && !std::isdigit(static_cast<unsigned char>(name->front()));
+  for (char c : *name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok) {
+    d.error(n, "api_keys_env: expected an environment variable name, got '" + *name + "'");
+    return;
+  }
+  const char* v = std::getenv(name->c_str());
+  const auto before = keys.size();
+  if (v) add_keys_from(v, keys, false);
+  if (keys.size() == before)
+    d.error(n, "api_keys_env: environment variable " + *name + " is not set or holds no key");
+}
+
+}  // namespace kevlaya::config::detail

@@ -1,0 +1,35 @@
+// The request bodies the door reads, apart from the network so they can be tested and fuzzed:
+// a model call's body (model resolution, alias rewrite) and a pipeline run's body. Every body is
+// parsed with the JSON depth limit (common/bounded_json.hpp) before anything walks it.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+
+namespace kevlaya::http {
+
+struct ModelCall {
+  std::string requested;  // `model` as sent ("" when absent)
+  std::string profile;    // resolved profile name
+  bool stream = false;
+  nlohmann::json body;
+};
+
+// Parses a model call's body: a JSON object whose `model` names a profile or alias (may be omitted
+// when one profile exists). Errors: 400 (not JSON, too deep, bad `model`), 404 (unknown model).
+Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
+
+// The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
+// sent) or shared-base mode adds the adapters' scales (`lora`).
+std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
+                       const std::vector<std::pair<std::string, double>>& lora);
+
+// Parses a pipeline run's body: a JSON object with "input". Errors: 400.
+Result<nlohmann::json> parse_run_body(std::string_view body);
+
+}  // namespace kevlaya::http

@@ -1,0 +1,143 @@
+#include "http/gate.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+namespace kevlaya::http {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+bool istarts(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequal(s.substr(0, prefix.size()), prefix);
+}
+
+bool all_digits(std::string_view s) {
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return !s.empty();
+}
+
+// The name part of a Host value ("[::1]:8080" -> "[::1]", "kev.lan:80" -> "kev.lan"), or ""
+// when what follows the name is not a port.
+std::string_view host_name(std::string_view host) {
+  const auto bracket = host.rfind(']');
+  const auto colon = host.rfind(':');
+  if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket))
+    return host;
+  if (!all_digits(host.substr(colon + 1))) return {};
+  return host.substr(0, colon);
+}
+
+bool loopback_name(std::string_view name) {
+  if (iequal(name, "localhost") || iequal(name, "localhost.") || name == "[::1]") return true;
+  if (name.substr(0, 4) != "127.") return false;  // 127.0.0.0/8, dotted quad only
+  int dots = 0;
+  for (char c : name) {
+    if (c == '.') ++dots;
+    else if (c < '0' || c > '9') return false;
+  }
+  return dots == 3 && name.back() != '.';
+}
+
+}  // namespace
+
+GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::string> allowed_hosts,
+                            std::vector<std::string> allowed_origins) {
+  GatePolicy p;
+  boost::system::error_code ec;
+  const auto addr = boost::asio::ip::make_address(listen_host, ec);
+  const bool loopback = listen_host == "localhost" || (!ec && addr.is_loopback());
+  p.check_host = loopback || !allowed_hosts.empty();
+  p.allowed_hosts = std::move(allowed_hosts);
+  p.allowed_origins = std::move(allowed_origins);
+  return p;
+}
+
+RouteMatch match_route(std::string_view path) {
+  using V = bhttp::verb;
+  constexpr std::string_view kAdminLoad = "/admin/load/", kPipelines = "/v1/pipelines/",
+                             kRuns = "/v1/runs/", kRunsTail = "/runs";
+  if (path == "/health") return {Route::health, V::get, {}};
+  if (path == "/v1/chat/completions") return {Route::chat, V::post, {}};
+  if (path == "/v1/completions") return {Route::completions, V::post, {}};
+  if (path == "/completion") return {Route::completion, V::post, {}};
+  if (path == "/v1/models") return {Route::models, V::get, {}};
+  if (path == "/status") return {Route::status, V::get, {}};
+  if (path == "/metrics") return {Route::metrics, V::get, {}};
+  if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};
+  if (path.size() > kAdminLoad.size() && path.substr(0, kAdminLoad.size()) == kAdminLoad)
+    return {Route::admin_load, V::post, path.substr(kAdminLoad.size())};
+  if (path.size() > kPipelines.size() + kRunsTail.size() && path.substr(0, kPipelines.size()) == kPipelines &&
+      path.substr(path.size() - kRunsTail.size()) == kRunsTail)
+    return {Route::pipeline_runs, V::post,
+            path.substr(kPipelines.size(), path.size() - kPipelines.size() - kRunsTail.size())};
+  if (path.size() > kRuns.size() && path.substr(0, kRuns.size()) == kRuns)
+    return {Route::run, V::get, path.substr(kRuns.size())};
+  return {};
+}
+
+std::string_view allow_of(const RouteMatch& m) {
+  return m.method == bhttp::verb::post ? "POST, OPTIONS" : "GET, OPTIONS";
+}
+
+std::optional<Error> check_host(const GatePolicy& p, const bhttp::fields& f) {
+  auto it = f.find(bhttp::field::host);
+  if (it == f.end() || it->value().empty())
+    return make_error(Errc::bad_request, "missing Host header (HTTP/1.1 requires exactly one)");
+  if (f.count(bhttp::field::host) > 1)
+    return make_error(Errc::bad_request, "more than one Host header (HTTP/1.1 requires exactly one)");
+  if (!p.check_host) return std::nullopt;
+  const std::string_view host(it->value().data(), it->value().size());
+  const auto name = host_name(host);
+  if (!name.empty()) {
+    if (loopback_name(name)) return std::nullopt;
+    for (const auto& h : p.allowed_hosts)
+      if (iequal(name, h)) return std::nullopt;
+  }
+  // The value is not echoed: it is whatever the client sent.
+  return make_error(Errc::forbidden, "this door serves only loopback host names (Host: localhost, "
+                                     "127.0.0.1, [::1]) and those listed in allowed_hosts",
+                    "add the name to allowed_hosts in kevlaya.yaml (docs/security.md)");
+}
+
+OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host) {
+  if (origin.empty()) return OriginVerdict::none;
+  for (const auto& o : p.allowed_origins)
+    if (iequal(origin, o)) return OriginVerdict::allowed;
+  constexpr std::string_view kHttp = "http://";
+  if (istarts(origin, kHttp) && iequal(origin.substr(kHttp.size()), host)) return OriginVerdict::same;
+  return OriginVerdict::refused;
+}
+
+bool is_json_content_type(std::string_view ct) {
+  const auto semi = ct.find(';');
+  auto type = ct.substr(0, semi);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  if (iequal(type, "application/json")) return true;
+  return istarts(type, "application/") && type.size() > 17 &&
+         iequal(type.substr(type.size() - 5), "+json");
+}
+
+Error origin_refused() {  // the origin is not echoed: client-controlled
+  return make_error(Errc::forbidden, "requests from web pages are refused unless their origin is "
+                                     "listed in cors.allowed_origins",
+                    "add the page's origin (e.g. http://localhost:3000) to cors.allowed_origins "
+                    "in kevlaya.yaml (docs/security.md)");
+}
+
+Error not_json() {
+  return make_error(Errc::unsupported_media, "this route takes a JSON body: send "
+                                             "'Content-Type: application/json'");
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,55 @@
+// Who may talk to the door, decided on the parsed header before any route runs (docs/security.md):
+// exactly one Host, naming loopback (or an allowed host) when the door listens on loopback, so a
+// DNS-rebinding page cannot read answers; an Origin only when allowed (a browser page elsewhere
+// cannot drive the door); CORS preflights answered exactly; POST bodies typed as JSON (a
+// cross-site "simple" text/plain form post is refused). Pure and cheap: no regex, no allocation.
+// Also the route table, so that an unknown method on a known path is a 405 with Allow.
+#pragma once
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace kevlaya::http {
+
+struct GatePolicy {
+  bool check_host = true;                    // only loopback names and allowed_hosts are served
+  std::vector<std::string> allowed_hosts;    // lower-case, no port
+  std::vector<std::string> allowed_origins;  // lower-case "scheme://host[:port]"
+
+  // check_host is on when `listen_host` is a loopback address or `allowed_hosts` is non-empty.
+  static GatePolicy from(const std::string& listen_host, std::vector<std::string> allowed_hosts,
+                         std::vector<std::string> allowed_origins);
+};
+
+// The door's routes. `method` is the one method each answers (besides OPTIONS).
+enum class Route { none, health, chat, completions, completion, models, status, metrics,
+                   admin_load, admin_unload, pipeline_runs, run };
+struct RouteMatch {
+  Route route = Route::none;
+  boost::beast::http::verb method = boost::beast::http::verb::get;
+  std::string_view arg;  // model of /admin/load/{m}, pipeline of /v1/pipelines/{n}/runs, run id
+};
+RouteMatch match_route(std::string_view path);
+// The Allow header value of a route ("GET, OPTIONS" / "POST, OPTIONS").
+std::string_view allow_of(const RouteMatch& m);
+
+// 400 without exactly one non-empty Host (RFC 9112 3.2); 403 when the policy does not serve it.
+std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::fields& f);
+
+// An Origin header's verdict: none (not sent), same (the door's own: http://<Host>), allowed
+// (listed in cors.allowed_origins), refused (anything else, including "null").
+enum class OriginVerdict { none, same, allowed, refused };
+OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host);
+
+// True for application/json (any parameters) and application/<something>+json.
+bool is_json_content_type(std::string_view content_type);
+
+// The gate's refusals, one sentence each (the caller's error shape is applied by error_reply).
+Error origin_refused();
+Error not_json();
+
+}  // namespace kevlaya::http
