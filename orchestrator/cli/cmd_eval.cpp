@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/pipeline_session.hpp"
 #include "runtime/runtime.hpp"
+#include "common/bytes.hpp"
 #include "pipeline/tasks.hpp"
 
 namespace kevlaya::cli {
@@ -117,12 +118,12 @@ void print_table(std::ostream& out, const std::vector<ProfileResult>& results) {
   }
   out << h1.str() << "\n" << h2.str() << "\n";
   for (std::size_t i = 0; i < results.front().scenarios.size(); ++i) {
-    out << std::left << std::setw(kId) << results.front().scenarios[i].id;
+    out << std::left << std::setw(kId) << printable(results.front().scenarios[i].id);  // task data: any bytes
     for (const auto& r : results) {
       const auto& s = r.scenarios[i];
       out << "| " << std::right << std::fixed << std::setprecision(2) << std::setw(kNum) << s.stability()
           << std::setw(kNum) << std::setprecision(0) << (100 * s.pass_rate()) << "%"
-          << std::setw(kNum - 1) << s.invalid << "    " << std::left << std::setw(kDist) << s.distribution();
+          << std::setw(kNum - 1) << s.invalid << "    " << std::left << std::setw(kDist) << printable(s.distribution());
     }
     out << "\n";
   }
@@ -169,8 +170,8 @@ int run_eval(const EvalArgs& a) {
   print_binaries(lp->config, all_stages, out);
   auto scen = pl::load_tasks(a.scenarios, true);
   if (!scen) {
-    std::cerr << "kevlaya-orch eval: " << scen.error().message << "\n";
-    for (const auto& d : scen.error().detail) std::cerr << d << "\n";
+    std::cerr << "kevlaya-orch eval: " << printable(scen.error().message) << "\n";
+    for (const auto& d : scen.error().detail) std::cerr << printable(d) << "\n";
     return kExitFailure;
   }
   if (scen->tasks.empty()) {
@@ -233,7 +234,7 @@ int run_eval(const EvalArgs& a) {
       << " run(s), " << switches << " switch(es)\n";
   print_table(out, results);
   if (!ok) out << "stability below --min-stability " << a.min_stability << "\n";
-  if (a.json) std::cout << report_json(a, results, ok).dump(2) << std::endl;
+  if (a.json) std::cout << dump_json(report_json(a, results, ok), 2) << std::endl;
   return ok ? kExitOk : kExitFailure;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "common/bytes.hpp"
 #include "gguf/gguf.hpp"
 
 namespace kevlaya::cli {
@@ -112,7 +113,7 @@ void add_inspect(CLI::App& app, Globals& g) {
       return;
     }
     if (opts->json) {
-      std::cout << to_json(*m).dump(2) << "\n";
+      std::cout << dump_json(to_json(*m), 2) << "\n";
     } else {
       print_text(*m);
     }

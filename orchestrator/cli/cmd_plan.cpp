@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "common/bytes.hpp"
 #include "config/config.hpp"
 #include "ledger/calibration.hpp"
 #include "ledger/inputs.hpp"
@@ -203,7 +204,7 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     auto j = plan_json(plan, *gathered);
     j["page_cache_pct"] = page_cache_json(cfg);
-    std::cout << j.dump(2) << '\n';
+    std::cout << dump_json(j, 2) << '\n';
   } else {
     print_plan(plan, *gathered);
     print_page_cache(cfg);

@@ -3,13 +3,14 @@
 // (fsync'ed), batches stage-major by default, and prints a summary. Exit codes: 0 every task
 // finished (any verdict), 2 some ended in `error`, 1 the run could not start, 130 interrupted.
 #include <CLI/CLI.hpp>
-#include <iomanip>
 #include <iostream>
 #include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_session.hpp"
 #include "runtime/runtime.hpp"
+#include "cli/summary_table.hpp"
+#include "common/bytes.hpp"
 #include "pipeline/journal.hpp"
 #include "pipeline/tasks.hpp"
 
@@ -40,10 +41,10 @@ struct TaskLine {
   int rounds = 0;
 };
 
-void print_error(const Error& e) {
-  std::cerr << "kevlaya-orch run: " << e.message << "\n";
-  if (!e.hint.empty()) std::cerr << "  hint: " << e.hint << "\n";
-  for (const auto& l : e.detail) std::cerr << "  | " << l << "\n";
+void print_error(const Error& e) {  // messages may quote task lines or child output
+  std::cerr << "kevlaya-orch run: " << printable(e.message) << "\n";
+  if (!e.hint.empty()) std::cerr << "  hint: " << printable(e.hint) << "\n";
+  for (const auto& l : e.detail) std::cerr << "  | " << printable(l) << "\n";
 }
 
 int fail(const Error& e) {
@@ -62,39 +63,30 @@ Result<std::vector<pl::Task>> gather_tasks(const RunArgs& a) {
   }
   auto list = pl::load_tasks(a.input_file, a.strict);
   if (!list) return list.error();  // --strict: every issue is in the error's detail
-  for (const auto& issue : list->issues) std::cerr << issue.format(a.input_file) << " (skipped)\n";
+  for (const auto& issue : list->issues) std::cerr << printable(issue.format(a.input_file)) << " (skipped)\n";
   if (!list->issues.empty())
     std::cerr << list->issues.size() << " bad input line(s) skipped; --strict makes them fatal\n";
   return std::move(list->tasks);
 }
 
-void print_stage_table(std::ostream& out, const pl::RunSummary& s) {
-  out << "  " << std::left << std::setw(12) << "stage" << std::setw(12) << "model" << std::right << std::setw(7)
-      << "calls" << std::setw(9) << "invalid" << std::setw(11) << "ms/call" << std::setw(10) << "tok/s" << "\n";
-  for (const auto& st : s.stages) {
-    out << "  " << std::left << std::setw(12) << st.stage << std::setw(12) << st.model << std::right
-        << std::setw(7) << st.calls << std::setw(9) << st.invalid << std::setw(11) << std::fixed
-        << std::setprecision(1) << (st.calls ? st.call_ms / st.calls : 0.0) << std::setw(10)
-        << st.tokens_per_s() << "\n";
-  }
-}
-
 void print_summary(std::ostream& out, const RunArgs& a, const pl::RunSummary& s,
                    const std::vector<TaskLine>& lines, std::size_t skipped) {
-  if (lines.size() <= kListTasksUpTo)
+  if (lines.size() <= kListTasksUpTo) {  // task data may hold any bytes: printable() before the terminal
+    std::vector<std::vector<std::string>> rows;
     for (const auto& l : lines) {
-      out << "  " << std::left << std::setw(14) << l.id << std::setw(10) << l.verdict;
-      if (!l.decision.empty()) out << " decision " << l.decision;
-      out << " (" << l.rounds << (l.rounds == 1 ? " round)" : " rounds)");
-      if (!l.error.empty()) out << "  " << l.error;
-      out << "\n";
+      std::string rest = l.decision.empty() ? "" : "decision " + printable(l.decision) + " ";
+      rest += "(" + std::to_string(l.rounds) + (l.rounds == 1 ? " round)" : " rounds)");
+      if (!l.error.empty()) rest += "  " + printable(l.error);
+      rows.push_back({printable(l.id), printable(l.verdict), rest});
     }
+    out << format_columns(rows, {false, false, false});
+  }
   out << "summary: " << s.total << " task(s) in " << format_duration(s.wall_s) << ": accepted " << s.accepted
       << ", rejected " << s.rejected << ", error " << s.errors;
   if (s.unfinished) out << ", unfinished " << s.unfinished;
   if (skipped) out << " (" << skipped << " already in the journal)";
   out << "; switches " << s.switches << " (" << a.order << ")\n";
-  print_stage_table(out, s);
+  out << stage_table(s);
   if (!a.output.empty()) out << "journal: " << a.output << "\n";
   if (s.interrupted) out << "interrupted; rerun with --resume to finish the remaining tasks\n";
   out.flush();
@@ -152,15 +144,17 @@ int run_pipeline(const RunArgs& a) {
   ProgressPrinter progress("run " + lp->pipeline.name);
   std::vector<TaskLine> lines;
   exec.on_task_done([&](const json& rec) -> Status {
+    if (*journal)
+      if (auto st = (*journal)->append(rec); !st) return st;  // not durable: not listed, not counted
     lines.push_back(task_line(rec));
-    return *journal ? (*journal)->append(rec) : ok_status();
+    return ok_status();
   });
   exec.on_progress([&](const pl::RunProgress& p) { progress.update(p); });
   auto printing = session.sup().subscribe([&](const supervisor::Event& e) {  // the executor records its own
     if (e.type != supervisor::Event::Type::switch_done) return;
     const auto& r = e.record;
     progress.note("switch " + (r.from.empty() ? std::string("-") : r.from) + " -> " + r.to + " (" +
-                  std::to_string(r.total_ms) + " ms)" + (r.ok ? "" : " FAILED: " + r.error));
+                  std::to_string(r.total_ms) + " ms)" + (r.ok ? "" : " FAILED: " + printable(r.error)));
   });
   session.on_first_signal([&] {
     std::cerr << "\ninterrupted: abandoning the call in flight and stopping children (again to kill)..." << std::endl;
@@ -170,7 +164,7 @@ int run_pipeline(const RunArgs& a) {
   const bool interrupted = session.run([&]() -> asio::awaitable<void> { sum = co_await exec.run(std::move(*tasks)); });
   progress.finish();
   print_summary(out, a, sum, lines, skipped);
-  if (a.json) std::cout << sum.to_json().dump(2) << std::endl;
+  if (a.json) std::cout << dump_json(sum.to_json(), 2) << std::endl;
   if (sum.fatal) return fail(*sum.fatal);
   if (interrupted || sum.interrupted) return kExitInterrupted;
   return sum.errors > 0 ? kExitPartial : kExitOk;

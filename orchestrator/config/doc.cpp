@@ -2,34 +2,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/bytes.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
 
 namespace {
-
-// Length of the UTF-8 sequence starting at s[i], or 0 when the bytes there are not valid UTF-8
-// (overlong forms, surrogates and code points above U+10FFFF are invalid too).
-std::size_t utf8_seq_len(const std::string& s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c == 0xE0) { n = 3; lo = 0xA0; }
-  else if (c == 0xED) { n = 3; hi = 0x9F; }
-  else if (c >= 0xE1 && c <= 0xEF) n = 3;
-  else if (c == 0xF0) { n = 4; lo = 0x90; }
-  else if (c == 0xF4) { n = 4; hi = 0x8F; }
-  else if (c >= 0xF1 && c <= 0xF3) n = 4;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
-  return n;
-}
 
 bool is_blank(const std::string& s) {
   return s.find_first_not_of(" \t\r\n") == std::string::npos;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "common/bytes.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -13,11 +14,15 @@ namespace {
 
 using json = nlohmann::json;
 
-// Plain YAML scalars become JSON numbers/booleans/null; quoted ones stay strings.
-json scalar_to_json(Doc& d, const YAML::Node& n, const std::string& key) {
+// Plain YAML scalars become JSON numbers/booleans/null; quoted ones stay strings. Sets `failed`
+// (after a diagnostic) when a ${VAR} is missing.
+json scalar_to_json(Doc& d, const YAML::Node& n, const std::string& key, bool& failed) {
   std::string err;
   const std::string s = expand_env(n.Scalar(), &err);
-  if (!err.empty()) d.error(n, key + ": " + err);
+  if (!err.empty()) {
+    d.error(n, key + ": " + err);
+    failed = true;
+  }
   if (n.Tag() == "!") return s;
   if (s.empty() || s == "~" || s == "null") return nullptr;
   if (s == "true" || s == "false") return s == "true";
@@ -26,21 +31,58 @@ json scalar_to_json(Doc& d, const YAML::Node& n, const std::string& key) {
   return s;
 }
 
-json to_json(Doc& d, const YAML::Node& n, const std::string& key) {
+// A schema written in YAML is bounded after alias expansion: yaml-cpp shares an aliased subtree, but
+// the JSON built here copies it, so a 1 KB file of nested anchors could expand to 10^9 nodes (and an
+// alias inside its own anchor never ends). Counted while converting (docs/configuration.md).
+constexpr std::size_t kMaxSchemaNodes = 100000;
+constexpr int kMaxSchemaDepth = 64;
+
+struct Budget {
+  std::size_t nodes = 0;
+  std::string exceeded;  // why the conversion stopped; reported once, at the schema
+  bool failed = false;   // a scalar was reported: stop, so an aliased error is not repeated
+  bool stop() const { return failed || !exceeded.empty(); }
+};
+
+std::string budget_problem(Budget& b, int depth) {
+  if (++b.nodes > kMaxSchemaNodes)
+    return "more than " + std::to_string(kMaxSchemaNodes) + " nodes after YAML aliases are expanded";
+  if (depth > kMaxSchemaDepth)
+    return "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels (an alias inside its own anchor?)";
+  return {};
+}
+
+json to_json(Doc& d, const YAML::Node& n, const std::string& key, Budget& b, int depth) {
+  if (b.stop()) return nullptr;
+  if (b.exceeded = budget_problem(b, depth); !b.exceeded.empty()) return nullptr;
   if (n.IsMap()) {
     json o = json::object();
-    for (auto it = n.begin(); it != n.end(); ++it)
-      o[it->first.Scalar()] = to_json(d, it->second, key + "." + it->first.Scalar());
+    for (auto it = n.begin(); it != n.end() && !b.stop(); ++it)
+      o[it->first.Scalar()] = to_json(d, it->second, key + "." + it->first.Scalar(), b, depth + 1);
     return o;
   }
   if (n.IsSequence()) {
     json a = json::array();
-    for (std::size_t i = 0; i < n.size(); ++i)
-      a.push_back(to_json(d, n[i], key + "[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < n.size() && !b.stop(); ++i)
+      a.push_back(to_json(d, n[i], key + "[" + std::to_string(i) + "]", b, depth + 1));
     return a;
   }
-  if (n.IsScalar()) return scalar_to_json(d, n, key);
+  if (n.IsScalar()) return scalar_to_json(d, n, key, b.failed);
   return nullptr;
+}
+
+// The same bounds for a schema given as JSON text, walked without recursion.
+std::string json_problem(const json& root) {
+  Budget b;
+  std::vector<std::pair<const json*, int>> todo{{&root, 1}};
+  while (!todo.empty()) {
+    const auto [j, depth] = todo.back();
+    todo.pop_back();
+    if (auto why = budget_problem(b, depth); !why.empty()) return why;
+    if (j->is_structured())
+      for (const auto& child : *j) todo.emplace_back(&child, depth + 1);
+  }
+  return {};
 }
 
 void read_schema(Doc& d, const YAML::Node& n, const std::string& key, std::string& dst) {
@@ -53,14 +95,21 @@ void read_schema(Doc& d, const YAML::Node& n, const std::string& key, std::strin
       d.error(n, key + ": not valid JSON text; write the schema as a YAML mapping instead");
       return;
     }
+    if (const auto why = json_problem(j); !why.empty()) {
+      d.error(n, key + ": " + why);
+      return;
+    }
   } else {
-    j = to_json(d, n, key);
+    Budget b;
+    j = to_json(d, n, key, b, 1);
+    if (!b.exceeded.empty()) d.error(n, key + ": " + b.exceeded);
+    if (b.stop()) return;
   }
   if (!j.is_object()) {
     d.error(n, key + ": expected a JSON schema object, got " + describe(n));
     return;
   }
-  dst = j.dump();
+  dst = dump_json(j);  // ${VAR} text may carry any bytes
 }
 
 // True when some `enum` in the schema lists `value` (the verdict field of a verify stage).
@@ -282,8 +331,9 @@ void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs
   ploc.name = pl.loc;
   std::vector<StageBuild> stages;
   std::optional<YAML::Node> stages_node;
+  bool name_set = false;
   const bool ok = walk_map(d, "pipeline", d.root(), {
-      {"name", [&](const YAML::Node& v) { ploc.name = d.loc(v); set_string(d, "name", v, pl.name); }},
+      {"name", [&](const YAML::Node& v) { name_set = true; ploc.name = d.loc(v); set_string(d, "name", v, pl.name); }},
       {"max_rounds", [&](const YAML::Node& v) { set_int(d, "max_rounds", v, 1, 100, pl.max_rounds); }},
       {"stages", [&](const YAML::Node& v) {
          stages_node.emplace(v);
@@ -296,6 +346,9 @@ void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs
        }},
   });
   if (!ok) return;
+  if (printable(pl.name) != pl.name)  // a name in URLs and JSON: bytes of a path won't do
+    d.error(ploc.name, "pipeline name '" + printable(pl.name) + "' must be UTF-8 text without control characters" +
+                           (name_set ? "" : "; it comes from the file name: rename the file or set 'name:' in it"));
   if (!stages_node) {
     d.error(d.root(), "missing required key 'stages' (the ordered list of stages)");
     return;

@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "common/bytes.hpp"
 #include "config/detail.hpp"
 #include "config/flags.hpp"
 
@@ -167,12 +168,14 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
   pl.name = p.loc;
   // Optional, not plain Node: assigning to a Node overwrites the node it refers to.
   std::optional<YAML::Node> model_node, backend_node, alias_node;
+  bool name_set = false;
   const bool ok = walk_map(d, "profile", root, {
       {"name", [&](const YAML::Node& v) {
+         name_set = true;
          set_string(d, "name", v, p.name);
          pl.name = d.loc(v);
          if (!valid_name(p.name))
-           d.error(v, "name must be letters, digits, '.', '_' or '-', got '" + p.name + "'");
+           d.error(v, "name must be letters, digits, '.', '_' or '-', got '" + printable(p.name) + "'");
        }},
       {"backend", [&](const YAML::Node& v) {
          backend_node.emplace(v);
@@ -227,13 +230,16 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
   });
   if (!ok) return;
+  if (!name_set && !valid_name(p.name))  // the name is an API model id: bytes of a path won't do
+    d.error(p.loc, "profile name '" + printable(p.name) + "' comes from the file name and must be letters, "
+                   "digits, '.', '_' or '-'; rename the file or set 'name:' in it");
   check_backend(d, p, backend_node ? *backend_node : root, model_node);
   for (std::size_t i = 0; i < p.alias.size(); ++i) {
     const YAML::Node& a = *alias_node;
     pl.alias.push_back(a.IsSequence() && i < a.size() ? d.loc(a[i]) : d.loc(a));
     if (!valid_name(p.alias[i]))
       d.error(pl.alias.back(), "alias must be letters, digits, '.', '_' or '-', got '" +
-                                   p.alias[i] + "'");
+                                   printable(p.alias[i]) + "'");
   }
   out.push_back(std::move(p));
   locs.push_back(std::move(pl));

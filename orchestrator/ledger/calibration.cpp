@@ -12,6 +12,8 @@
 #include <regex>
 #include <system_error>
 
+#include "common/bytes.hpp"
+
 namespace kevlaya::ledger {
 namespace {
 
@@ -95,7 +97,11 @@ Measured parse_log(std::string_view log) {
 
 std::string measurement_key(const std::string& fingerprint, const Flags& f, const std::vector<AdapterInput>& adapters) {
   std::string k = fingerprint + " " + flags_key(f);
-  for (const auto& a : adapters) k += " lora=" + std::filesystem::path(a.path).filename().string();
+  for (const auto& a : adapters) {  // a JSON key: a file name that is not UTF-8 goes in as {"hex":...}
+    const std::string name = std::filesystem::path(a.path).filename().string();
+    const auto b = bytes_to_json(name);
+    k += " lora=" + (b.is_string() ? name : b.dump());
+  }
   return k;
 }
 
@@ -145,7 +151,7 @@ Status save_store(const std::filesystem::path& file, const std::map<std::string,
   const auto tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
+    out << dump_json(j, 2) << "\n";
     if (!out.flush()) return make_error(Errc::io_error, "cannot write " + tmp);
   }
   std::filesystem::rename(tmp, file, ec);

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "common/bytes.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::pipeline {
@@ -39,7 +40,7 @@ std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
   json arr = json::array();
   for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
   j["lora"] = std::move(arr);
-  return j.dump();
+  return dump_json(j);
 }
 
 struct Exchange {

@@ -8,6 +8,7 @@
 
 #include "common/clock.hpp"
 #include "common/hash.hpp"
+#include "common/bytes.hpp"
 #include "pipeline/exec_call.hpp"
 #include "pipeline/guard.hpp"
 #include "pipeline/request.hpp"
@@ -150,7 +151,7 @@ asio::awaitable<std::optional<Outcome>> Executor::Impl::try_attempts(TaskRun& r,
   const auto& st = pipeline.stages[stage_idx];
   json msgs = json::array();
   for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  const std::string prompt_hash = digest_hex(msgs.dump());
+  const std::string prompt_hash = digest_hex(dump_json(msgs));
   std::string last_invalid;
   for (int attempt = 0; attempt <= st.max_invalid_retries; ++attempt) {
     const auto seed = seed_for(r, st, round, attempt);
@@ -161,7 +162,7 @@ asio::awaitable<std::optional<Outcome>> Executor::Impl::try_attempts(TaskRun& r,
     }
     json rec = attempt_record(st, round, attempt, seed, prompt_hash);
     progress.stage = st.name;
-    auto call = co_await call_model(env, st.model, body->dump());
+    auto call = co_await call_model(env, st.model, dump_json(*body));
     ++progress.calls;
     if (!call) {
       if (env.stopping) co_return std::nullopt;  // abandoned: the task stays unfinished
@@ -245,19 +246,23 @@ json Executor::Impl::record(std::size_t task) const {
   return j;
 }
 
+// Counts the task only once on_task_done has kept its record: after a failed journal write (disk
+// full) the summary says what the journal holds, and the task is left unfinished for --resume.
 void Executor::Impl::finish(std::size_t task) {
   const auto s = planner->state(task);
+  if (s == TaskState::failed && !runs[task].error)
+    runs[task].error = json{{"code", "internal"}, {"message", "task failed without an error"}};
+  if (task_done) {
+    if (auto st = task_done(record(task)); !st) {
+      fatal = st.error();
+      env.stopping = true;  // the journal is the product: stop rather than lose results
+      return;
+    }
+  }
   ++progress.finished;
   if (s == TaskState::accepted) ++progress.accepted;
   else if (s == TaskState::rejected) ++progress.rejected;
   else ++progress.errors;
-  if (s == TaskState::failed && !runs[task].error)
-    runs[task].error = json{{"code", "internal"}, {"message", "task failed without an error"}};
-  if (!task_done) return;
-  if (auto st = task_done(record(task)); !st) {
-    fatal = st.error();
-    env.stopping = true;  // the journal is the product: stop rather than lose results
-  }
 }
 
 Executor::Executor(asio::any_io_executor ex, supervisor::Supervisor& sup, config::Pipeline pipeline,

@@ -75,7 +75,7 @@ struct RunSummary {
   std::size_t accepted = 0;
   std::size_t rejected = 0;
   std::size_t errors = 0;
-  std::size_t unfinished = 0;  // left when interrupted
+  std::size_t unfinished = 0;  // left when interrupted, or not durably recorded (see on_task_done)
   int switches = 0;            // model loads incl. the first one
   double wall_s = 0;
   bool interrupted = false;
@@ -96,7 +96,8 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Called with each finished task's record before the next task starts; an error stops the run.
+  // Called with each finished task's record before the next task starts. An error stops the run
+  // (RunSummary::fatal) and the task is not counted as finished: counts match what was recorded.
   void on_task_done(TaskDone cb);
   // Called after every call and every finished task.
   void on_progress(ProgressFn cb);

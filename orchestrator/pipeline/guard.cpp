@@ -51,7 +51,7 @@ GuardResult parse_json_output(const config::Stage& stage, std::string_view text)
   if (auto bad = validate(value, schema)) return invalid("does not match the schema: " + *bad);
   GuardResult g;
   g.valid = true;
-  g.output = value.dump();
+  g.output = dump_json(value);
   if (value.is_object() && value.contains("reason") && value["reason"].is_string())
     g.reason = value["reason"].get<std::string>();
   g.json = std::move(value);

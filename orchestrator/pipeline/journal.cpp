@@ -32,6 +32,9 @@ void fsync_dir(const fs::path& file) {
   }
 }
 
+// What append() writes: an object naming its task.
+bool is_record(const json& j) { return j.is_object() && j.contains("id") && j["id"].is_string(); }
+
 struct ReadBack {
   std::vector<json> records;
   std::uint64_t good_bytes = 0;  // length of the prefix made of complete, valid lines
@@ -53,12 +56,17 @@ Result<ReadBack> read_back(const fs::path& path, const std::string& data) {
       continue;
     }
     auto parsed = parse_json_bounded(line);  // depth-limited like every JSON from outside
+    const std::string at = "journal " + path.string() + ": line " + std::to_string(line_no);
+    // Valid JSON that is not a record cannot be a torn record (a prefix of an object never parses).
+    if (parsed && !is_record(*parsed))
+      return make_error(Errc::io_error, at + " is not a journal record (" + std::string(parsed->type_name()) +
+                                            "; expected an object with a string \"id\")",
+                        "move the file away or remove that line; nothing was changed");
     // A complete line that nests too deep is an error wherever it is: it is not torn.
     const bool too_deep = !parsed && parsed.error().message == json_depth_message();
-    if (nl == std::string::npos || !parsed || !parsed->is_object()) {
+    if (nl == std::string::npos || !parsed) {
       if (!last || too_deep)
-        return make_error(Errc::io_error, "journal " + path.string() + ": line " + std::to_string(line_no) +
-                                              " is corrupt" + (parsed ? "" : ": " + parsed.error().message),
+        return make_error(Errc::io_error, at + " is corrupt" + (parsed ? "" : ": " + parsed.error().message),
                           "move the file away or repair that line");
       rb.torn = true;  // the crash happened while this line was being written
       break;

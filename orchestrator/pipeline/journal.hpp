@@ -20,7 +20,8 @@ class Journal {
   };
 
   // Opens (and with resume reads) the journal. A torn last line — a crash mid-write — is
-  // dropped and truncated away; a corrupt line before the last is an error (Errc::io_error).
+  // dropped and truncated away; a corrupt line before the last, or any line of valid JSON that is
+  // not a record (an object with a string "id"), is an error naming file and line (Errc::io_error).
   static Result<Journal> open(const std::filesystem::path& path, Mode mode);
 
   Journal(Journal&& other) noexcept;

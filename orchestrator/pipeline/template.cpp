@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bytes.hpp"
+
 namespace kevlaya::pipeline {
 namespace {
 
@@ -29,7 +31,7 @@ Result<std::string> candidates_value(std::string_view form, const TemplateContex
   } else if (form == "bullets") {
     for (std::size_t i = 0; i < c.size(); ++i) out += (i ? "\n- " : "- ") + c[i];
   } else if (form == "json") {
-    out = nlohmann::json(c).dump();
+    out = dump_json(nlohmann::json(c));  // --candidates may hold any bytes
   } else {
     return missing(name, "unknown candidates form (use candidates, candidates.bullets or candidates.json)");
   }

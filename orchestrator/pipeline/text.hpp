@@ -5,10 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "common/bytes.hpp"
+
 namespace kevlaya::pipeline {
 
 // Byte offset of the first invalid UTF-8 sequence (overlong, surrogate, > U+10FFFF, truncated).
-std::optional<std::size_t> utf8_error(std::string_view s);
+using kevlaya::utf8_error;
 
 // Number of code points in valid UTF-8 (what JSON Schema's minLength/maxLength count).
 std::size_t utf8_length(std::string_view s);

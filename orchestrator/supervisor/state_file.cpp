@@ -15,6 +15,7 @@
 
 #include "config/config.hpp"
 #include "config/flags.hpp"
+#include "common/bytes.hpp"
 
 namespace kevlaya::supervisor {
 
@@ -104,15 +105,17 @@ bool write_state(const fs::path& dir, const ChildRecord& rec) {
   fs::create_directories(dir, ec);
   const int owner = rec.owner_pid ? rec.owner_pid : ::getpid();
   const auto owner_start = rec.owner_pid ? rec.owner_start_time : proc_start_time(owner);
+  json argv = json::array();  // paths are bytes: each element round-trips (common/bytes.hpp)
+  for (const auto& a : mask_secrets(rec.argv)) argv.push_back(bytes_to_json(a));
   json j = {{"pid", rec.pid},         {"pgid", rec.pgid},        {"start_time", rec.start_time},
-            {"profile", rec.profile}, {"argv", mask_secrets(rec.argv)},
+            {"profile", bytes_to_json(rec.profile)}, {"argv", argv},
             {"owner_pid", owner},     {"owner_start_time", owner_start}};
   auto path = file_for(dir, rec);
   auto tmp = path;
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump() << "\n";
+    out << dump_json(j) << "\n";
     if (!out) return false;
   }
   fs::rename(tmp, path, ec);
@@ -156,8 +159,8 @@ std::optional<ChildRecord> read_record(const fs::path& path) {
     rec.pid = j.value("pid", 0);
     rec.pgid = j.value("pgid", 0);
     rec.start_time = j.value("start_time", 0ULL);
-    rec.profile = j.value("profile", std::string());
-    rec.argv = j.value("argv", std::vector<std::string>{});
+    rec.profile = bytes_from_json(j.value("profile", json())).value_or("");
+    for (const auto& a : j.value("argv", json::array())) rec.argv.push_back(bytes_from_json(a).value_or(""));
     rec.owner_pid = j.value("owner_pid", 0);
     rec.owner_start_time = j.value("owner_start_time", 0ULL);
     return rec;

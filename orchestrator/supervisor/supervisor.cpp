@@ -28,7 +28,7 @@ Errc errc_for(FailureKind k) {
     case FailureKind::bad_model: return Errc::bad_model;
     case FailureKind::startup_timeout:
     case FailureKind::stalled: return Errc::timeout;
-    case FailureKind::binary_not_found: return Errc::config_invalid;
+    case FailureKind::binary_not_found: return Errc::unavailable;  // 503, like any child that will not start
     case FailureKind::internal: return Errc::internal;
     default: return Errc::unavailable;
   }

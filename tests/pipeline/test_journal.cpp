@@ -81,7 +81,26 @@ TEST_CASE("journal resume reports a corrupt line in the middle with its number",
   auto j = Journal::open(path, Journal::Mode::resume);
   REQUIRE_FALSE(j.ok());
   CHECK(j.error().code == Errc::io_error);
-  CHECK(j.error().message.find("line 2") != std::string::npos);
+  CHECK(j.error().message.find("run.jsonl: line 2 is corrupt") != std::string::npos);
+}
+
+TEST_CASE("journal resume rejects a line [1,2] (valid JSON, not a record) naming file and line, file unchanged",
+          "[journal]") {
+  TempDir dir("journal-notrecord");
+  const auto path = dir / "run.jsonl";
+  const std::string good = "{\"id\":\"t1\",\"verdict\":\"accepted\"}\n";
+  // In the middle, as the last line, without its newline, and an object without an id.
+  for (const std::string& text : {good + "[1,2]\n" + good, good + "[1,2]\n", good + "[1,2]",
+                                  good + "{\"verdict\":\"accepted\"}\n"}) {
+    INFO(text);
+    write_text(path, text);
+    auto j = Journal::open(path, Journal::Mode::resume);
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().code == Errc::io_error);
+    CHECK(j.error().message.find("run.jsonl: line 2 is not a journal record (") != std::string::npos);
+    CHECK(j.error().message.find("expected an object with a string \"id\"") != std::string::npos);
+    CHECK(read_text(path) == text);  // nothing lost: the user decides
+  }
 }
 
 TEST_CASE("journal resume of a missing file starts empty; a later error record reopens a task", "[journal]") {

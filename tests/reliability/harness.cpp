@@ -222,7 +222,7 @@ std::vector<pid_t> processes_with_env(const std::string& marker) {
 
 namespace kevlaya::test {
 
-fs::path write_config(const TempDir& dir, const std::vector<StandinProfile>& profiles,
+fs::path write_config(const fs::path& dir, const std::vector<StandinProfile>& profiles,
                       const std::string& orch_yaml) {
   for (const auto& p : profiles) {
     std::string flags;

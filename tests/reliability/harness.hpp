@@ -63,7 +63,11 @@ struct StandinProfile {
 // kevlaya.yaml + profiles/*.yaml in `dir`: stand-in children on stories260K with fast health
 // probes, a short stop grace and quick restarts; `orch_yaml` is appended to kevlaya.yaml (a
 // `queue:` in it replaces the default queue).
-std::filesystem::path write_config(const TempDir& dir, const std::vector<StandinProfile>& profiles,
+std::filesystem::path write_config(const std::filesystem::path& dir, const std::vector<StandinProfile>& profiles,
                                    const std::string& orch_yaml = "");
+inline std::filesystem::path write_config(const TempDir& dir, const std::vector<StandinProfile>& profiles,
+                                          const std::string& orch_yaml = "") {
+  return write_config(dir.path(), profiles, orch_yaml);
+}
 
 }  // namespace kevlaya::test

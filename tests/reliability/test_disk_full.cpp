@@ -1,0 +1,72 @@
+// Disk full under `kevlaya-orch run` (issue 14): the journal sits on a 64 KiB tmpfs (mounted in a
+// private user+mount namespace, so nothing is left mounted and no root is needed where unprivileged
+// namespaces are allowed). The summary must count only what the journal durably holds, and a
+// --resume elsewhere finishes the rest with every task exactly once.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <regex>
+
+#include "harness.hpp"
+#include "pipeline_run/fixture.hpp"
+
+using namespace kevlaya::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kTasks = 120;
+
+std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The number after `label` in the summary line ("accepted 39"), or -1.
+long summary_count(const std::string& out, const std::string& label) {
+  std::smatch m;
+  const std::regex re("summary: .*" + label + " (\\d+)");
+  return std::regex_search(out, m, re) ? std::stol(m[1]) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("disk full: the run summary counts only tasks durably journaled; --resume finishes the rest",
+          "[reliability][journal]") {
+  if (run_command("unshare -rm true").exit_code != 0) KEVLAYA_SKIP("no user+mount namespace for a small tmpfs");
+  const auto pass = json::array({{{"model", "laya"}, {"reply", R"({"verdict": "pass", "reason": "fits"})"}}});
+  RunProject p(pass, {{"kev", "--fake-token-ms 0"}, {"laya", "--fake-token-ms 0"}});
+  std::vector<std::string> lines;
+  for (int i = 0; i < kTasks; ++i) lines.push_back(task_line("t" + std::to_string(i), "case " + std::to_string(i)));
+  p.tasks("tasks.jsonl", lines);
+  const std::string small = (p.dir / "small").string();
+  std::filesystem::create_directories(small);
+
+  // Mount, run with the journal there, copy the journal out before the namespace (and mount) ends.
+  const auto r = run_command(
+      p.cd() + "unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs " + small + " || exit 99; " + p.orch() +
+      " run pipelines/dv.yaml --config kevlaya.yaml --input-file tasks.jsonl --output " + small +
+      "/out.jsonl; rc=$?; cp " + small + "/out.jsonl full.jsonl; exit $rc' 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code != 99);
+  CHECK(r.exit_code == 1);  // a journal write failure stops the run
+  CHECK(r.output.find("No space left on device") != std::string::npos);
+  const std::string journal = read_text(p.dir / "full.jsonl");
+  const auto durable = count_lines(journal);
+  REQUIRE(durable > 0);
+  REQUIRE(durable < static_cast<std::size_t>(kTasks));
+  CHECK(journal.back() == '\n');  // the failed record was cut back off
+  CHECK(summary_count(r.output, "accepted") == static_cast<long>(durable));
+  CHECK(summary_count(r.output, "unfinished") == static_cast<long>(kTasks - durable));
+
+  write_text(p.dir / "out.jsonl", journal);
+  const auto again = p.run("--input-file tasks.jsonl --output out.jsonl --resume");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  std::map<std::string, int> seen;
+  for (const auto& rec : p.journal("out.jsonl")) ++seen[rec["id"].get<std::string>()];
+  CHECK(seen.size() == static_cast<std::size_t>(kTasks));
+  for (const auto& [id, n] : seen) {
+    INFO(id);
+    CHECK(n == 1);
+  }
+}
