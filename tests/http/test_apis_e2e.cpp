@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include "door_fixture.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 
@@ -37,7 +38,7 @@ class Api {
 };
 
 void write_config(const TempDir& dir, const std::string& binary) {
-  const auto common = "binary: " + binary + "\nmodel: " + stories260k().string() +
+  const auto common = "binary: " + binary + "\nmodel: " + tiny_llama().string() +
                       "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
   write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
   write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);

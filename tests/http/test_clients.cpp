@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "door_fixture.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
 
@@ -27,7 +28,7 @@ std::string missing_tools() {
 void run_client(const std::string& binary, const std::string& script) {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-clients");
-  const auto common = "binary: " + binary + "\nmodel: " + stories260k().string() +
+  const auto common = "binary: " + binary + "\nmodel: " + tiny_llama().string() +
                       "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
   write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
   write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);

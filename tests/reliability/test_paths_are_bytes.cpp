@@ -8,6 +8,7 @@
 #include "common/bytes.hpp"
 #include "harness.hpp"
 #include "supervisor/state_file.hpp"
+#include "support/models.hpp"
 
 using namespace kevlaya::test;
 namespace fs = std::filesystem;
@@ -35,12 +36,12 @@ TEST_CASE("paths are bytes: serve from a Latin-1 directory starts the child, ans
   const fs::path root = dir.path() / kLatin1;
   const fs::path model = root / "m.gguf";  // YAML text is UTF-8: the bytes come from the folder
   fs::create_directories(root);
-  fs::copy_file(stories260k(), model);
+  fs::copy_file(tiny_llama(), model);
   const auto config = write_config(root, {{"kev", {}, ""}});
   // The profile file named k\xffv.yaml (its name comes from `name:`); the model path, relative to
   // it, resolves inside the Latin-1 folder.
   std::string profile = read_text(root / "profiles/kev.yaml");
-  profile.replace(profile.find(stories260k().string()), stories260k().string().size(), "../m.gguf");
+  profile.replace(profile.find(tiny_llama().string()), tiny_llama().string().size(), "../m.gguf");
   fs::remove(root / "profiles/kev.yaml");
   write_text(root / "profiles/k\xffv.yaml", profile);
 
@@ -54,7 +55,7 @@ TEST_CASE("paths are bytes: serve from a Latin-1 directory starts the child, ans
   const auto st = json::parse(status.body, nullptr, false);
   REQUIRE(st.is_object());
   REQUIRE(st["profiles"].size() == 1);
-  CHECK(st["profiles"][0]["state"] == "resident");
+  CHECK(st["profiles"][0]["state"] == "ready");
   CHECK(st["profiles"][0]["pid"].get<int>() > 0);
 
   // The child's state file is complete and gives back the model path byte for byte.
