@@ -1,5 +1,8 @@
 #include "door_fixture.hpp"
 
+#include "support/models.hpp"
+#include "support/paths.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -388,6 +391,17 @@ std::string chat_body(const std::string& model, const std::string& mode, bool st
   if (!mode.empty()) b["test_mode"] = mode;
   if (stream) b["stream"] = true;
   return b.dump();
+}
+
+void write_api_config(const std::filesystem::path& dir, const std::string& binary) {
+  const auto common = "binary: " + binary + "\nmodel: " + tiny_llama().string() +
+                      "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
+  write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
+  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);
+  write_text(dir / "profiles/emb.yaml", "name: emb\n" + common + "extra_args: [--embeddings, --pooling, mean]\n");
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\n");
 }
 
 }  // namespace kevlaya::test

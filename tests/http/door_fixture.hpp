@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -155,5 +156,9 @@ class RawClient {
 
 std::size_t count_of(const std::string& hay, const std::string& needle);
 std::string chat_body(const std::string& model, const std::string& mode = "", bool stream = false);
+
+// A `serve` config in `dir` for the API tests: kev (alias k) and laya rotating on `binary`, and emb
+// (--embeddings, mean pooling: llama-server cannot generate with --embeddings) on the project's model.
+void write_api_config(const std::filesystem::path& dir, const std::string& binary);
 
 }  // namespace kevlaya::test

@@ -37,18 +37,6 @@ class Api {
   std::string base_;
 };
 
-void write_config(const TempDir& dir, const std::string& binary) {
-  const auto common = "binary: " + binary + "\nmodel: " + tiny_llama().string() +
-                      "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
-  write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
-  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);
-  // llama-server cannot generate with --embeddings (b11669 dies on a chat call): its own profile.
-  write_text(dir / "profiles/emb.yaml", "name: emb\n" + common + "extra_args: [--embeddings, --pooling, mean]\n");
-  write_text(dir / "pipelines/.keep", "");
-  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
-                                   "log_dir: logs\nresidency: rotate\n");
-}
-
 std::size_t lines_with(const std::string& text, const std::string& needle) { return count_of(text, needle); }
 
 void anthropic_and_responses(const Api& api) {
@@ -153,7 +141,7 @@ void ollama(const Api& api) {
 
 void exercise(const std::string& binary) {
   TempDir dir("http-apis");
-  write_config(dir, binary);
+  write_api_config(dir.path(), binary);
   Serve serve(dir / "kevlaya.yaml");
   Api api(serve.port());
   anthropic_and_responses(api);

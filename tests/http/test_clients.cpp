@@ -28,15 +28,7 @@ std::string missing_tools() {
 void run_client(const std::string& binary, const std::string& script) {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-clients");
-  const auto common = "binary: " + binary + "\nmodel: " + tiny_llama().string() +
-                      "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n";
-  write_text(dir / "profiles/kev.yaml", "name: kev\nalias: [k]\n" + common);
-  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common);
-  // llama-server cannot generate with --embeddings (b11669 dies on a chat call): its own profile.
-  write_text(dir / "profiles/emb.yaml", "name: emb\n" + common + "extra_args: [--embeddings, --pooling, mean]\n");
-  write_text(dir / "pipelines/.keep", "");
-  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
-                                   "log_dir: logs\nresidency: rotate\n");
+  write_api_config(dir.path(), binary);
   Serve serve(dir / "kevlaya.yaml");
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " timeout 300 node " +
                        (source_dir() / "tests/clients" / script).string());
