@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -129,10 +130,21 @@ void remove_state(const fs::path& dir, const ChildRecord& rec) {
 
 namespace {
 
+// The running command is the recorded one: the same argv, or (a wrapper that exec'd the server
+// through a loader, like tools/llama-server/fetch.sh's: `ld.so --library-path L /usr/bin/llama-server
+// ARGS`) the recorded arguments after argv[0] end the running argv. With the start time also equal,
+// a reused pid cannot pass.
+bool same_command(const std::vector<std::string>& running, const std::vector<std::string>& recorded) {
+  if (running == recorded) return true;
+  if (recorded.size() < 2 || running.size() < recorded.size()) return false;
+  return std::equal(recorded.begin() + 1, recorded.end(), running.end() - (recorded.size() - 1));
+}
+
 bool kill_if_ours(const ChildRecord& rec) {
   if (rec.pid <= 1 || rec.pgid <= 1) return false;
   // A reused pid runs something else or started at another time: leave it alone.
-  if (mask_secrets(proc_cmdline(rec.pid)) != rec.argv || proc_start_time(rec.pid) != rec.start_time) return false;
+  if (proc_start_time(rec.pid) != rec.start_time || !same_command(mask_secrets(proc_cmdline(rec.pid)), rec.argv))
+    return false;
   spdlog::warn("killing leftover child of a previous run: profile {} pid {}", rec.profile, rec.pid);
   ::kill(-rec.pgid, SIGKILL);
   auto until = std::chrono::steady_clock::now() + kGoneWait;

@@ -230,6 +230,38 @@ TEST_CASE("supervisor: crash loop at load -> profile failed with cooldown") {
   });
 }
 
+TEST_CASE("supervisor: a leftover child started through a loader wrapper is recognised and killed") {
+  // tools/llama-server/fetch.sh's wrapper execs the server through its dynamic loader, so /proc
+  // shows `ld.so BINARY ARGS` while the state file recorded `WRAPPER ARGS`.
+  test::TempDir dir("sup-stale-wrapper");
+  auto p = standin("stalew");
+  const auto wrapper = dir / "llama-server";
+  test::write_text(wrapper, "#!/bin/sh\nexec /lib64/ld-linux-x86-64.so.2 " + test::standin_binary().string() +
+                                " \"$@\"\n");
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const std::vector<std::string> args = {"-m", test::tiny_llama().string(), "--port",
+                                         std::to_string(pick_free_port("127.0.0.1")), "--alias", tag(p)};
+  std::string cmd = "setsid " + wrapper.string();
+  for (const auto& a : args) cmd += " " + a;
+  auto r = test::run_command(cmd + " >/dev/null 2>&1 </dev/null & echo $!");
+  int pid = std::stoi(r.output);
+  auto execd = [&] {  // until the loader runs the stand-in
+    auto a = proc_cmdline(pid);
+    return a.size() > 1 && a[1] == test::standin_binary().string();
+  };
+  for (int i = 0; i < 300 && !execd(); ++i) usleep(10000);
+  REQUIRE(execd());
+  std::vector<std::string> recorded{wrapper.string()};
+  recorded.insert(recorded.end(), args.begin(), args.end());
+  REQUIRE(write_state(dir / "state", ChildRecord{pid, pid, proc_start_time(pid), "stalew", recorded}));
+  asio::io_context ioc;
+  config::OrchestratorCfg orch;
+  orch.state_dir = dir / "state";
+  ProcessEffects fx(ioc, orch);
+  CHECK(fx.stale_killed() == 1);
+  CHECK_FALSE(test::alive(pid));
+}
+
 TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid spared") {
   test::TempDir dir("sup-stale");
   auto p = standin("stale");
