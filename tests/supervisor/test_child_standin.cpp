@@ -151,6 +151,18 @@ TEST_CASE("supervisor: binary not found") {
   CHECK(out.failure.kind == FailureKind::binary_not_found);
 }
 
+namespace {
+// A 4-token completion: the request the crash tests send to a child that dies on it.
+upstream::Request tiny_completion() {
+  upstream::Request req;
+  req.method = "POST";
+  req.target = "/completion";
+  req.body = R"({"prompt":"hi","n_predict":4})";
+  req.timeout = 5s;
+  return req;
+}
+}  // namespace
+
 TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; next request restarts") {
   test::TempDir dir("sup-crash");
   asio::io_context ioc;
@@ -159,11 +171,7 @@ TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; nex
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
-    upstream::Request req;
-    req.method = "POST";
-    req.target = "/completion";
-    req.body = R"({"prompt":"hi","n_predict":4})";
-    req.timeout = 5s;
+    const auto req = tiny_completion();
     auto r = co_await upstream::fetch(co_await asio::this_coro::executor, a->endpoint(), req);
     CHECK((!r.ok() || r->status >= 500));
     for (int i = 0; i < 200 && !a->crashed(); ++i) co_await test::sleep_for(10ms);  // exit is async
@@ -189,11 +197,7 @@ TEST_CASE("supervisor: a reset from a child whose process is gone is a crash at 
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
-    upstream::Request req;
-    req.method = "POST";
-    req.target = "/completion";
-    req.body = R"({"prompt":"hi","n_predict":4})";
-    req.timeout = 5s;
+    const auto req = tiny_completion();
     auto r = co_await upstream::fetch(co_await asio::this_coro::executor, a->endpoint(), req);
     REQUIRE_FALSE(r.ok());
     CHECK(co_await sup.check_alive(*a));
