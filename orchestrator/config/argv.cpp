@@ -63,7 +63,7 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   if (!p.cache_type_v.empty()) put(a, "cache_type_v", p.cache_type_v);
   if (p.flash_attn) put(a, "flash_attn", *p.flash_attn ? "on" : "off");
   for (const auto& l : p.lora) put(a, "lora", l.path.string() + ":" + number(l.scale));
-  if (p.placement.devices.size() > 1) {  // a split: CUDA_VISIBLE_DEVICES numbers the devices 0..n-1
+  if (p.placement.devices.size() > 1 && !p.placement.split.empty()) {  // CUDA numbers the visible devices 0..n-1
     put(a, "main_gpu", std::to_string(p.placement.main_gpu));
     std::string ts;
     for (const auto v : p.placement.split) ts += (ts.empty() ? "" : ",") + std::to_string(v);

@@ -65,7 +65,7 @@ struct RestartCfg {
 struct DevicePlacement {
   std::vector<int> devices;       // device indexes, ascending (NVML / gpu.devices order)
   std::string visible;            // CUDA_VISIBLE_DEVICES: the devices' UUIDs when NVML gave them, else indexes
-  std::vector<std::int64_t> split;  // --tensor-split proportions (MiB), one per device; only when > 1 device
+  std::vector<std::int64_t> split;  // --tensor-split proportions (MiB), one per device; empty = llama.cpp's own
   int main_gpu = 0;               // --main-gpu: position in `devices` of the largest share (split only)
 };
 

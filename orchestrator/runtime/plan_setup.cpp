@@ -156,11 +156,29 @@ std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional
   return best;
 }
 
+namespace {
+
+// Without a device list nothing is planned, but a profile's `gpu:` is still obeyed: its child sees
+// those devices (a list is split by llama.cpp itself, in the ratio of their free memory).
+std::map<std::string, config::DevicePlacement> unplanned(const config::Config& cfg) {
+  std::map<std::string, config::DevicePlacement> out;
+  for (const auto& p : cfg.profiles) {
+    if (p.gpu.empty() || p.backend != config::Backend::llama_server) continue;
+    auto& d = out[p.name];
+    d.devices = p.gpu;
+    for (const int g : p.gpu) d.visible += (d.visible.empty() ? "" : ",") + std::to_string(g);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::map<std::string, config::DevicePlacement> placements(const config::Config& cfg) {
   std::map<std::string, config::DevicePlacement> out;
   const auto devices = gpu_devices(cfg);
+  if (devices.empty()) return unplanned(cfg);
   auto gathered = ledger::gather(cfg);
-  if (devices.empty() || !gathered) return out;
+  if (!gathered) return out;
   const auto placed = ledger::place(gathered->profiles, devices, ledger::plan_options(cfg.orch, 0));
   for (const auto& [name, p] : placed.placement) out[name] = ledger::spawn_placement(p, devices);
   return out;
@@ -203,6 +221,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   for (const auto& d : setup.devices)
     setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
   for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);
+  if (setup.devices.empty()) setup.placements = unplanned(cfg);
   setup.mode = plan.mode;
   attach_calibration(setup, cfg, plan, *gathered);
   setup.summary = describe(plan, why);

@@ -30,7 +30,8 @@ struct ResidencySetup {
 std::vector<ledger::Device> gpu_devices(const config::Config& cfg, std::optional<std::int64_t> override_mib = {});
 
 // Each profile's placement as setup_residency decides it (reads the models, asks NVML), without
-// logging or calibration; empty when no device is known or a model cannot be read.
+// logging or calibration; empty when a model cannot be read. With no device known, only the
+// profiles with a `gpu:` get one (those devices, unplanned).
 std::map<std::string, config::DevicePlacement> placements(const config::Config& cfg);
 
 // Writes each profile's placement into `cfg` (Profile::placement): the argv and environment of its
