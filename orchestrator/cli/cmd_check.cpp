@@ -77,6 +77,7 @@ void print_profiles(std::ostream& out, const cfg::Config& c) {
     out << "  ngl " << ngl_text(p.ngl) << "  ctx " << p.ctx << "  np " << p.parallel;
     if (p.backend == cfg::Backend::command) out << "  (command)";
     if (!p.lora.empty()) out << "  lora " << p.lora.size();
+    for (std::size_t i = 0; i < p.gpu.size(); ++i) out << (i ? "," : "  gpu ") << p.gpu[i];
     out << '\n';
   }
 }
