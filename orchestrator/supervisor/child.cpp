@@ -64,8 +64,10 @@ bp::environment child_env(const config::Profile& p) {
     if (inherited_llama && !p.env.count(name)) drop.push_back(name);
   }
   for (const auto& n : drop) env.erase(n);
-  for (const auto& [k, v] : p.env) env[k] = v;
-  for (const auto& [k, v] : config::placement_env(p.placement)) env[k] = v;  // the GPU placement decides
+  // set(), not operator[]: Boost 1.74's find() compares "KEY=" with memcmp past the end of shorter
+  // entries (ASan: heap-buffer-overflow with a long key such as CUDA_VISIBLE_DEVICES).
+  for (const auto& [k, v] : p.env) env.set(k, v);
+  for (const auto& [k, v] : config::placement_env(p.placement)) env.set(k, v);  // the GPU placement decides
   return env;
 }
 
