@@ -113,35 +113,6 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-// The `"timings":{...}` object of a llama-server answer (or the last one in a stream's tail),
-// cut out and parsed alone: the answer itself is relayed as bytes, never parsed on this path.
-// A `"timings"` inside a string value is escaped (\"timings\") and never matches.
-std::optional<json> timings_of(std::string_view text) {
-  static constexpr std::string_view kKey = "\"timings\"";
-  const auto key = text.rfind(kKey);
-  if (key == std::string_view::npos) return std::nullopt;
-  auto at = text.find_first_not_of(" \t\r\n:", key + kKey.size());
-  if (at == std::string_view::npos || text[at] != '{') return std::nullopt;
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = at; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '{') {
-      ++depth;
-    } else if (ch == '}' && --depth == 0) {
-      auto t = parse_json_bounded(text.substr(at, i - at + 1));
-      if (t && t->is_object()) return std::move(t.value());
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
 void note_timings(Door& d, const std::string& model, std::string_view text) {
   const auto t = timings_of(text);
   if (!t) return;
