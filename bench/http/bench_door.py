@@ -157,10 +157,9 @@ def run(a, doors, child):
     lat = {name: [] for name in ["direct"] + [n for n, _, _ in doors]}
     first = {name: [] for name in lat}
     cpu0 = {n: cpu_s(p.pid) for n, p, _ in doors}
-    for _ in range(a.n):  # interleaved: every path sees the same machine state
-        lat["direct"].append(post(child, path, body)[0])
-        first["direct"].append(post(child, path, sbody, True)[1])
-        for name, _, port in doors:
+    paths = [("direct", child)] + [(name, port) for name, _, port in doors]
+    for i in range(a.n):  # interleaved, the order rotating: every path sees the same machine state
+        for name, port in paths[i % len(paths):] + paths[:i % len(paths)]:
             lat[name].append(post(port, path, body)[0])
             first[name].append(post(port, path, sbody, True)[1])
     cpu = {n: (cpu_s(p.pid) - cpu0[n]) / (2 * a.n) for n, p, _ in doors}
