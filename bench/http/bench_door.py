@@ -4,10 +4,13 @@ directly (same binary, model and flags, no key) and through `kevlaya-orch serve`
 answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
+                           [--baseline ORCH]
 
-Prints median added latency (non-streaming), added time to first SSE chunk, and throughput at
-16 concurrent clients as ratios door/direct. Uses the stand-in server unless --server names a
-real llama-server."""
+Prints median added latency (non-streaming), added time to first SSE chunk, throughput at 16
+concurrent clients as ratios door/direct, and the door's own CPU time per request (from
+/proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Uses the stand-in server unless
+--server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
+build, e.g. before a change) in the same run, interleaved, so before/after share the machine state."""
 import argparse, http.client, json, os, re, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,6 +72,15 @@ def start_direct(server, model, clients):
     raise RuntimeError("direct child did not start")
 
 
+def cpu_s(pid):
+    """CPU time of all of `pid`'s threads so far, in seconds (schedstat: nanoseconds)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -95,6 +107,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "..", "shared", "models", "stories260K.gguf"))
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
     a = ap.parse_args()
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
     orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"),
@@ -107,45 +120,63 @@ def main():
         with open(f"{d}/kevlaya.yaml", "w") as f:
             f.write(f"profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: {d}/state\n"
                     f"log_dir: {d}/logs\nqueue:\n  max_depth: 256\n")
-        door, port = start_door(orch, f"{d}/kevlaya.yaml")
-        direct, child = start_direct(server, os.path.abspath(a.model), a.clients)
+        doors = [("door", orch)] + ([("baseline", a.baseline)] if a.baseline else [])
+        procs = []
         try:
-            run(a, port, child)
-            print(f"  door RSS after the run: {rss_mib(door.pid):.1f} MiB (target < 20 MiB)")
+            for i, (name, bin_) in enumerate(doors):
+                cfg = f"{d}/kevlaya.yaml"
+                if i:  # its own state and logs
+                    cfg = f"{d}/kevlaya-{name}.yaml"
+                    with open(f"{d}/kevlaya.yaml") as f, open(cfg, "w") as g:
+                        g.write(f.read().replace(f"{d}/state", f"{d}/state-{name}").replace(f"{d}/logs", f"{d}/logs-{name}"))
+                procs.append((name, *start_door(bin_, cfg)))
+            direct, child = start_direct(server, os.path.abspath(a.model), a.clients)
+            procs.append(("direct", direct, child))
+            run(a, procs[:-1], child)
+            for name, p, _ in procs[:-1]:
+                print(f"  {name} RSS after the run: {rss_mib(p.pid):.1f} MiB (target < 20 MiB)")
         finally:
-            door.terminate(); door.wait(30)
-            direct.terminate(); direct.wait(30)
+            for _, p, _ in procs:
+                p.terminate(); p.wait(30)
 
 
-def run(a, door, child):
-    c = http.client.HTTPConnection("127.0.0.1", door, timeout=120)
-    c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
-    r = c.getresponse(); r.read()
-    assert r.status == 200, r.status
+def run(a, doors, child):
+    """`doors`: (name, process, port) of each door; every measure interleaves them with direct."""
+    for _, _, port in doors:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
+        r = c.getresponse(); r.read()
+        assert r.status == 200, r.status
     body = {"model": "kev", "messages": [{"role": "user", "content": "Once upon a time"}],
             "max_tokens": 8, "temperature": 0}
     sbody = dict(body, stream=True)
     path = "/v1/chat/completions"
-    for _ in range(20):  # warm both paths
-        post(child, path, body); post(door, path, body)
-    direct, via = [], []
-    sdirect, svia = [], []
-    for _ in range(a.n):  # interleaved: both paths see the same machine state
-        direct.append(post(child, path, body)[0]); via.append(post(door, path, body)[0])
-        sdirect.append(post(child, path, sbody, True)[1]); svia.append(post(door, path, sbody, True)[1])
-    md, mv = statistics.median(direct), statistics.median(via)
-    fd, fv = statistics.median(sdirect), statistics.median(svia)
+    for _ in range(20):  # warm every path
+        post(child, path, body)
+        for _, _, port in doors: post(port, path, body)
+    lat = {name: [] for name in ["direct"] + [n for n, _, _ in doors]}
+    first = {name: [] for name in lat}
+    cpu0 = {n: cpu_s(p.pid) for n, p, _ in doors}
+    paths = [("direct", child)] + [(name, port) for name, _, port in doors]
+    for i in range(a.n):  # interleaved, the order rotating: every path sees the same machine state
+        for name, port in paths[i % len(paths):] + paths[:i % len(paths)]:
+            lat[name].append(post(port, path, body)[0])
+            first[name].append(post(port, path, sbody, True)[1])
+    cpu = {n: (cpu_s(p.pid) - cpu0[n]) / (2 * a.n) for n, p, _ in doors}
     per = max(4, a.n // a.clients)
-    td = throughput(child, path, body, a.clients, per)
-    tv = throughput(door, path, body, a.clients, per)
-    td2 = throughput(child, path, body, a.clients, per)  # direct again: bounds drift
-    print(f"REST door vs direct child (stand-in, {a.n} interleaved requests, {a.clients} clients)")
-    print(f"  non-streaming median: direct {md*1e3:.3f} ms, door {mv*1e3:.3f} ms, "
-          f"added {(mv-md)*1e3:.3f} ms, ratio {mv/md:.2f}")
-    print(f"  first SSE chunk median: direct {fd*1e3:.3f} ms, door {fv*1e3:.3f} ms, "
-          f"added {(fv-fd)*1e3:.3f} ms, ratio {fv/fd:.2f}")
-    print(f"  throughput @{a.clients}: direct {td:.0f}/{td2:.0f} req/s, door {tv:.0f} req/s, "
-          f"ratio {tv/((td+td2)/2):.2f}")
+    tput = {"direct": [throughput(child, path, body, a.clients, per)]}
+    for name, _, port in doors:  # direct before and after each door: bounds drift
+        tput[name] = [throughput(port, path, body, a.clients, per)]
+        tput["direct"].append(throughput(child, path, body, a.clients, per))
+    md, fd = statistics.median(lat["direct"]), statistics.median(first["direct"])
+    print(f"REST door vs direct child ({os.path.basename(a.server or 'stand-in')}, {a.n} interleaved requests, "
+          f"{a.clients} clients); direct: non-streaming {md*1e3:.3f} ms, first SSE chunk {fd*1e3:.3f} ms, "
+          f"{statistics.median(tput['direct']):.0f} req/s")
+    for name, _, _ in doors:
+        mv, fv = statistics.median(lat[name]), statistics.median(first[name])
+        tv = tput[name][0] / statistics.mean(tput["direct"])
+        print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
+              f"throughput {tv:.2f}x direct, door CPU {cpu[name]*1e6:.0f} us/request")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,48 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
   return b.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// The object that starts at text[at] ('{'), parsed alone; nullopt when unbalanced or invalid.
+std::optional<json> object_at(std::string_view text, std::size_t at) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = at; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{') {
+      ++depth;
+    } else if (ch == '}' && --depth == 0) {
+      auto t = parse_json_bounded(text.substr(at, i - at + 1));
+      if (t && t->is_object()) return std::move(t.value());
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// A `"timings"` inside a string value is escaped (\"timings\") and never matches; a "timings"
+// that is a value, not a key, is skipped.
+std::optional<json> timings_of(std::string_view text) {
+  static constexpr std::string_view kKey = "\"timings\"";
+  static constexpr std::string_view kSpace = " \t\r\n";
+  auto key = text.rfind(kKey);
+  while (key != std::string_view::npos) {
+    auto at = text.find_first_not_of(kSpace, key + kKey.size());
+    if (at != std::string_view::npos && text[at] == ':') at = text.find_first_not_of(kSpace, at + 1);
+    else at = std::string_view::npos;
+    if (at != std::string_view::npos && text[at] == '{') return object_at(text, at);
+    key = key == 0 ? std::string_view::npos : text.rfind(kKey, key - 1);
+  }
+  return std::nullopt;
+}
+
 Result<json> parse_run_body(std::string_view text) {
   auto task = parse_json_bounded(text);  // depth-limited: the runner re-serializes it
   if (!task) return make_error(Errc::bad_request, "request body: " + task.error().message);

@@ -3,6 +3,7 @@
 // parsed with the JSON depth limit (common/bounded_json.hpp) before anything walks it.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,10 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view b
 // sent) or shared-base mode adds the adapters' scales (`lora`).
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora);
+
+// The last `"timings":{...}` object in a llama-server answer or a stream's tail, parsed alone
+// (the answer itself is relayed as bytes); nullopt when absent or malformed. Metrics only.
+std::optional<nlohmann::json> timings_of(std::string_view text);
 
 // Parses a pipeline run's body: a JSON object with "input". Errors: 400.
 Result<nlohmann::json> parse_run_body(std::string_view body);

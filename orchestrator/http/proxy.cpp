@@ -113,25 +113,15 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-void note_timings(Door& d, const std::string& model, const json& j) {
-  if (!j.is_object() || !j.contains("timings") || !j["timings"].is_object()) return;
-  const auto& t = j["timings"];
+void note_timings(Door& d, const std::string& model, std::string_view text) {
+  const auto t = timings_of(text);
+  if (!t) return;
   for (const auto& [field, metric] :
        {std::pair{"predicted_per_second", "kevlaya_generation_tokens_per_second"},
         std::pair{"prompt_per_second", "kevlaya_prompt_tokens_per_second"}}) {
-    if (t.contains(field) && t[field].is_number() && t[field].get<double>() > 0)
-      d.metrics.observe(metric, {{"model", model}}, t[field].get<double>());
-  }
-}
-
-// The last `data: {...}` event of a stream that carries `timings` (llama-server's final chunk).
-void note_stream_timings(Door& d, const std::string& model, const std::string& tail) {
-  for (auto pos = tail.rfind("data: {"); pos != std::string::npos;
-       pos = pos == 0 ? std::string::npos : tail.rfind("data: {", pos - 1)) {
-    const auto end = tail.find('\n', pos);
-    const auto j = parse_json_bounded(
-        std::string_view(tail).substr(pos + 6, end == std::string::npos ? end : end - pos - 6));
-    if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, j.value());
+    const auto v = t->find(field);
+    if (v != t->end() && v->is_number() && v->get<double>() > 0)
+      d.metrics.observe(metric, {{"model", model}}, v->get<double>());
   }
 }
 
@@ -273,8 +263,9 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
   return make_error(Errc::upstream_error, "incomplete response from " + lease.profile());
 }
 
+// `gone`: cancelled when the client hangs up (the caller watches the connection for the whole call).
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
-                              Clock::time_point t0) {
+                              Clock::time_point t0, std::shared_ptr<upstream::CancelToken> gone) {
   const std::int64_t queue_ms = lease.queue_ms();
   upstream::Request ureq;
   ureq.method = call.method;
@@ -284,11 +275,9 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   upstream::StreamOptions sopt;
   sopt.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_deadline);
   sopt.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_idle);
-  auto token = std::make_shared<upstream::CancelToken>();
   Relay r;
-  c.watch_disconnect(token);  // a client that hangs up cancels the child's generation
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
-                                       relay_callbacks(c, call, lease, queue_ms, r), sopt, token);
+                                       relay_callbacks(c, call, lease, queue_ms, r), sopt, std::move(gone));
   c.unwatch();
   // Refused or reset by a child that was ready: if its process is gone, it is marked crashed now
   // (this request gets child_crashed; the queued ones wait for the restart).
@@ -310,14 +299,13 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   count(d, model, 200, t0);
   if (r.streaming) {
-    note_stream_timings(d, model, r.tail);
+    note_timings(d, model, r.tail);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
     co_return;
   }
-  const auto answer = parse_json_bounded(r.body);
-  if (answer) note_timings(d, model, answer.value());
+  note_timings(d, model, r.body);
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
@@ -351,7 +339,8 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
   const ApiShape shape = call.shape;
   Waiting waiting(d);
-  // A client that hangs up while queued leaves the supervisor's queue at once.
+  // A client that hangs up while queued leaves the supervisor's queue at once, and one that hangs
+  // up later cancels the child's generation: one watch for the whole call.
   auto gone = std::make_shared<upstream::CancelToken>();
   c.watch_disconnect(gone);
   // Not `cond ? co_await a : co_await b`: GCC 12 destroys that temporary twice (the lease's
@@ -361,8 +350,8 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     lease = co_await acquire_streaming(d, c, call, gone);
   else
     lease = co_await d.sup.acquire(call.profile, std::nullopt, gone);
-  c.unwatch();
   waiting.done();
+  if (!lease) c.unwatch();
   if (!lease && gone->cancelled()) {
     count(d, call.profile, 499, t0);  // nginx's "client closed request"
     co_return;
@@ -373,7 +362,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     co_return co_await fail(d, c, call.profile, shape, error_reply(e), t0);
   }
   const auto held = Clock::now();
-  co_await forward(d, req, c, call, *lease, t0);
+  co_await forward(d, req, c, call, *lease, t0, std::move(gone));
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
 }
 

@@ -29,6 +29,7 @@ using boost::system::error_code;
 
 constexpr std::uint64_t kMaxFetchBody = 64ull << 20;  // a chat completion is far smaller
 constexpr std::uint32_t kMaxHeader = 64u << 10;
+constexpr std::size_t kReadBytes = 16u << 10;  // first read from a child: head + typical body
 
 auto ec_token(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
@@ -251,6 +252,7 @@ asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::s
   if (ec) co_return ec;
   phase = "read";
   beast::flat_buffer buf;
+  buf.reserve(kReadBytes);  // head and a small body in one read
   s.expires_at(deadline);
   co_await http::async_read(s, buf, parser, ec_token(ec));
   // Bytes past the answer would corrupt the next exchange on this connection.
@@ -361,6 +363,7 @@ asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::s
   error_code ec;
   parser_.emplace();
   parser_->header_limit(kMaxHeader);
+  buf_.reserve(kReadBytes);  // head and a small body in one read (Beast starts at 512 bytes)
   // Streams may be long; the deadline bounds them. Not boost::none: Beast 1.74 then rejects
   // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
@@ -428,10 +431,12 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
     if ((result_.cancelled = cancelled())) co_return ended();
     std::string& body = parser_->get().body();
     if (!body.empty()) {
-      std::string piece;
-      piece.swap(body);
-      result_.body_bytes += piece.size();
-      if (cb.on_chunk && !co_await cb.on_chunk(std::string_view(piece))) {
+      result_.body_bytes += body.size();
+      // The parser is idle until the next read: the callback reads the body in place, and the
+      // cleared string keeps its capacity for the next piece (no allocation per chunk).
+      const bool go_on = !cb.on_chunk || co_await cb.on_chunk(std::string_view(body));
+      body.clear();
+      if (!go_on) {
         result_.stopped = true;
         co_return ended();
       }

@@ -62,6 +62,7 @@ const kh::GatePolicy& policy() {
 void route_body(kh::Route route, const std::string& body) {
   static const std::vector<std::pair<std::string, double>> lora = {{"a", 0.5}};
   if (route == kh::Route::model_api) {
+    if (const auto t = kh::timings_of(body); t && !t->is_object()) __builtin_trap();
     auto call = kh::parse_model_call(config(), body);
     if (!call) return;
     const auto out = kh::child_body(*call, body, call->profile, call->requested.size() % 2 ? lora

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "door_fixture.hpp"
+#include "http/bodies.hpp"
 #include "http/metrics.hpp"
 
 using namespace kevlaya::test;
@@ -160,6 +161,34 @@ TEST_CASE("/metrics is well-formed and counts requests, switches and tokens/s", 
   CHECK(value("kevlaya_generation_tokens_per_second_sum", {{"model", "kev"}}) == 100);
   CHECK(value("kevlaya_model_state", {{"model", "laya"}, {"state", "ready"}}) == 1);
   CHECK(types.at("kevlaya_child_restarts_total") == "counter");
+}
+
+TEST_CASE("a streamed answer's timings reach /metrics too", "[http]") {
+  Door door;
+  REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "", true)).status == 200);
+  const auto r = http_request(door.port(), "GET", "/metrics");
+  REQUIRE(r.status == 200);
+  std::map<std::string, std::string> types;
+  double count = -1;
+  for (const auto& s : parse_exposition(r.body, types))
+    if (s.name == "kevlaya_generation_tokens_per_second_count" && s.labels.at("model") == "kev") count = s.value;
+  CHECK(count == 1);
+}
+
+TEST_CASE("timings_of takes the answer's last timings object, never one quoted in content", "[http]") {
+  using kevlaya::http::timings_of;
+  const auto t = timings_of(R"({"content":"x \"timings\":{\"predicted_per_second\":9}","timings" : {"predicted_per_second":12.5,"n":{"a":"}"}}})");
+  REQUIRE(t);
+  CHECK(t->at("predicted_per_second") == 12.5);
+  // A stream's tail: the last event with timings wins.
+  const auto s = timings_of("data: {\"timings\":{\"prompt_per_second\":1}}\n\ndata: {\"timings\":{\"prompt_per_second\":2}}\n\n");
+  REQUIRE(s);
+  CHECK(s->at("prompt_per_second") == 2);
+  // "timings" as a value is skipped; an earlier key still counts.
+  CHECK(timings_of(R"({"timings":{"a":1},"label":"timings"})")->at("a") == 1);
+  CHECK_FALSE(timings_of(R"({"content":"no timings here"})"));
+  CHECK_FALSE(timings_of(R"({"timings":{"a":1)"));  // cut off
+  CHECK_FALSE(timings_of(R"({"timings":[1,2]})"));
 }
 
 namespace {
