@@ -18,7 +18,6 @@ constexpr std::uint32_t kMinVocab = kFirstByteToken + 256 + 1;
 constexpr float kRmsEps = 1e-5f;
 // llama_token_type values (llama.h / gguf convention).
 constexpr std::int32_t kTokNormal = 1, kTokUnknown = 2, kTokControl = 3, kTokUser = 4, kTokByte = 6;
-constexpr float kOutputScale = 1.0f;  // see output.weight below
 constexpr float kLoraScale = 0.5f;  // large on purpose: an applied adapter must change outputs
 
 struct Vocab {
@@ -151,7 +150,7 @@ Status write_tiny_model(const std::filesystem::path& out, const TinyModelSpec& s
   // Logits of normal tokens spread over ±several units while the rows of byte tokens 0x80..0xFF
   // are zero: sampling then never emits a lone high byte, which is invalid UTF-8 and makes
   // llama-server's output parser reject the whole completion.
-  const Fill logits{0, kOutputScale, ++seed, s.n_embd, kFirstByteToken + 0x80, kFirstByteToken + 0x100};
+  const Fill logits{0, s.output_scale, ++seed, s.n_embd, kFirstByteToken + 0x80, kFirstByteToken + 0x100};
   b.tensor("output.weight", {s.n_embd, s.n_vocab}, wt, logits);
   for (std::uint32_t i = 0; i < s.n_layer; ++i) {
     b.tensor(blk(i, "attn_norm"), {s.n_embd}, 0, ones);

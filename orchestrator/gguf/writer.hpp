@@ -26,6 +26,7 @@ struct TinyModelSpec {
   std::string eos_text;          // non-empty: EOS is this user token (e.g. "<|im_end|>"), not "</s>"
   bool add_bos = true;           // tokenizer.ggml.add_bos_token
   bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
+  float output_scale = 1.0f;     // output.weight in ±this; training from scratch wants small (0.05)
 };
 
 struct TinyLoraSpec {

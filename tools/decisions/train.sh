@@ -13,7 +13,7 @@
 #   KEVLAYA_TINY_GGUF (the tool; default build/tools/kevlaya-tiny-gguf)  KEVLAYA_TRAIN_NICE (19)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SEED=${SEED:-20} KEV_N=${KEV_N:-2000} LAYA_N=${LAYA_N:-2000} EPOCHS=${EPOCHS:-8} LR=${LR:-1e-3}
+SEED=${SEED:-20} KEV_N=${KEV_N:-2000} LAYA_N=${LAYA_N:-2000} EPOCHS=${EPOCHS:-6} LR=${LR:-3e-4}
 CTX=${CTX:-512} N_EMBD=${N_EMBD:-64} N_LAYER=${N_LAYER:-4} N_FF=${N_FF:-192}
 LLAMA_BIN=${LLAMA_BIN:-var/llama-server}
 TINY=${KEVLAYA_TINY_GGUF:-build/tools/kevlaya-tiny-gguf}
@@ -35,7 +35,7 @@ train() {  # NAME
   local m=$1
   "$TINY" model --out "$work/base-$m.gguf" --name "$m" --seed "$SEED" --n-embd "$N_EMBD" \
     --n-layer "$N_LAYER" --n-head 4 --n-head-kv 4 --n-ff "$N_FF" --n-vocab "$n_vocab" --n-ctx "$CTX" \
-    --user-tokens "$work/tokens.json" --eos-text '[[end]]' --no-bos --no-space-prefix
+    --output-scale 0.05 --user-tokens "$work/tokens.json" --eos-text '[[end]]' --no-bos --no-space-prefix
   echo "train.sh: training $m ($EPOCHS epochs, lr $LR, ctx $CTX); log: $work/$m.log"
   nice -n "$NICE" "$LLAMA_BIN/llama-finetune" -m "$work/base-$m.gguf" -f "$work/$m-train.txt" \
     -c "$CTX" -b "$CTX" -ub "$CTX" --epochs "$EPOCHS" -lr "$LR" -s "$SEED" -t 1 \

@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   m->add_option("--user-tokens", user_tokens, "JSON array of whole-string tokens (task vocabulary)")
       ->check(CLI::ExistingFile);
   m->add_option("--eos-text", model.eos_text, "make this user token the EOS (e.g. <|im_end|>)");
+  m->add_option("--output-scale", model.output_scale, "output.weight values in ±this")->capture_default_str();
   m->add_flag("--no-bos", no_bos, "tokenizer.ggml.add_bos_token = false");
   m->add_flag("--no-space-prefix", no_space_prefix, "tokenizer.ggml.add_space_prefix = false");
   m->add_option("--big-mib", big_mib, "ignore the dims: an F16 model of about N MiB (benchmarks)");
