@@ -123,6 +123,17 @@ def vocab(stages, train_situations):
     sample = laya_answer("@@", "@@").split("@@")
     toks += [x for x in sample if x]
     toks += list(sc.WHY.values()) + ["; use", " fits", ";"]
+    # Frequent phrases of the training corpus as whole tokens (what BPE merges would find): the fixed
+    # text of each fact paraphrase between its slots, and of each training frame. A situation is then
+    # a handful of tokens, and the cue that decides the label is one of them.
+    for label in sc.LABELS:
+        for fact in sc.FACTS[label]:
+            for para in fact:
+                for chunk in re.split(r"\{\w+\}", para):
+                    if len(chunk.strip()) > 1:
+                        toks += [chunk, chunk[0].upper() + chunk[1:]]
+    for frame in sc.FRAMES_TRAIN:
+        toks += [c for c in frame.split("{fact}") if len(c.strip()) > 1]
     words = set()
     for s in train_situations:
         for w in re.findall(r"[A-Za-z0-9_\-%]+", s):
@@ -189,8 +200,8 @@ def main():
     ap.add_argument("--pipeline", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=20)
-    ap.add_argument("--kev", type=int, default=3000, help="Kev training examples")
-    ap.add_argument("--laya", type=int, default=3000, help="Laya training examples")
+    ap.add_argument("--kev", type=int, default=4000, help="Kev training examples")
+    ap.add_argument("--laya", type=int, default=4000, help="Laya training examples")
     ap.add_argument("--heldout", type=int, default=40, help="held-out scenarios")
     ap.add_argument("--feedback-share", type=float, default=0.3)
     ap.add_argument("--scenarios-only", action="store_true", help="write only the .jsonl and verify-only.yaml files")

@@ -13,7 +13,7 @@
 #   KEVLAYA_TINY_GGUF (the tool; default build/tools/kevlaya-tiny-gguf)  KEVLAYA_TRAIN_NICE (19)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SEED=${SEED:-20} KEV_N=${KEV_N:-2000} LAYA_N=${LAYA_N:-2000} EPOCHS=${EPOCHS:-6} LR=${LR:-3e-4}
+SEED=${SEED:-20} KEV_N=${KEV_N:-4000} LAYA_N=${LAYA_N:-4000} EPOCHS=${EPOCHS:-8} LR=${LR:-3e-4}
 CTX=${CTX:-512} N_EMBD=${N_EMBD:-64} N_LAYER=${N_LAYER:-4} N_FF=${N_FF:-192}
 LLAMA_BIN=${LLAMA_BIN:-var/llama-server}
 TINY=${KEVLAYA_TINY_GGUF:-build/tools/kevlaya-tiny-gguf}
