@@ -166,12 +166,12 @@ std::string decide_model(const config::Pipeline& p) {
 // --profiles / --variants / --constraint -> the runs to make; an error message when one is bad.
 Result<std::vector<Variant>> plan_variants(const EvalArgs& a, const config::Config& cfg, const config::Pipeline& p) {
   std::vector<Variant> base;
-  auto known = [&](const std::string& prof) -> Status {
+  auto known = [&](const std::string& prof, const char* option) -> Status {
     if (cfg.find_profile(prof)) return ok_status();
-    return make_error(Errc::bad_request, "unknown profile '" + prof + "'");
+    return make_error(Errc::bad_request, "unknown profile '" + prof + "' in " + option);
   };
   for (const auto& prof : a.profiles) {
-    if (auto st = known(prof); !st) return st.error();
+    if (auto st = known(prof, "--profiles"); !st) return st.error();
     base.push_back({prof, with_models(p, prof, ""), true});
   }
   for (const auto& v : a.variants) {
@@ -180,7 +180,7 @@ Result<std::vector<Variant>> plan_variants(const EvalArgs& a, const config::Conf
       return make_error(Errc::bad_request, "--variants '" + v + "': expected LABEL=DECIDE_PROFILE:VERIFY_PROFILE");
     const std::string decide = v.substr(eq + 1, colon - eq - 1), verify = v.substr(colon + 1);
     for (const auto& prof : {decide, verify})  // empty: that stage keeps its model (or has none)
-      if (auto st = prof.empty() ? ok_status() : known(prof); !st) return st.error();
+      if (auto st = prof.empty() ? ok_status() : known(prof, "--variants"); !st) return st.error();
     base.push_back({v.substr(0, eq), with_models(p, decide, verify), true});
   }
   if (base.empty()) base.push_back({decide_model(p), p, true});
