@@ -69,14 +69,16 @@ TEST_CASE("decisions: the real llama-server's prompt tokenizes like the models' 
   CHECK(r.output.find("accuracy vs expected: pipeline ") != std::string::npos);
   std::istringstream in(read_text(p.dir / "out.jsonl"));
   int calls = 0;
-  for (std::string line; std::getline(in, line);)
-    for (const auto& a : json::parse(line)["attempts"]) {
+  for (std::string line; std::getline(in, line);) {
+    const json rec = json::parse(line);
+    for (const auto& a : rec["attempts"]) {
       ++calls;
       CHECK(a["valid"] == true);
       // The fixed prompt text is a few whole tokens of the task vocabulary: ~15 tokens for a Kev
       // prompt instead of ~250. More means the server's prompt no longer matches the training text
       // (a changed pipeline prompt or chat template): retrain with tools/decisions/train.sh.
-      CHECK(a["tokens"]["prompt"].get<int>() <= 40);
+      if (a["round"] == 1) CHECK(a["tokens"]["prompt"].get<int>() <= 40);  // later rounds add free-text feedback
     }
+  }
   CHECK(calls >= 2 * kScenarios);
 }

@@ -186,7 +186,9 @@ def heldout(rng, n, candidates):
         tasks.append({"id": f"h{i + 1:03d}", "input": text, "candidates": candidates, "expected": label})
         for j, proposed in enumerate([label, rng.choice([l for l in sc.LABELS if l != label])]):
             verdict = "pass" if proposed == label else "reject"
-            laya.append({"id": f"v{i + 1:03d}{'ab'[j]}", "input": text, "proposed": proposed, "expected": verdict})
+            # "expected" is the right strategy (as in every task); the verdict follows from "proposed".
+            laya.append({"id": f"v{i + 1:03d}{'ab'[j]}", "input": text, "proposed": proposed, "expected": label,
+                         "verdict": verdict})
     return tasks, laya
 
 
