@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Unit tests of the scenario generator (ctest "decisions: generator"; exit 4 = skipped)."""
+"""Unit tests of the scenario generator (ctest decisions:generator)."""
 import json
 import os
 import subprocess
