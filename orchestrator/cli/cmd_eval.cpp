@@ -2,7 +2,10 @@
 // runs every scenario N times (a different seed each time unless the stage pins one) and reports,
 // per scenario, how stable the decision is, how often the verifier passes and how many outputs
 // were invalid. --profiles swaps the decide stage's model for each listed profile in turn and
-// prints them side by side. Exit 1 when any scenario is below --min-stability; 130 interrupted.
+// prints them side by side; --variants swaps both models (e.g. one quantization per variant) and
+// --constraint off|both also runs without the output grammar. When scenarios carry the right answer
+// (`expected`), a per-variant table scores accuracy, consistency, schema-valid outputs and Laya
+// (eval_scores.hpp). Exit 1 when any scenario is below --min-stability; 130 interrupted.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iomanip>
@@ -11,6 +14,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/eval_scores.hpp"
+#include "cli/summary_table.hpp"
 #include "cli/pipeline_session.hpp"
 #include "runtime/runtime.hpp"
 #include "common/bytes.hpp"
@@ -32,7 +37,15 @@ struct EvalArgs {
   int repeat = 5;
   double min_stability = -1;  // < 0: no bar
   std::vector<std::string> profiles;
+  std::vector<std::string> variants;  // LABEL=DECIDE_PROFILE:VERIFY_PROFILE
+  std::string constraint = "on";      // on | off | both
   bool json = false;
+};
+
+struct Variant {
+  std::string label;
+  config::Pipeline pipeline;
+  bool constrain = true;
 };
 
 struct ScenarioStats {
@@ -60,7 +73,10 @@ struct ScenarioStats {
 
 struct ProfileResult {
   std::string label;  // the decide profile ("" = as in the pipeline)
+  bool constrain = true;
   std::vector<ScenarioStats> scenarios;
+  DecisionScores scores;
+  int switches = 0;
   pl::RunSummary summary;
 };
 
@@ -99,7 +115,9 @@ json report_json(const EvalArgs& a, const std::vector<ProfileResult>& results, b
       sc.push_back({{"id", s.id}, {"runs", s.runs}, {"decisions", s.decisions}, {"stability", s.stability()},
                     {"verify_pass_rate", s.pass_rate()}, {"verify_calls", s.verify_calls},
                     {"invalid_outputs", s.invalid}, {"errors", s.errors}});
-    profiles.push_back({{"decide_profile", r.label}, {"scenarios", sc}, {"summary", r.summary.to_json()}});
+    profiles.push_back({{"decide_profile", r.label}, {"variant", r.label}, {"constrained", r.constrain},
+                        {"scores", r.scores.to_json()}, {"switches", r.switches}, {"scenarios", sc},
+                        {"summary", r.summary.to_json()}});
   }
   json j = {{"repeat", a.repeat}, {"profiles", profiles}, {"ok", ok}};
   if (a.min_stability >= 0) j["min_stability"] = a.min_stability;
@@ -112,7 +130,7 @@ void print_table(std::ostream& out, const std::vector<ProfileResult>& results) {
   h1 << std::left << std::setw(kId) << "scenario";
   h2 << std::left << std::setw(kId) << "";
   for (const auto& r : results) {
-    h1 << "| " << std::left << std::setw(3 * kNum + 4 + kDist) << ("decide = " + r.label);
+    h1 << "| " << std::left << std::setw(3 * kNum + 4 + kDist) << ("decide = " + r.label + (r.constrain ? "" : " (no grammar)"));
     h2 << "| " << std::right << std::setw(kNum) << "stable" << std::setw(kNum) << "pass" << std::setw(kNum)
        << "invalid" << "    " << std::left << std::setw(kDist) << "decisions";
   }
@@ -130,10 +148,12 @@ void print_table(std::ostream& out, const std::vector<ProfileResult>& results) {
   out.flush();
 }
 
-// The pipeline with every decide stage on `profile` (the variant --profiles asks for).
-config::Pipeline with_decider(config::Pipeline p, const std::string& profile) {
-  for (auto& s : p.stages)
-    if (s.role == config::StageRole::decide) s.model = profile;
+// The pipeline with its decide (and, when non-empty, verify) stages on other profiles.
+config::Pipeline with_models(config::Pipeline p, const std::string& decide, const std::string& verify) {
+  for (auto& s : p.stages) {
+    if (s.role == config::StageRole::decide && !decide.empty()) s.model = decide;
+    if (s.role == config::StageRole::verify && !verify.empty()) s.model = verify;
+  }
   return p;
 }
 
@@ -141,6 +161,56 @@ std::string decide_model(const config::Pipeline& p) {
   for (const auto& s : p.stages)
     if (s.role == config::StageRole::decide) return s.model;
   return p.stages.empty() ? std::string() : p.stages.front().model;
+}
+
+// --profiles / --variants / --constraint -> the runs to make; an error message when one is bad.
+Result<std::vector<Variant>> plan_variants(const EvalArgs& a, const config::Config& cfg, const config::Pipeline& p) {
+  std::vector<Variant> base;
+  auto known = [&](const std::string& prof, const char* option) -> Status {
+    if (cfg.find_profile(prof)) return ok_status();
+    return make_error(Errc::bad_request, "unknown profile '" + prof + "' in " + option);
+  };
+  for (const auto& prof : a.profiles) {
+    if (auto st = known(prof, "--profiles"); !st) return st.error();
+    base.push_back({prof, with_models(p, prof, ""), true});
+  }
+  for (const auto& v : a.variants) {
+    const auto eq = v.find('='), colon = v.find(':', eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || colon == std::string::npos || eq == 0)
+      return make_error(Errc::bad_request, "--variants '" + v + "': expected LABEL=DECIDE_PROFILE:VERIFY_PROFILE");
+    const std::string decide = v.substr(eq + 1, colon - eq - 1), verify = v.substr(colon + 1);
+    for (const auto& prof : {decide, verify})  // empty: that stage keeps its model (or has none)
+      if (auto st = prof.empty() ? ok_status() : known(prof, "--variants"); !st) return st.error();
+    base.push_back({v.substr(0, eq), with_models(p, decide, verify), true});
+  }
+  if (base.empty()) base.push_back({decide_model(p), p, true});
+  if (a.constraint == "on") return base;
+  std::vector<Variant> out;
+  for (const auto& v : base) {
+    if (a.constraint == "both") out.push_back(v);
+    out.push_back({v.label, v.pipeline, false});
+  }
+  return out;
+}
+
+std::string pct(const Ratio& r) {
+  if (!r.of) return "-";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(0) << 100 * r.rate() << "% (" << r.hit << "/" << r.of << ")";
+  return o.str();
+}
+
+// One row per variant: the decision-quality figures of eval_scores.hpp.
+void print_scores(std::ostream& out, const std::vector<ProfileResult>& results) {
+  std::vector<std::vector<std::string>> rows{{"variant", "grammar", "pipeline acc", "Kev acc", "consistency",
+                                              "schema-valid", "Laya catch", "false reject", "switches"}};
+  for (const auto& r : results) {
+    const auto& s = r.scores;
+    rows.push_back({printable(r.label), r.constrain ? "on" : "off", pct(s.pipeline_correct), pct(s.kev_correct),
+                    pct(s.consistency), pct(s.schema_valid), pct(s.caught), pct(s.false_reject),
+                    std::to_string(r.switches)});
+  }
+  out << format_columns(rows, {false, false, true, true, true, true, true, true, true});
 }
 
 int run_eval(const EvalArgs& a) {
@@ -151,22 +221,13 @@ int run_eval(const EvalArgs& a) {
     if (!lp.error().hint.empty()) std::cerr << "  hint: " << lp.error().hint << "\n";
     return kExitFailure;
   }
-  std::vector<config::Pipeline> variants;
-  std::vector<std::string> labels;
-  for (const auto& prof : a.profiles) {
-    if (!lp->config.find_profile(prof)) {
-      std::cerr << "kevlaya-orch eval: unknown profile '" << prof << "' in --profiles\n";
-      return kExitFailure;
-    }
-    variants.push_back(with_decider(lp->pipeline, prof));
-    labels.push_back(prof);
-  }
-  if (variants.empty()) {
-    variants.push_back(lp->pipeline);
-    labels.push_back(decide_model(lp->pipeline));
+  auto variants = plan_variants(a, lp->config, lp->pipeline);
+  if (!variants) {
+    std::cerr << "kevlaya-orch eval: " << variants.error().message << "\n";
+    return kExitFailure;
   }
   std::vector<config::Stage> all_stages;
-  for (const auto& v : variants) all_stages.insert(all_stages.end(), v.stages.begin(), v.stages.end());
+  for (const auto& v : *variants) all_stages.insert(all_stages.end(), v.pipeline.stages.begin(), v.pipeline.stages.end());
   print_binaries(lp->config, all_stages, out);
   auto scen = pl::load_tasks(a.scenarios, true);
   if (!scen) {
@@ -197,11 +258,15 @@ int run_eval(const EvalArgs& a) {
     if (current) current->stop();
   });
   const bool interrupted = session.run([&]() -> asio::awaitable<void> {
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-      pl::Executor exec(session.executor(), session.sup(), variants[v]);
+    for (const auto& variant : *variants) {
+      pl::ExecOptions opts;
+      opts.constrain = variant.constrain;
+      pl::Executor exec(session.executor(), session.sup(), variant.pipeline, opts);
       current = &exec;
       ProfileResult res;
-      res.label = labels[v];
+      res.label = variant.label;
+      res.constrain = variant.constrain;
+      const int switches_before = switches;
       std::map<std::string, std::size_t> index;
       for (const auto& s : scen->tasks) {
         index[s.id] = res.scenarios.size();
@@ -209,14 +274,18 @@ int run_eval(const EvalArgs& a) {
       }
       exec.on_task_done([&](const json& rec) -> Status {
         const std::string id = rec.value("id", "");
-        add_record(res.scenarios[index.at(id.substr(0, id.rfind(kRepeatSep)))], rec);
+        const std::string scenario = id.substr(0, id.rfind(kRepeatSep));
+        add_record(res.scenarios[index.at(scenario)], rec);
+        res.scores.add(scenario, rec);
         return ok_status();
       });
-      ProgressPrinter progress("eval " + labels[v]);
+      ProgressPrinter progress("eval " + variant.label + (variant.constrain ? "" : " (no grammar)"));
       exec.on_progress([&](const pl::RunProgress& p) { progress.update(p); });
       res.summary = co_await exec.run(repeated(scen->tasks, a.repeat));
       progress.finish();
       current = nullptr;
+      res.scores.finish();
+      res.switches = switches - switches_before;
       const bool stop = res.summary.interrupted;
       results.push_back(std::move(res));
       if (stop) break;
@@ -233,6 +302,7 @@ int run_eval(const EvalArgs& a) {
   out << "eval " << lp->pipeline.name << ": " << scen->tasks.size() << " scenario(s) x " << a.repeat
       << " run(s), " << switches << " switch(es)\n";
   print_table(out, results);
+  print_scores(out, results);
   if (!ok) out << "stability below --min-stability " << a.min_stability << "\n";
   if (a.json) std::cout << dump_json(report_json(a, results, ok), 2) << std::endl;
   return ok ? kExitOk : kExitFailure;
@@ -250,6 +320,10 @@ void add_eval(CLI::App& app, Globals& g) {
   sub->add_option("--min-stability", a->min_stability, "exit 1 when a scenario's stability is below this")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--profiles", a->profiles, "decide-stage profiles to compare (comma-separated)")->delimiter(',');
+  sub->add_option("--variants", a->variants, "LABEL=DECIDE_PROFILE:VERIFY_PROFILE,... (e.g. one per quantization)")
+      ->delimiter(',');
+  sub->add_option("--constraint", a->constraint, "output grammar: on (default), off, or both (each variant twice)")
+      ->check(CLI::IsMember({"on", "off", "both"}));
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->callback([&g, a] {
     use_stderr_logger(g.log_level);

@@ -3,12 +3,14 @@
 // (fsync'ed), batches stage-major by default, and prints a summary. Exit codes: 0 every task
 // finished (any verdict), 2 some ended in `error`, 1 the run could not start, 130 interrupted.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <iostream>
 #include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/pipeline_session.hpp"
 #include "runtime/runtime.hpp"
+#include "cli/eval_scores.hpp"
 #include "cli/summary_table.hpp"
 #include "common/bytes.hpp"
 #include "pipeline/journal.hpp"
@@ -37,7 +39,7 @@ struct RunArgs {
 };
 
 struct TaskLine {
-  std::string id, verdict, decision, error;
+  std::string id, verdict, decision, expected, error;
   int rounds = 0;
 };
 
@@ -69,12 +71,26 @@ Result<std::vector<pl::Task>> gather_tasks(const RunArgs& a) {
   return std::move(list->tasks);
 }
 
+// Only when the tasks carry the right answer (`expected`): how often the pipeline and Kev alone got it.
+void print_accuracy(std::ostream& out, const DecisionScores& d) {
+  if (!d.pipeline_correct.of) return;
+  auto pct = [](const Ratio& r) {
+    return std::to_string(r.hit) + "/" + std::to_string(r.of) + " (" + std::to_string(std::lround(100 * r.rate())) + "%)";
+  };
+  out << "accuracy vs expected: pipeline " << pct(d.pipeline_correct) << ", decide stage alone (round 1) "
+      << pct(d.kev_correct);
+  if (d.caught.of || d.false_reject.of)
+    out << "; verifier rejected " << pct(d.caught) << " wrong and " << pct(d.false_reject) << " right decisions";
+  out << "\n";
+}
+
 void print_summary(std::ostream& out, const RunArgs& a, const pl::RunSummary& s,
-                   const std::vector<TaskLine>& lines, std::size_t skipped) {
+                   const std::vector<TaskLine>& lines, std::size_t skipped, const DecisionScores& scores) {
   if (lines.size() <= kListTasksUpTo) {  // task data may hold any bytes: printable() before the terminal
     std::vector<std::vector<std::string>> rows;
     for (const auto& l : lines) {
       std::string rest = l.decision.empty() ? "" : "decision " + printable(l.decision) + " ";
+      if (!l.expected.empty()) rest += (l.expected == l.decision ? "right " : "WRONG, expected " + printable(l.expected) + " ");
       rest += "(" + std::to_string(l.rounds) + (l.rounds == 1 ? " round)" : " rounds)");
       if (!l.error.empty()) rest += "  " + printable(l.error);
       rows.push_back({printable(l.id), printable(l.verdict), rest});
@@ -86,6 +102,7 @@ void print_summary(std::ostream& out, const RunArgs& a, const pl::RunSummary& s,
   if (s.unfinished) out << ", unfinished " << s.unfinished;
   if (skipped) out << " (" << skipped << " already in the journal)";
   out << "; switches " << s.switches << " (" << a.order << ")\n";
+  print_accuracy(out, scores);
   out << stage_table(s);
   if (!a.output.empty()) out << "journal: " << a.output << "\n";
   if (s.interrupted) out << "interrupted; rerun with --resume to finish the remaining tasks\n";
@@ -112,6 +129,8 @@ TaskLine task_line(const json& r) {
   l.rounds = r.value("rounds", 0);
   if (r.contains("decision") && r["decision"].is_string()) l.decision = r["decision"].get<std::string>();
   if (r.contains("error") && r["error"].is_object()) l.error = r["error"].value("message", "");
+  const auto& vars = r.value("vars", json::object());
+  if (vars.contains("expected") && vars["expected"].is_string()) l.expected = vars["expected"].get<std::string>();
   return l;
 }
 
@@ -143,10 +162,12 @@ int run_pipeline(const RunArgs& a) {
   pl::Executor exec(session.executor(), session.sup(), lp->pipeline, opts);
   ProgressPrinter progress("run " + lp->pipeline.name);
   std::vector<TaskLine> lines;
+  DecisionScores scores;
   exec.on_task_done([&](const json& rec) -> Status {
     if (*journal)
       if (auto st = (*journal)->append(rec); !st) return st;  // not durable: not listed, not counted
     lines.push_back(task_line(rec));
+    scores.add(rec.value("id", ""), rec);
     return ok_status();
   });
   exec.on_progress([&](const pl::RunProgress& p) { progress.update(p); });
@@ -163,7 +184,7 @@ int run_pipeline(const RunArgs& a) {
   pl::RunSummary sum;
   const bool interrupted = session.run([&]() -> asio::awaitable<void> { sum = co_await exec.run(std::move(*tasks)); });
   progress.finish();
-  print_summary(out, a, sum, lines, skipped);
+  print_summary(out, a, sum, lines, skipped, scores);
   if (a.json) std::cout << dump_json(sum.to_json(), 2) << std::endl;
   if (sum.fatal) return fail(*sum.fatal);
   if (interrupted || sum.interrupted) return kExitInterrupted;

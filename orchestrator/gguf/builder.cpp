@@ -97,6 +97,11 @@ void Builder::kv_f32(const std::string& k, float v) {
   put(meta_, v);
 }
 
+void Builder::kv_bool(const std::string& k, bool v) {
+  key(k, static_cast<std::uint32_t>(ValueType::BOOL));
+  put<std::uint8_t>(meta_, v ? 1 : 0);
+}
+
 void Builder::kv_strings(const std::string& k, const std::vector<std::string>& v) {
   key(k, static_cast<std::uint32_t>(ValueType::ARRAY));
   put<std::uint32_t>(meta_, static_cast<std::uint32_t>(ValueType::STRING));

@@ -17,8 +17,7 @@ constexpr std::uint32_t kFirstByteToken = 3;  // after <unk>, <s>, </s>
 constexpr std::uint32_t kMinVocab = kFirstByteToken + 256 + 1;
 constexpr float kRmsEps = 1e-5f;
 // llama_token_type values (llama.h / gguf convention).
-constexpr std::int32_t kTokNormal = 1, kTokUnknown = 2, kTokControl = 3, kTokByte = 6;
-constexpr float kOutputScale = 1.0f;  // see output.weight below
+constexpr std::int32_t kTokNormal = 1, kTokUnknown = 2, kTokControl = 3, kTokUser = 4, kTokByte = 6;
 constexpr float kLoraScale = 0.5f;  // large on purpose: an applied adapter must change outputs
 
 struct Vocab {
@@ -27,8 +26,9 @@ struct Vocab {
   std::vector<std::int32_t> types;
 };
 
-// <unk>, <s>, </s>, all 256 <0xXX> byte tokens, then printable SentencePiece pieces.
-Vocab make_vocab(std::uint32_t n_vocab) {
+// <unk>, <s>, </s>, all 256 <0xXX> byte tokens, the spec's user tokens, then printable
+// SentencePiece pieces (skipping any a user token already spells).
+Vocab make_vocab(std::uint32_t n_vocab, const std::vector<std::string>& user) {
   Vocab v;
   auto add = [&v](std::string t, float score, std::int32_t type) {
     v.tokens.push_back(std::move(t));
@@ -43,6 +43,8 @@ Vocab make_vocab(std::uint32_t n_vocab) {
     std::snprintf(buf, sizeof buf, "<0x%02X>", b);
     add(buf, 0, kTokByte);
   }
+  const std::set<std::string> taken(user.begin(), user.end());
+  for (const auto& t : user) add(t, 0, kTokUser);
   const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's word boundary
   std::vector<std::string> pieces{space};
   for (char c = 'a'; c <= 'z'; ++c) pieces.push_back(space + c);
@@ -53,7 +55,7 @@ Vocab make_vocab(std::uint32_t n_vocab) {
   for (std::size_t i = 0; v.tokens.size() < n_vocab; ++i) {
     // Past the generated pieces, numbered filler keeps every token unique.
     std::string p = i < pieces.size() ? pieces[i] : "tok" + std::to_string(i);
-    add(std::move(p), -static_cast<float>(i), kTokNormal);
+    if (!taken.count(p)) add(std::move(p), -static_cast<float>(i), kTokNormal);
   }
   return v;
 }
@@ -86,6 +88,13 @@ Status check_spec(const TinyModelSpec& s) {
   if (s.n_head % s.n_head_kv != 0) return bad("n_head must be a multiple of n_head_kv");
   if ((s.n_embd / s.n_head) % 2 != 0) return bad("the head dimension (n_embd/n_head) must be even for RoPE");
   if (s.n_vocab < kMinVocab) return bad("n_vocab must be at least " + std::to_string(kMinVocab));
+  if (s.n_vocab < kMinVocab + s.user_tokens.size())
+    return bad("n_vocab must be at least " + std::to_string(kMinVocab + s.user_tokens.size()) + " with " +
+               std::to_string(s.user_tokens.size()) + " user tokens");
+  std::set<std::string> seen;
+  for (const auto& t : s.user_tokens)
+    if (t.empty() || !seen.insert(t).second) return bad("user tokens must be non-empty and unique");
+  if (!s.eos_text.empty() && !seen.count(s.eos_text)) return bad("eos_text must be one of the user tokens");
   if (s.tensor_type != 0 && s.tensor_type != 1) return bad("tensor_type must be 0 (F32) or 1 (F16)");
   return ok_status();
 }
@@ -104,14 +113,19 @@ void model_metadata(Builder& b, const TinyModelSpec& s) {
   b.kv_f32("llama.attention.layer_norm_rms_epsilon", kRmsEps);
   b.kv_u32("llama.rope.dimension_count", s.n_embd / s.n_head);
   b.kv_u32("llama.vocab_size", s.n_vocab);
-  const Vocab v = make_vocab(s.n_vocab);
+  const Vocab v = make_vocab(s.n_vocab, s.user_tokens);
+  std::uint32_t eos = 2;
+  if (!s.eos_text.empty())
+    eos = static_cast<std::uint32_t>(std::find(v.tokens.begin(), v.tokens.end(), s.eos_text) - v.tokens.begin());
   b.kv_string("tokenizer.ggml.model", "llama");
   b.kv_strings("tokenizer.ggml.tokens", v.tokens);
   b.kv_f32s("tokenizer.ggml.scores", v.scores);
   b.kv_i32s("tokenizer.ggml.token_type", v.types);
   b.kv_u32("tokenizer.ggml.unknown_token_id", 0);
   b.kv_u32("tokenizer.ggml.bos_token_id", 1);
-  b.kv_u32("tokenizer.ggml.eos_token_id", 2);
+  b.kv_u32("tokenizer.ggml.eos_token_id", eos);
+  b.kv_bool("tokenizer.ggml.add_bos_token", s.add_bos);
+  b.kv_bool("tokenizer.ggml.add_space_prefix", s.add_space_prefix);
 }
 
 }  // namespace
@@ -136,7 +150,7 @@ Status write_tiny_model(const std::filesystem::path& out, const TinyModelSpec& s
   // Logits of normal tokens spread over ±several units while the rows of byte tokens 0x80..0xFF
   // are zero: sampling then never emits a lone high byte, which is invalid UTF-8 and makes
   // llama-server's output parser reject the whole completion.
-  const Fill logits{0, kOutputScale, ++seed, s.n_embd, kFirstByteToken + 0x80, kFirstByteToken + 0x100};
+  const Fill logits{0, s.output_scale, ++seed, s.n_embd, kFirstByteToken + 0x80, kFirstByteToken + 0x100};
   b.tensor("output.weight", {s.n_embd, s.n_vocab}, wt, logits);
   for (std::uint32_t i = 0; i < s.n_layer; ++i) {
     b.tensor(blk(i, "attn_norm"), {s.n_embd}, 0, ones);

@@ -20,6 +20,13 @@ struct TinyModelSpec {
   std::uint32_t n_vocab = 320;   // >= 256 byte tokens + specials
   std::uint32_t tensor_type = 0; // 0 = F32, 1 = F16
   std::uint64_t seed = 42;
+  // Whole strings the tokenizer matches before SentencePiece (USER_DEFINED tokens, longest first):
+  // a task vocabulary makes prompts several times shorter, so a tiny model trains much faster.
+  std::vector<std::string> user_tokens;
+  std::string eos_text;          // non-empty: EOS is this user token (e.g. "<|im_end|>"), not "</s>"
+  bool add_bos = true;           // tokenizer.ggml.add_bos_token
+  bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
+  float output_scale = 1.0f;     // output.weight in ±this; training from scratch wants small (0.05)
 };
 
 struct TinyLoraSpec {

@@ -155,7 +155,7 @@ asio::awaitable<std::optional<Outcome>> Executor::Impl::try_attempts(TaskRun& r,
   std::string last_invalid;
   for (int attempt = 0; attempt <= st.max_invalid_retries; ++attempt) {
     const auto seed = seed_for(r, st, round, attempt);
-    auto body = chat_body(st, messages, seed);
+    auto body = chat_body(st, messages, seed, opts.constrain);
     if (!body) {
       r.error = error_json(body.error(), st.name);
       co_return std::nullopt;

@@ -42,6 +42,7 @@ namespace kevlaya::pipeline {
 struct ExecOptions {
   Order order = Order::stage_major;
   std::chrono::milliseconds call_timeout{std::chrono::minutes(10)};     // one completion
+  bool constrain = true;  // false: send no grammar/response_format (outputs are still checked); eval
 };
 
 // Live counters for progress display.

@@ -59,7 +59,7 @@ Result<std::vector<ChatMessage>> render_messages(const config::Stage& stage, con
 }
 
 Result<nlohmann::json> chat_body(const config::Stage& stage, const std::vector<ChatMessage>& messages,
-                                 std::optional<std::int64_t> seed) {
+                                 std::optional<std::int64_t> seed, bool constrain) {
   nlohmann::json body;
   body["model"] = stage.model;
   body["messages"] = nlohmann::json::array();
@@ -72,6 +72,7 @@ Result<nlohmann::json> chat_body(const config::Stage& stage, const std::vector<C
   const auto& out = stage.output;
   if (!out.choices.empty() && !out.json_schema.empty())
     return make_error(Errc::config_invalid, "stage '" + stage.name + "': choices and json_schema are exclusive");
+  if (!constrain) return body;
   if (!out.choices.empty()) {
     auto g = choices_grammar(out.choices);
     if (!g) return g.error();

@@ -215,3 +215,27 @@ TEST_CASE("tiny-gguf tool: model, lora --base and --big-mib", "[gguf][writer][to
   CHECK(mib < 48 + 12);
   CHECK(gg::inspect(dir / "big.gguf").ok());
 }
+
+TEST_CASE("writer: user tokens extend the vocabulary and can be the EOS", "[gguf][writer]") {
+  TempDir dir("gguf-writer");
+  gg::TinyModelSpec s;
+  s.n_vocab = 400;
+  s.user_tokens = {"[[end]]", "Situation: ", " retry"};
+  s.eos_text = " retry";
+  s.add_bos = false;
+  s.add_space_prefix = false;
+  REQUIRE(gg::write_tiny_model(dir / "m.gguf", s).ok());
+  auto f = gg::read_file(dir / "m.gguf");
+  REQUIRE(f.ok());
+  CHECK(f->find("tokenizer.ggml.eos_token_id")->as_uint() == 3 + 256 + 2);  // after specials, bytes, 2 users
+  CHECK(std::get<bool>(f->find("tokenizer.ggml.add_bos_token")->v) == false);
+  CHECK(std::get<bool>(f->find("tokenizer.ggml.add_space_prefix")->v) == false);
+  CHECK(f->find("tokenizer.ggml.tokens")->array_len == 400);
+  s.eos_text = "absent";
+  CHECK(gg::write_tiny_model(dir / "x.gguf", s).error().message == "eos_text must be one of the user tokens");
+  s.eos_text.clear();
+  s.user_tokens.push_back(" retry");
+  CHECK(gg::write_tiny_model(dir / "x.gguf", s).error().message == "user tokens must be non-empty and unique");
+  s.user_tokens.assign(200, "");
+  CHECK(gg::write_tiny_model(dir / "x.gguf", s).error().message.find("n_vocab must be at least 460") == 0);
+}

@@ -1,7 +1,9 @@
 // kevlaya-tiny-gguf: writes tiny, valid llama-architecture GGUF models and LoRA adapters
 // (seeded random weights) that the real llama-server loads. Used for stand-ins and benchmarks.
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "gguf/gguf.hpp"
@@ -44,6 +46,20 @@ kevlaya::Status base_from_file(const std::filesystem::path& file, gg::TinyModelS
   return kevlaya::ok_status();
 }
 
+// A JSON array of strings: the model's user tokens (see TinyModelSpec::user_tokens).
+kevlaya::Status read_user_tokens(const std::filesystem::path& file, std::vector<std::string>& out) {
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!in || j.is_discarded() || !j.is_array())
+    return kevlaya::make_error(kevlaya::Errc::bad_request, file.string() + ": expected a JSON array of strings");
+  for (const auto& t : j) {
+    if (!t.is_string())
+      return kevlaya::make_error(kevlaya::Errc::bad_request, file.string() + ": expected a JSON array of strings");
+    out.push_back(t.get<std::string>());
+  }
+  return kevlaya::ok_status();
+}
+
 std::vector<std::string> split_csv(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -72,6 +88,8 @@ int main(int argc, char** argv) {
   std::filesystem::path model_out;
   bool f16 = false;
   std::uint64_t big_mib = 0;
+  std::filesystem::path user_tokens;
+  bool no_bos = false, no_space_prefix = false;
   auto* m = app.add_subcommand("model", "write a llama model");
   m->add_option("--out", model_out, "output file")->required();
   add_dims(m, model, "");
@@ -79,6 +97,12 @@ int main(int argc, char** argv) {
   m->add_option("--seed", model.seed, "weight seed")->capture_default_str();
   m->add_option("--name", model.name, "general.name")->capture_default_str();
   m->add_flag("--f16", f16, "F16 weights (default F32)");
+  m->add_option("--user-tokens", user_tokens, "JSON array of whole-string tokens (task vocabulary)")
+      ->check(CLI::ExistingFile);
+  m->add_option("--eos-text", model.eos_text, "make this user token the EOS (e.g. <|im_end|>)");
+  m->add_option("--output-scale", model.output_scale, "output.weight values in ±this")->capture_default_str();
+  m->add_flag("--no-bos", no_bos, "tokenizer.ggml.add_bos_token = false");
+  m->add_flag("--no-space-prefix", no_space_prefix, "tokenizer.ggml.add_space_prefix = false");
   m->add_option("--big-mib", big_mib, "ignore the dims: an F16 model of about N MiB (benchmarks)");
   m->callback([&] {
     if (big_mib > 0) {
@@ -87,6 +111,14 @@ int main(int argc, char** argv) {
       if (m->count("--name")) model.name = name;
     } else if (f16) {
       model.tensor_type = 1;
+    }
+    model.add_bos = !no_bos;
+    model.add_space_prefix = !no_space_prefix;
+    if (!user_tokens.empty()) {
+      if (auto st = read_user_tokens(user_tokens, model.user_tokens); !st) {
+        rc = report(st, model_out);
+        return;
+      }
     }
     rc = report(gg::write_tiny_model(model_out, model), model_out);
   });
