@@ -141,6 +141,10 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
   const auto budget = runtime::gpu_budget(c);
   if (!budget) {
     out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
+    if (const auto* pin = runtime::pinned_profile(c)) {
+      std::cerr << "error: " << runtime::pin_needs_budget(*pin) << '\n';
+      ++n.errors;
+    }
     return n;
   }
   const auto plan = ledger::make_plan(g->profiles, ledger::plan_options(c.orch, *budget));

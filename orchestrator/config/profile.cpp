@@ -222,6 +222,10 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
       {"restart", [&](const YAML::Node& v) { read_restart(d, v, p.restart); }},
       {"shared_base", [&](const YAML::Node& v) { if (auto b = read_bool(d, "shared_base", v)) p.shared_base = *b; }},
+      {"idle_unload_s", [&](const YAML::Node& v) {
+         if (auto n = read_int(d, "idle_unload_s", v, 0, 365 * 86400)) p.idle_unload_s = static_cast<int>(*n);
+       }},
+      {"pin", [&](const YAML::Node& v) { set_bool(d, "pin", v, p.pin); }},
       {"slot_cache", [&](const YAML::Node& v) {
          walk_map(d, "slot_cache", v, {
              {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},

@@ -59,6 +59,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     in.flags = flags_from_profile(p);
     in.shared_base = p.shared_base;
     in.share_key = share_key(p);
+    in.pin = p.pin;
     if (auto st = add_adapters(p, *file, in); !st) return st.error();
     std::string key;
     if (auto fp = file_fingerprint(p.model)) {
