@@ -136,7 +136,8 @@ Result<HttpAnswer> http_stream(const ClientOptions& o, const std::string& path,
     while (!parser.is_done()) {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
-      co_await bhttp::async_read(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+      // read_some: hand each piece on as it arrives (read would wait for a full buffer)
+      co_await bhttp::async_read_some(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec && ec != bhttp::error::need_buffer) break;
       const std::string_view data(chunk.data(), chunk.size() - parser.get().body().size);
       if (!ok) head.body.append(data);
