@@ -68,7 +68,7 @@ std::string status_table(const json& st) {
   std::string out = "models:\n" + format_columns(rows, {false, false, true, true, true, true, false, false});
   const auto q = st.value("queue", json::object());
   out += "queue: " + str(q, "supervisor_queued", "0") + " waiting for a model (max " + str(q, "max_depth") +
-         "); in flight: " + str(st, "in_flight_requests", "0") + "; resident: " + join(st.value("resident", json())) + "\n";
+         "); door requests in progress: " + str(st, "in_flight_requests", "0") + "; resident: " + join(st.value("resident", json())) + "\n";
   if (st.contains("devices") && st["devices"].is_array() && !st["devices"].empty()) {
     std::vector<std::vector<std::string>> dev = {{"GPU", "NAME", "VRAM MiB", "USED MiB"}};
     for (const auto& d : st["devices"]) dev.push_back({str(d, "index"), str(d, "name"), str(d, "vram_mib"), str(d, "used_mib")});

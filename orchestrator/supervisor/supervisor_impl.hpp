@@ -110,6 +110,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
   std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
   void retire(const std::string& name, ProfState& ps, const char* reason);
+  void requeue();
 
   std::list<config::Config> versions_;  // every configuration applied; the last is current
   const config::Config* cfg_ = nullptr;  // = &versions_.back()

@@ -50,6 +50,22 @@ void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* 
   if (is_alive(ps.phase) && ps.unload_reason.empty()) ps.unload_reason = reason;
 }
 
+// Waiting requests follow their profile to its child in the new configuration (a shared-base
+// group may have formed or split); those whose profile is gone fail with not_found.
+void SupervisorImpl::requeue() {
+  std::deque<std::shared_ptr<Waiter>> keep;
+  for (auto& w : queue_) {
+    if (cfg_->find_profile(w->profile)) {
+      w->child = child_of(w->profile);
+      keep.push_back(w);
+      continue;
+    }
+    w->result.emplace(make_error(Errc::not_found, "model '" + w->profile + "' was removed by a configuration reload"));
+    w->timer.cancel();
+  }
+  queue_.swap(keep);
+}
+
 asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, SupervisorOptions opts) {
   auto self = shared_from_this();
   ReloadDiff diff;
@@ -64,7 +80,6 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
       diff.removed.push_back(name);
       ps.removed = true;
       retire(name, ps, "reload");
-      fail_queued(name, make_error(Errc::not_found, "model '" + name + "' was removed by a configuration reload"));
     } else if (child_key(*ps.profile) == child_key(*it->second)) {
       diff.unchanged.push_back(name);
       ps.profile = it->second;
@@ -84,6 +99,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
     ps.stale = is_alive(ps.phase);  // a removed child still stopping is replaced, not reused
     ps.profile = p;
   }
+  requeue();
   spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", join(diff.changed), join(diff.added),
                join(diff.removed), join(diff.unchanged));
   Event e;

@@ -227,3 +227,33 @@ TEST_CASE("lifecycle e2e: reload restarts only the changed child; an invalid edi
   CHECK(profile(status_json(serve), "kev").value("pid", 0) == kev_pid);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+TEST_CASE("lifecycle e2e: check, plan and serve refuse a pin that cannot fit beside the rotating ones",
+          "[lifecycle][e2e]") {
+  TempDir dir("life-pin");
+  write_config(dir, standin_binary().string(), "gpu: {vram_mib: 1000}\n", "pin: true\n");  // one child fits
+  const auto cfg = (dir / "kevlaya.yaml").string();
+  auto check = cli("check " + cfg);
+  INFO(check.output);
+  CHECK(check.exit_code == 1);
+  CHECK(check.output.find("laya: does not fit beside the pinned kev") != std::string::npos);
+  auto plan = cli("plan " + cfg);
+  CHECK(plan.exit_code == 1);
+  CHECK(plan.output.find("does not fit beside the pinned kev") != std::string::npos);
+  // (bounded: a serve that did not refuse would run until the timeout)
+  auto serve = run_command("timeout 60 " + orch_binary().string() + " serve " + cfg + " --port 0 2>&1");
+  CHECK(serve.exit_code == 1);
+  CHECK(serve.output.find("pin: laya: does not fit beside the pinned kev") != std::string::npos);
+}
+
+TEST_CASE("lifecycle e2e: serve --watch-config reloads when a profile file changes", "[lifecycle][e2e]") {
+  TempDir dir("life-watch");
+  write_config(dir, standin_binary().string(), "");
+  Serve serve(dir / "kevlaya.yaml", {}, {"--watch-config"});
+  Proc events({orch_binary().string(), "events", "--url", url(serve)}, dir / "events.log");
+  const auto laya_yaml = dir / "profiles/laya.yaml";
+  write_text(laya_yaml, replaced(read_text(laya_yaml), "ctx: 256", "ctx: 512"));
+  CHECK(!serve.proc().wait_for(std::regex("reload: changed: laya"), 30s).empty());
+  CHECK(!events.wait_for(std::regex("reload changed: laya")).empty());
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
