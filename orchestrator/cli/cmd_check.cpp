@@ -162,6 +162,10 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
   const auto devices = runtime::gpu_devices(c);
   if (devices.empty()) {
     out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
+    if (const auto* pin = runtime::pinned_profile(c)) {
+      std::cerr << "error: " << runtime::pin_needs_budget(*pin) << '\n';
+      ++n.errors;
+    }
     return n;
   }
   const auto pp = ledger::place(g->profiles, devices, ledger::plan_options(c.orch, 0));

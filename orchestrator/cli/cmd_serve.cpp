@@ -2,6 +2,8 @@
 // SIGINT/SIGTERM: stop accepting, finish in-flight requests (bounded), stop every child, exit 0.
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@
 #include "cli/pipeline_runner.hpp"
 #include "config/config.hpp"
 #include "http/server.hpp"
+#include "runtime/reload.hpp"
 #include "runtime/runtime.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -28,7 +31,22 @@ struct ServeArgs {
   std::string config;
   std::optional<std::string> host;
   std::optional<int> port;
+  bool watch_config = false;
 };
+
+constexpr std::chrono::milliseconds kWatchInterval{1000};  // --watch-config polls this often
+
+http::ReloadOutcome to_outcome(const runtime::ReloadReport& r) {
+  http::ReloadOutcome o;
+  o.ok = r.ok;
+  o.errors = r.errors;
+  o.changed = r.diff.changed;
+  o.added = r.diff.added;
+  o.removed = r.diff.removed;
+  o.unchanged = r.diff.unchanged;
+  o.needs_restart = r.needs_restart;
+  return o;
+}
 
 bool is_loopback(const std::string& host) {
   boost::system::error_code ec;
@@ -41,8 +59,11 @@ int serve(const ServeArgs& args) {
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << "\n";
   if (!loaded.ok()) return kExitFailure;
   config::Config cfg = std::move(loaded.config);
-  if (args.host) cfg.orch.listen.host = *args.host;
-  if (args.port) cfg.orch.listen.port = *args.port;
+  const auto overrides = [host = args.host, port = args.port](config::Config& c) {
+    if (host) c.orch.listen.host = *host;
+    if (port) c.orch.listen.port = *port;
+  };
+  overrides(cfg);
   auto opt = http::ServerOptions::from(cfg.orch);
   if (!is_loopback(opt.host) && opt.api_keys.empty())
     spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
@@ -57,9 +78,20 @@ int serve(const ServeArgs& args) {
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
-  std::shared_ptr<http::PipelineRunner> runner =
-      std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
+  auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
   http::Server door(ioc, sup, cfg, opt, runner);
+  // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
+  runtime::Reloader reloader(**rt, args.config, overrides, [&door, runner](const config::Config& c) {
+    door.set_config(c, http::ServerOptions::from(c.orch));
+    runner->set_config(c);
+  });
+  door.set_reload([&reloader]() -> asio::awaitable<http::ReloadOutcome> {
+    co_return to_outcome(co_await reloader.reload());
+  });
+  (*rt)->on_hangup([&reloader, &ioc] {
+    asio::co_spawn(ioc, [&reloader]() -> asio::awaitable<void> { co_await reloader.reload(); }, asio::detached);
+  });
+  if (args.watch_config) reloader.watch(kWatchInterval);
   auto port = door.listen();
   if (!port) {
     std::cerr << "kevlaya-orch serve: " << port.error().message << "\n";
@@ -70,6 +102,7 @@ int serve(const ServeArgs& args) {
                static_cast<unsigned>(*port));
   std::fflush(stderr);
   door.start();
+  sup.start_wanted();  // preload and pins: the door already answers /health (docs/lifecycle.md)
   // A signal is serve's normal end: drain the door, stop the children, exit 0.
   (*rt)->on_first_signal({}, [&door]() -> asio::awaitable<void> { co_await door.stop(); });
   (*rt)->run({});
@@ -87,6 +120,8 @@ void add_serve(CLI::App& app, Globals& g) {
   sub->add_option("--host", args->host, "listen address (default: listen.host, 127.0.0.1)");
   sub->add_option("--port", args->port, "listen port; 0 = any free port (default: listen.port)")
       ->check(CLI::Range(0, 65535));
+  sub->add_flag("--watch-config", args->watch_config,
+                "reload when kevlaya.yaml or a profile/pipeline file changes (polled every second)");
   sub->callback([&g, args] { g.exit_code = serve(*args); });
 }
 

@@ -7,11 +7,16 @@ namespace kevlaya::cli {
 
 ConfigPipelineRunner::ConfigPipelineRunner(boost::asio::any_io_executor ex, supervisor::Supervisor& sup,
                                            config::Config cfg)
-    : ex_(std::move(ex)), sup_(sup), cfg_(std::move(cfg)) {}
+    : ex_(std::move(ex)), sup_(sup), cfg_(std::make_shared<const config::Config>(std::move(cfg))) {}
+
+void ConfigPipelineRunner::set_config(config::Config cfg) {
+  cfg_ = std::make_shared<const config::Config>(std::move(cfg));
+}
 
 boost::asio::awaitable<Result<nlohmann::json>> ConfigPipelineRunner::run_task(std::string name,
                                                                               nlohmann::json task) {
-  const auto* p = cfg_.find_pipeline(name);
+  const auto cfg = cfg_;  // this run keeps the version it started with
+  const auto* p = cfg->find_pipeline(name);
   if (!p) co_return make_error(Errc::not_found, "no pipeline named '" + name + "'");
   if (task.is_object() && !task.contains("id")) task["id"] = "rest";
   // The same rules as a line of a task file (id, input, candidates, vars).

@@ -1,6 +1,8 @@
 // The real http::PipelineRunner: runs one REST task through a configured pipeline with the
 // pipeline executor (task-major, no journal). `serve` constructs it next to its Supervisor.
 #pragma once
+#include <memory>
+
 #include "config/config.hpp"
 #include "http/pipeline_runner.hpp"
 #include "supervisor/supervisor.hpp"
@@ -16,10 +18,14 @@ class ConfigPipelineRunner : public http::PipelineRunner {
   // unavailable (interrupted); otherwise the journal record, whatever its verdict.
   boost::asio::awaitable<Result<nlohmann::json>> run_task(std::string name, nlohmann::json task) override;
 
+  // A reloaded configuration for runs that start from now on (runs in progress keep theirs).
+  // Call on the runner's executor (serve's one thread).
+  void set_config(config::Config cfg);
+
  private:
   boost::asio::any_io_executor ex_;
   supervisor::Supervisor& sup_;
-  config::Config cfg_;
+  std::shared_ptr<const config::Config> cfg_;
 };
 
 }  // namespace kevlaya::cli

@@ -33,6 +33,11 @@ const Profile* Config::find_profile(const std::string& name_or_alias) const {
   return nullptr;
 }
 
+int Config::idle_unload_s(const Profile& p) const {
+  if (p.pin) return 0;
+  return p.idle_unload_s.value_or(orch.idle_unload_s);
+}
+
 const Pipeline* Config::find_pipeline(const std::string& name) const {
   for (const auto& p : pipelines)
     if (p.name == name) return &p;

@@ -98,6 +98,8 @@ struct Profile {
   std::optional<bool> shared_base;      // unset = allowed when qualifying
   std::vector<int> gpu;                 // `gpu:` device indexes; empty = auto (the planner chooses)
   DevicePlacement placement;            // set by the runtime from the placement plan
+  std::optional<int> idle_unload_s;     // unset = the orchestrator's idle_unload_s; 0 = never
+  bool pin = false;                     // kept resident beside the rotating ones (docs/lifecycle.md)
   HealthCfg health;
   StopCfg stop;
   RestartCfg restart;
@@ -179,6 +181,12 @@ struct OrchestratorCfg {
   SchedulingCfg scheduling;
   PrefetchCfg prefetch;
   LimitsCfg limits;
+  // Lifecycle (docs/lifecycle.md). 600 s: a reload from the page cache costs seconds, so after
+  // ten quiet minutes the GPU is worth more to the desktop than the warm child.
+  int idle_unload_s = 600;     // default of every profile; 0 = never unload when idle
+  int keep_alive_max_s = 3600;  // cap on a request's keep_alive (-1 = no cap; a request's -1 = the cap)
+  std::vector<std::string> preload;  // profiles started when the door starts
+  SourceLoc preload_loc;
 };
 
 struct Message {
@@ -227,6 +235,8 @@ struct Config {
   std::vector<Pipeline> pipelines;
 
   const Profile* find_profile(const std::string& name_or_alias) const;
+  // Seconds a child of `p` may stay idle before it is unloaded; 0 = never (pinned, or off).
+  int idle_unload_s(const Profile& p) const;
   const Pipeline* find_pipeline(const std::string& name) const;
 };
 

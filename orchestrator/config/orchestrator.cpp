@@ -135,6 +135,12 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"scheduling", section("scheduling")},
       {"prefetch", section("prefetch")},
       {"limits", section("limits")},
+      {"idle_unload_s", [&](const YAML::Node& v) { set_int(d, "idle_unload_s", v, 0, 365 * 86400, o.idle_unload_s); }},
+      {"keep_alive_max_s", [&](const YAML::Node& v) { set_int(d, "keep_alive_max_s", v, -1, 365 * 86400, o.keep_alive_max_s); }},
+      {"preload", [&](const YAML::Node& v) {
+         o.preload_loc = d.loc(v);
+         if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;
+       }},
   });
   if (api_keys && std::any_of(o.api_keys.begin(), o.api_keys.end(),
                               [](const std::string& k) { return k.empty(); }))
@@ -262,6 +268,22 @@ void check_pipelines(LoadResult& r, const Loaded& l) {
   }
 }
 
+// preload names profiles (or aliases); a pinned profile that sets idle_unload_s gets a warning.
+void check_lifecycle(LoadResult& r, const Loaded& l) {
+  std::vector<std::string> known;
+  for (const auto& p : r.config.profiles) known.push_back(p.name);
+  for (const auto& name : r.config.orch.preload)
+    if (!r.config.find_profile(name))
+      add_error(r, r.config.orch.preload_loc, "preload names unknown model '" + name + "'" +
+                                                  detail::did_you_mean(name, known));
+  for (std::size_t i = 0; i < r.config.profiles.size(); ++i) {
+    const auto& p = r.config.profiles[i];
+    if (p.pin && p.idle_unload_s && *p.idle_unload_s > 0)
+      r.diagnostics.push_back(Diagnostic{Severity::warning, l.profile_locs[i].name,
+                                         "idle_unload_s is ignored: profile '" + p.name + "' is pinned"});
+  }
+}
+
 void load_dir(LoadResult& r, Loaded& l, const fs::path& dir, bool profiles) {
   for (const auto& f : yaml_files(dir)) {
     Doc d(f, r.diagnostics);
@@ -310,6 +332,7 @@ LoadResult load(const fs::path& orchestrator_file) {
   check_ports(r, l);
   check_gpus(r, l);
   check_pipelines(r, l);
+  check_lifecycle(r, l);
   sort_diagnostics(r);
   return r;
 }

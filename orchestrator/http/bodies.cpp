@@ -1,5 +1,9 @@
 #include "http/bodies.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
 #include "common/bounded_json.hpp"
 
 namespace kevlaya::http {
@@ -43,14 +47,61 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
   call.profile = std::move(profile.value());
   const auto s = call.body.find("stream");
   call.stream = s != call.body.end() && s->is_boolean() && s->get<bool>();
+  if (const auto k = call.body.find("keep_alive"); k != call.body.end()) {
+    auto keep = parse_keep_alive(*k);
+    if (!keep) return keep.error();
+    call.keep_alive_s = *keep;
+  }
   return call;
+}
+
+namespace {
+
+// One Go duration ("1h30m", "-2.5s", "500ms") or a bare number of seconds, in seconds.
+std::optional<double> duration_seconds(const std::string& s) {
+  static const std::pair<const char*, double> kUnits[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3},
+                                                          {"s", 1},     {"m", 60},    {"h", 3600}};
+  std::size_t i = s.rfind('-', 0) == 0 ? 1 : 0;
+  const double sign = i == 1 ? -1 : 1;
+  if (i == s.size() || s.size() > 64) return std::nullopt;
+  double total = 0;
+  while (i < s.size()) {
+    const std::size_t start = i;
+    while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
+    if (i == start) return std::nullopt;
+    const double n = std::strtod(s.substr(start, i - start).c_str(), nullptr);
+    const std::size_t unit = i;
+    while (i < s.size() && !((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
+    const auto u = s.substr(unit, i - unit);
+    if (u.empty() && unit == s.size() && start == (sign < 0 ? 1U : 0U)) return sign * n;  // bare number
+    const auto* f = std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& k) { return u == k.first; });
+    if (f == std::end(kUnits)) return std::nullopt;
+    total += n * f->second;
+  }
+  return sign * total;
+}
+
+}  // namespace
+
+Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
+  if (v.is_null()) return std::optional<std::int64_t>{};
+  std::optional<double> secs;
+  if (v.is_number()) secs = v.get<double>();
+  else if (v.is_string()) secs = duration_seconds(v.get<std::string>());
+  if (!secs || !std::isfinite(*secs))
+    return make_error(Errc::bad_request, "\"keep_alive\" must be a number of seconds or a duration such as \"5m\"");
+  if (*secs < 0) return std::optional<std::int64_t>{-1};
+  constexpr double kMax = 1e12;  // beyond any cap; keeps the cast defined
+  return std::optional<std::int64_t>{static_cast<std::int64_t>(std::ceil(std::min(*secs, kMax)))};
 }
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora) {
   const bool rename = !call.requested.empty() && call.requested != profile;
-  if (lora.empty() && !rename) return raw;
+  const bool keep = call.body.is_object() && call.body.contains("keep_alive");
+  if (lora.empty() && !rename && !keep) return raw;
   json b = call.body;
+  b.erase("keep_alive");
   if (rename) b["model"] = profile;
   if (!lora.empty()) {
     json arr = json::array();

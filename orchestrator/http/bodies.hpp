@@ -3,6 +3,7 @@
 // parsed with the JSON depth limit (common/bounded_json.hpp) before anything walks it.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +20,14 @@ struct ModelCall {
   std::string profile;    // resolved profile name
   bool stream = false;
   nlohmann::json body;
+  // `keep_alive` (Ollama-style, docs/lifecycle.md) in seconds; negative = as long as allowed.
+  std::optional<std::int64_t> keep_alive_s;
 };
+
+// Ollama's keep_alive: a number of seconds, or a string of seconds or a Go duration ("5m",
+// "1h30m", "500ms", "-1"); negative = keep loaded. Sub-second values round up to 1 s (0 stays
+// 0). nullopt for null. Errors: 400 naming the field.
+Result<std::optional<std::int64_t>> parse_keep_alive(const nlohmann::json& v);
 
 // The profile `requested` names (a profile or an alias; "" names the only profile when exactly
 // one exists). Errors: 400 (empty with several profiles), 404 (unknown, listing the known ones).
@@ -30,7 +38,8 @@ Result<std::string> resolve_model(const config::Config& cfg, const std::string& 
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
-// sent) or shared-base mode adds the adapters' scales (`lora`).
+// sent), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive` is removed (it is
+// the door's, not the child's).
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora);
 

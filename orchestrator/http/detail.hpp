@@ -65,10 +65,11 @@ class Door {
   asio::io_context& ioc;
   Strand strand;
   supervisor::Supervisor& sup;
-  const config::Config& cfg;
+  const config::Config* cfg;  // the current version (Server::set_config); older ones stay alive
   ServerOptions opt;
   GatePolicy gate;  // built once from opt (Host, Origin rules)
   std::shared_ptr<PipelineRunner> runner;
+  ReloadFn reload;  // POST /admin/reload (empty = not available)
   Metrics metrics;
   std::unique_ptr<RunQueue> runs;
   Clock::time_point started_at = Clock::now();

@@ -54,6 +54,11 @@ json event_json(const supervisor::Event& e) {
     j["type"] = "switch";
     return j;
   }
+  if (e.type == supervisor::Event::Type::reload)
+    return {{"type", "reload"}, {"changed", e.changed}, {"added", e.added}, {"removed", e.removed}, {"at_ms", at.count()}};
+  if (e.type == supervisor::Event::Type::unload)
+    return {{"type", "unload"}, {"model", e.child}, {"reason", e.reason}, {"at_ms", at.count()},
+            {"stop_ms", e.stop.stop_ms}, {"vram_wait_ms", e.stop.vram_wait_ms}};
   json j = {{"type", "phase"}, {"child", e.child}, {"from", supervisor::to_string(e.from)},
             {"to", supervisor::to_string(e.to)}, {"at_ms", at.count()}};
   if (e.failure) j["failure"] = failure_json(*e.failure);
@@ -64,7 +69,7 @@ json event_json(const supervisor::Event& e) {
 void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
   Door& d = *dp;
   if (e.type == supervisor::Event::Type::phase) d.phases[e.child] = e.to;
-  else record_switch(dp, e.record);
+  else if (e.type == supervisor::Event::Type::switch_done) record_switch(dp, e.record);
   if (d.event_clients.empty()) return;
   const std::string frame = "id: " + std::to_string(d.next_event_id++) + "\ndata: " +
                             event_json(e).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";

@@ -77,7 +77,7 @@ GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::str
 
 RouteMatch match_route(std::string_view path) {
   using V = bhttp::verb;
-  constexpr std::string_view kAdminLoad = "/admin/load/", kPipelines = "/v1/pipelines/",
+  constexpr std::string_view kAdminLoad = "/admin/load/", kAdminUnload = "/admin/unload/", kPipelines = "/v1/pipelines/",
                              kRuns = "/v1/runs/", kRunsTail = "/runs";
   if (path == "/health") return {Route::health, V::get, {}};
   constexpr std::string_view kUpstream = "/upstream/", kModels = "/v1/models/";
@@ -93,6 +93,9 @@ RouteMatch match_route(std::string_view path) {
   if (path == "/metrics") return {Route::metrics, V::get, {}};
   if (path == "/events") return {Route::events, V::get, {}};
   if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};
+  if (path == "/admin/reload") return {Route::admin_reload, V::post, {}};
+  if (path.size() > kAdminUnload.size() && path.substr(0, kAdminUnload.size()) == kAdminUnload)
+    return {Route::admin_unload, V::post, path.substr(kAdminUnload.size())};
   if (path.size() > kAdminLoad.size() && path.substr(0, kAdminLoad.size()) == kAdminLoad)
     return {Route::admin_load, V::post, path.substr(kAdminLoad.size())};
   if (path.size() > kPipelines.size() + kRunsTail.size() && path.substr(0, kPipelines.size()) == kPipelines &&

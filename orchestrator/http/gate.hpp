@@ -30,11 +30,11 @@ struct GatePolicy {
 // model_api: a row of the pass-through table (apis.hpp); upstream: /upstream/{model}/{path},
 // GET or POST; ollama: /api/* (ollama.hpp).
 enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
-                   admin_load, admin_unload, pipeline_runs, run };
+                   admin_load, admin_unload, admin_reload, pipeline_runs, run };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;
-  std::string_view arg;  // model of /admin/load/{m} and /v1/models/{m}, pipeline of
+  std::string_view arg;  // model of /admin/load/{m}, /admin/unload/{m}, /v1/models/{m}, pipeline of
                          // /v1/pipelines/{n}/runs, run id, "{model}/{path}" of /upstream/
   const ApiRoute* api = nullptr;  // model_api only
   bool get_or_post = false;       // upstream: either method

@@ -119,12 +119,12 @@ std::string model_field(const json& body) {
 // An Ollama model call -> the ProxyCall proxy.cpp forwards, or the error to answer.
 Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   const auto name = model_field(body);
-  const auto* prof = find_model(d.cfg, name);
+  const auto* prof = find_model(*d.cfg, name);
   if (!prof && !name.empty()) return make_error(Errc::not_found, "model '" + name + "' not found");
   if (!prof) {
-    auto only = resolve_model(d.cfg, "");
+    auto only = resolve_model(*d.cfg, "");
     if (!only) return only.error();
-    prof = d.cfg.find_profile(*only);
+    prof = d.cfg->find_profile(*only);
   }
   auto mapped = ollama_to_openai(kind, body, prof->name, prof->ctx);
   if (!mapped) return mapped.error();
@@ -136,6 +136,7 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   call.shape = ApiShape::ollama;
   call.body_text = mapped->dump(-1, ' ', false, json::error_handler_t::replace);
   call.body = std::move(mapped.value());
+  if (const auto k = body.find("keep_alive"); k != body.end()) call.keep_alive_s = parse_keep_alive(*k).value();
   const std::string shown = name.empty() ? prof->name : name;
   if (call.stream) {
     auto s = std::make_shared<OllamaStream>(kind, shown);
@@ -150,14 +151,14 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
 // (Plain function: GCC 12 mishandles braced initialisers and ?: temporaries inside coroutines.)
 std::optional<Reply> local_reply(const Door& d, const std::string& name, const Result<json>& body) {
   if (name == "version") return json_reply(200, {{"version", kOllamaVersion}});
-  if (name == "tags") return json_reply(200, tags_json(d.cfg));
+  if (name == "tags") return json_reply(200, tags_json(*d.cfg));
   if (name != "show" && name != "chat" && name != "generate" && name != "embed" && name != "embeddings")
     return ollama_error(501, "/api/" + name + " is not supported by kevlaya: models are profiles in kevlaya.yaml's "
                              "profiles_dir, not pulled or created through the API (docs/http.md)");
   if (!body) return ollama_error(400, "request body: " + body.error().message);
   if (!body->is_object()) return ollama_error(400, "request body is not a JSON object");
   if (name != "show") return std::nullopt;
-  const auto* prof = find_model(d.cfg, model_field(body.value()));
+  const auto* prof = find_model(*d.cfg, model_field(body.value()));
   if (!prof) return ollama_error(404, "model '" + model_field(body.value()) + "' not found");
   return json_reply(200, show_json(*prof));
 }
@@ -167,7 +168,7 @@ std::string_view body_of(const Request& req) {
   return "{}";  // GET /api/*: no body
 }
 
-Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) { return json_reply(200, ps_json(d.cfg, snap)); }
+Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) { return json_reply(200, ps_json(*d.cfg, snap)); }
 
 }  // namespace
 

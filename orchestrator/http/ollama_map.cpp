@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "common/bounded_json.hpp"
+#include "http/bodies.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -12,26 +13,6 @@ using nlohmann::json;
 Error bad(std::string m) { return make_error(Errc::bad_request, std::move(m)); }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// Ollama's keep_alive: a number of seconds or a Go duration ("5m", "1h30m", "-1"). Accepted and
-// validated; the door keeps a model until another one needs the GPU (docs/http.md).
-bool valid_keep_alive(const json& v) {
-  if (v.is_null() || v.is_number()) return true;
-  if (!v.is_string()) return false;
-  const std::string s = v.get<std::string>();
-  std::size_t i = s.rfind('-', 0) == 0 ? 1 : 0;
-  if (i == s.size()) return false;
-  while (i < s.size()) {
-    const std::size_t start = i;
-    while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
-    if (i == start) return false;
-    const std::size_t unit = i;
-    while (i < s.size() && !((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
-    const auto u = s.substr(unit, i - unit);
-    if (!(u.empty() || u == "ns" || u == "us" || u == "ms" || u == "s" || u == "m" || u == "h")) return false;
-  }
-  return true;
-}
 
 // options -> OpenAI/llama-server sampling fields.
 Result<json> map_options(const json& opts, int ctx, json out) {
@@ -144,8 +125,9 @@ bool ollama_streams(OllamaKind kind, const json& body) {
 }
 
 Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::string& model, int ctx) {
-  if (body.contains("keep_alive") && !valid_keep_alive(body["keep_alive"]))
-    return bad("\"keep_alive\" must be a number of seconds or a duration such as \"5m\"");
+  if (body.contains("keep_alive")) {  // honoured by the door (ollama.cpp), never sent to the child
+    if (auto k = parse_keep_alive(body["keep_alive"]); !k) return k.error();
+  }
   json out = {{"model", model}};
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) {
     const auto in = body.value(kind == OllamaKind::embed ? "input" : "prompt", json());

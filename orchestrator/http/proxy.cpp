@@ -51,7 +51,7 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
   Call call;
   const auto slash = arg.find('/');
   call.requested = std::string(arg.substr(0, slash));
-  auto profile = resolve_model(d.cfg, call.requested);
+  auto profile = resolve_model(*d.cfg, call.requested);
   if (!profile) return profile.error();
   call.profile = std::move(profile.value());
   call.raw = true;
@@ -73,7 +73,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   call.shape = m.api->shape;
   if (m.api->from == ModelFrom::query) {  // GET /props?model=, /slots?model=
     call.requested = query_param(query_of(target), "model");
-    auto profile = resolve_model(d.cfg, call.requested);
+    auto profile = resolve_model(*d.cfg, call.requested);
     if (!profile) return profile.error();
     call.profile = std::move(profile.value());
     call.method = "GET";
@@ -81,7 +81,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
     call.target = std::string(target);
     return call;
   }
-  auto parsed = parse_model_call(d.cfg, req.body());
+  auto parsed = parse_model_call(*d.cfg, req.body());
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));
@@ -361,6 +361,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
     co_return co_await fail(d, c, call.profile, shape, error_reply(e), t0);
   }
+  if (call.keep_alive_s) lease->set_keep_alive(*call.keep_alive_s);  // applied when it is released
   const auto held = Clock::now();
   co_await forward(d, req, c, call, *lease, t0, std::move(gone));
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());

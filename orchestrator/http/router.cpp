@@ -5,6 +5,8 @@
 #include <boost/asio/detached.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "common/clock.hpp"
 #include "http/auth.hpp"
 #include "http/bodies.hpp"
@@ -51,7 +53,7 @@ json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, s
 json models_json(const Door& d, const supervisor::Snapshot& snap) {
   json data = json::array();
   const auto created = unix_now();
-  for (const auto& prof : d.cfg.profiles) data.push_back(model_json(prof, snap, created));
+  for (const auto& prof : d.cfg->profiles) data.push_back(model_json(prof, snap, created));
   return {{"object", "list"}, {"data", data}};
 }
 
@@ -69,9 +71,9 @@ Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
 
 // GET /v1/models/{id}: the profile `id` names (an alias answers with its profile's entry).
 asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) {
-  const auto* prof = d.cfg.find_profile(id);
+  const auto* prof = d.cfg->find_profile(id);
   if (!prof) {
-    co_await c.send(unknown_model_reply(d.cfg, id));
+    co_await c.send(unknown_model_reply(*d.cfg, id));
     co_return;
   }
   const auto snap = co_await d.sup.snapshot();
@@ -94,9 +96,14 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     json j = {{"name", p.name}, {"state", model_state(p.state)}, {"pid", p.pid}, {"port", p.port},
               {"in_flight", p.in_flight}, {"queued", p.queued},
               {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
-              {"crashes", p.crashes}};
+              {"crashes", p.crashes}, {"pinned", p.pinned}};
     j["gpus"] = p.gpus.empty() ? json(nullptr) : json(p.gpus);  // the devices of its child (placement)
-    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+    j["idle_unload_in_s"] = p.idle_unload_in_s ? json(std::round(*p.idle_unload_in_s * 10) / 10) : json(nullptr);
+    j["load_progress"] = nullptr;
+    if (p.load_progress)
+      j["load_progress"] = {{"stage", p.load_progress->stage},
+                            {"pct", p.load_progress->pct ? json(*p.load_progress->pct) : json(nullptr)}};
+    if (const auto* prof = d.cfg->find_profile(p.name); prof && !prof->model.empty())
       j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
       j["last_failure"] = failure_json(*p.last_failure);
@@ -149,7 +156,7 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     Labels state = {{"model", p.name}, {"state", std::string(model_state(p.state))}};
     if (!p.gpus.empty()) state.emplace_back("gpu", gpu_label(p.gpus));  // "0", or "0,1" for a split child
     m.set("kevlaya_model_state", state, 1);
-    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+    if (const auto* prof = d.cfg->find_profile(p.name); prof && !prof->model.empty())
       m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
   }
   for (const auto& dev : snap.devices)
@@ -195,13 +202,37 @@ asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& mode
   co_await c.send(loaded_reply(model, ms));
 }
 
-asio::awaitable<void> admin_unload(Door& d, Connection& c) {
-  const auto st = co_await d.sup.unload();
+asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model) {
+  std::optional<std::string> only;
+  if (!model.empty()) only = std::move(model);
+  const auto st = co_await d.sup.unload(only);
   if (!st) {
     co_await c.send(error_reply(st.error()));
     co_return;
   }
   co_await c.send(unloaded_reply());
+}
+
+json reload_json(const ReloadOutcome& r) {
+  return {{"ok", r.ok}, {"errors", r.errors}, {"changed", r.changed}, {"added", r.added},
+          {"removed", r.removed}, {"unchanged", r.unchanged}, {"needs_restart", r.needs_restart}};
+}
+
+Reply reload_reply(const ReloadOutcome& r) {
+  if (r.ok) return json_reply(200, reload_json(r));
+  Error e = make_error(Errc::bad_request, "the new configuration is invalid; nothing changed",
+                       "fix the errors listed (detail) and reload again");
+  e.detail = r.errors;
+  return error_reply(e);
+}
+
+asio::awaitable<void> admin_reload(Door& d, Connection& c) {
+  if (!d.reload) {
+    co_await c.send(error_reply(make_error(Errc::unavailable, "reload is not available in this process")));
+    co_return;
+  }
+  const auto r = co_await d.reload();
+  co_await c.send(reload_reply(r));
 }
 
 Reply options_reply(const RouteMatch& m, OriginVerdict verdict) {
@@ -285,7 +316,8 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::metrics: co_return co_await metrics(d, c);
     case Route::events: co_return co_await events(d, c);
     case Route::admin_load: co_return co_await admin_load(d, c, std::string(m.arg));
-    case Route::admin_unload: co_return co_await admin_unload(d, c);
+    case Route::admin_unload: co_return co_await admin_unload(d, c, std::string(m.arg));
+    case Route::admin_reload: co_return co_await admin_reload(d, c);
     case Route::pipeline_runs: {
       const bool async = q != std::string_view::npos && async_query(target.substr(q + 1));
       co_return co_await d.runs->post_run(req, c, std::string(m.arg), async);

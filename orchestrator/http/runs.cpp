@@ -104,7 +104,7 @@ void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
 RunQueue::~RunQueue() = default;
 
 std::optional<Reply> RunQueue::admit(const Request& req, const std::string& name) {
-  if (!d_.cfg.find_pipeline(name)) return unknown_pipeline(d_.cfg, name);
+  if (!d_.cfg->find_pipeline(name)) return unknown_pipeline(*d_.cfg, name);
   if (!d_.runner)
     return error_reply(make_error(Errc::unavailable, "pipelines are not enabled in this server"));
   const auto& lim = d_.opt.runs;

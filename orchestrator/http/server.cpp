@@ -292,7 +292,7 @@ void Connection::unwatch() {
 
 Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config& c,
            ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : ioc(io), strand(asio::make_strand(io)), sup(s), cfg(c), opt(std::move(o)),
+    : ioc(io), strand(asio::make_strand(io)), sup(s), cfg(&c), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
@@ -410,6 +410,21 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
 void Server::start() {
   auto d = door_;
   asio::co_spawn(d->strand, [d] { return accept_loop(d); }, asio::detached);
+}
+
+void Server::set_reload(ReloadFn fn) { door_->reload = std::move(fn); }
+
+void Server::set_config(const config::Config& cfg, ServerOptions opt) {
+  asio::post(door_->strand, [d = door_, c = &cfg, opt = std::move(opt)]() mutable {
+    opt.host = d->opt.host;  // the socket stays bound where it is (a restart moves it)
+    opt.port = d->opt.port;
+    opt.keepalive_interval = d->opt.keepalive_interval;
+    opt.events_keepalive = d->opt.events_keepalive;
+    opt.events_buffer = d->opt.events_buffer;
+    d->cfg = c;
+    d->opt = std::move(opt);
+    d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
+  });
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,15 @@ struct ServerOptions {
   static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, gate, queues, limits
 };
 
+// What a configuration reload did (POST /admin/reload; runtime::Reloader fills it).
+struct ReloadOutcome {
+  bool ok = false;
+  std::vector<std::string> errors;  // "file:line:col: error: ..." when the new config is invalid
+  std::vector<std::string> changed, added, removed, unchanged;  // profile names
+  std::vector<std::string> needs_restart;  // settings that keep their old value until a restart
+};
+using ReloadFn = std::function<boost::asio::awaitable<ReloadOutcome>()>;
+
 class Door;
 
 class Server {
@@ -59,6 +69,11 @@ class Server {
   Result<std::uint16_t> listen();
   // Starts the accept loop (after listen()).
   void start();
+  // POST /admin/reload runs `fn` (on the door's executor); without one it answers 503.
+  void set_reload(ReloadFn fn);
+  // A reloaded configuration: routes, keys, Host/Origin rules, limits and queues follow it (the
+  // listen address does not: it needs a restart). `cfg` must outlive the server.
+  void set_config(const config::Config& cfg, ServerOptions opt);
   // Stops accepting, closes idle connections, waits for in-flight requests (bounded by
   // drain_timeout), then closes what is left. Does not stop the supervisor.
   boost::asio::awaitable<void> stop();

@@ -60,6 +60,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     in.shared_base = p.shared_base;
     in.share_key = share_key(p);
     in.gpu = p.gpu;
+    in.pin = p.pin;
     if (auto st = add_adapters(p, *file, in); !st) return st.error();
     std::string key;
     if (auto fp = file_fingerprint(p.model)) {

@@ -90,6 +90,7 @@ struct ProfileInput {
   std::string share_key;                // flags that must match to share a child (see plan.cpp)
   std::optional<Measured> measured;     // calibration for exactly these flags
   std::vector<int> gpu;                 // the profile's `gpu:` devices; empty = auto
+  bool pin = false;                     // kept resident: a member of every allowed set
 };
 
 // The estimate for a model with flags and adapters; `overhead` is gpu.overhead_mib in bytes.

@@ -193,6 +193,62 @@ void rotate_sets(const std::vector<Unit>& units, const std::vector<unsigned>& fi
   }
 }
 
+// Pins (docs/lifecycle.md): every allowed set holds every pinned unit, so the scheduler never
+// picks a pin as a victim; a unit that cannot fit beside the pins is refused with the figures.
+void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
+                 Plan& plan) {
+  unsigned pins = 0;
+  std::vector<const Unit*> pinned;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const bool pin = std::any_of(units[i].members.begin(), units[i].members.end(), [&](std::size_t m) { return in[m].pin; });
+    if (pin) {
+      pins |= 1U << i;
+      pinned.push_back(&units[i]);
+    }
+  }
+  plan.allowed_sets.clear();
+  if (units.size() > kMaxUnitsForSubsets) {
+    plan.diagnostics.push_back({config::Severity::error, "pin", "too many profiles to plan pins (more than " +
+                                                                   std::to_string(kMaxUnitsForSubsets) + " children)", true});
+    return;
+  }
+  const SetBill alone = price_set(pinned, in, budget);
+  if (!alone.fits) {
+    plan.diagnostics.push_back({config::Severity::error, join(alone.profiles, "+"),
+                                "pinned profiles need " + format_mib(alone.total_gpu) + " MiB together, more than the " +
+                                    format_mib(budget) + " MiB budget; unpin one or lower its ctx/ngl", true});
+    return;
+  }
+  std::vector<unsigned> masks;  // pins plus each unit that fits beside them (maximal sets kept below)
+  for (unsigned mask = pins; mask < (1U << units.size()); ++mask) {
+    if ((mask & pins) != pins) continue;
+    std::vector<const Unit*> chosen;
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (mask & (1U << i)) chosen.push_back(&units[i]);
+    if (price_set(chosen, in, budget).fits) masks.push_back(mask);
+  }
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    if (pins & (1U << i)) continue;
+    const bool covered = std::any_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); });
+    if (covered) continue;
+    std::vector<const Unit*> with = pinned;
+    with.push_back(&units[i]);
+    const SetBill s = price_set(with, in, budget);
+    plan.diagnostics.push_back({config::Severity::error, in[units[i].members.front()].name,
+                                "does not fit beside the pinned " + join(alone.profiles, ", ") + ": together they need " +
+                                    format_mib(s.total_gpu) + " MiB of the " + format_mib(budget) +
+                                    " MiB budget; unpin, or lower ctx/ngl", true});
+  }
+  for (const auto m : masks) {
+    const bool dominated = std::any_of(masks.begin(), masks.end(), [&](unsigned o) { return o != m && (o & m) == m; });
+    if (dominated) continue;
+    std::vector<const Unit*> chosen;
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (m & (1U << i)) chosen.push_back(&units[i]);
+    plan.allowed_sets.push_back(names_of(chosen, in));
+  }
+}
+
 void warn_headroom(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in) {
   for (const auto& set : plan.allowed_sets) {
     std::uint64_t total = 0;
@@ -303,6 +359,8 @@ Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
     if (u.members.size() > 1) plan.groups.push_back(make_group(u, in));
   }
   decide_mode(plan, units, in, opt);
+  const bool pinned = std::any_of(in.begin(), in.end(), [](const ProfileInput& p) { return p.pin; });
+  if (pinned && plan.mode != Mode::co_resident && plan.allowed_sets.size() > 1) pinned_sets(units, in, opt.budget, plan);
   warn_headroom(plan, units, in);
   return plan;
 }

@@ -58,6 +58,7 @@ struct PlanDiagnostic {
   config::Severity severity = config::Severity::warning;
   std::string subject;  // profile name, or set "kev+laya"
   std::string message;
+  bool pin = false;  // a pin that cannot be kept resident: serve refuses to start
 };
 
 struct Plan {

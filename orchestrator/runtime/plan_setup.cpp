@@ -103,6 +103,17 @@ void attach_calibration(ResidencySetup& setup, const config::Config& cfg, const 
 
 }  // namespace
 
+const config::Profile* pinned_profile(const config::Config& cfg) {
+  for (const auto& p : cfg.profiles)
+    if (p.pin) return &p;
+  return nullptr;
+}
+
+std::string pin_needs_budget(const config::Profile& p) {
+  return "profile '" + p.name + "' is pinned (pin: true), but the GPU memory is unknown (gpu.vram_mib is auto "
+         "and no NVIDIA GPU answered): set gpu.vram_mib so the ledger can check that the pin fits";
+}
+
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
   supervisor::SupervisorOptions o;
   o.allowed_sets = plan.allowed_sets;
@@ -206,6 +217,12 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     return setup;
   }
   setup.devices = gpu_devices(cfg);
+  if (const auto* pin = pinned_profile(cfg); pin && setup.devices.empty()) {
+    setup.refused = make_error(Errc::config_invalid, pin_needs_budget(*pin));
+    setup.summary = "residency: refused: " + setup.refused->message;
+    spdlog::error("{}", setup.summary);
+    return setup;
+  }
   auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
   std::string why;
   if (setup.devices.empty()) {  // nothing known about the GPU: one child at a time, as before the ledger
@@ -229,6 +246,12 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     setup.summary += "; gpu " + std::to_string(d.device.index) + ": " + (d.profiles.empty() ? "-" : join(d.profiles, ", ")) +
                      (d.rotates() ? " (rotate)" : "");
   }
+  for (const auto& d : plan.diagnostics) {
+    if (!d.pin || setup.refused) continue;  // a pin the ledger cannot keep resident: refuse
+    setup.refused = make_error(Errc::config_invalid, "pin: " + d.subject + ": " + d.message);
+    spdlog::error("residency: refused: {}", setup.refused->message);
+  }
+  if (setup.refused) return setup;
   spdlog::info("{}", setup.summary);
   for (const auto& d : plan.diagnostics) {
     if (setup.devices.empty()) continue;  // without a budget every "fits" verdict is meaningless

@@ -47,6 +47,10 @@ std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional
 // refusal (an adapter incompatible with its base) is `refused`: nothing may be spawned.
 ResidencySetup setup_residency(const config::Config& cfg);
 
+// The first pinned profile (nullptr: none), and the sentence refusing a pin without a budget.
+const config::Profile* pinned_profile(const config::Config& cfg);
+std::string pin_needs_budget(const config::Profile& p);
+
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
 

@@ -77,6 +77,7 @@ asio::awaitable<void> Runtime::drain_then_stop() {
 
 bool Runtime::run(std::function<asio::awaitable<void>()> body) {
   asio::signal_set sigs(ioc_, SIGINT, SIGTERM);
+  asio::signal_set hup(ioc_);  // SIGHUP, when on_hangup() set a handler
   bool body_done = false;
   std::function<void()> arm = [&] {
     sigs.async_wait([&](boost::system::error_code ec, int sig) {
@@ -91,10 +92,11 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
       if (hook_) hook_();
       // Without a body, the drain ends the run; with one, it also fails acquires still waiting
       // (e.g. on a slow model load) so the body returns promptly.
-      asio::co_spawn(ioc_, [this, &body, &body_done, &sigs]() -> asio::awaitable<void> {
+      asio::co_spawn(ioc_, [this, &body, &body_done, &sigs, &hup]() -> asio::awaitable<void> {
         co_await drain_then_stop();
         if (!body || body_done) {
           sigs.cancel();
+          hup.cancel();
           ioc_.stop();
         }
       }, asio::detached);
@@ -102,12 +104,25 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
     });
   };
   arm();
+  std::function<void()> arm_hup = [&] {
+    hup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      spdlog::info("SIGHUP: reloading the configuration");
+      hangup_();
+      arm_hup();
+    });
+  };
+  if (hangup_) {
+    hup.add(SIGHUP);
+    arm_hup();
+  }
   if (body) {
     asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> {
       co_await body();
       body_done = true;
       co_await shutdown_once();
       sigs.cancel();
+      hup.cancel();
       ioc_.stop();
     }, [](std::exception_ptr e) {
       if (e) std::rethrow_exception(e);  // a bug: let it surface from ioc_.run()

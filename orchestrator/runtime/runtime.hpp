@@ -44,6 +44,9 @@ class Runtime {
   // door's stop), then every child is stopped. Either may be empty.
   void on_first_signal(std::function<void()> hook, std::function<boost::asio::awaitable<void>()> drain = {});
 
+  // SIGHUP runs `fn` (e.g. a configuration reload) each time; without one SIGHUP is not caught.
+  void on_hangup(std::function<void()> fn) { hangup_ = std::move(fn); }
+
   // Runs `body` on this thread (an empty body: until the first signal), then stops every child.
   // Returns true when a signal interrupted it. Exceptions from `body` are bugs and propagate.
   bool run(std::function<boost::asio::awaitable<void>()> body);
@@ -64,6 +67,7 @@ class Runtime {
   int stale_killed_ = 0;
   std::function<void()> hook_;
   std::function<boost::asio::awaitable<void>()> drain_;
+  std::function<void()> hangup_;
   boost::asio::steady_timer signalled_{ioc_};  // cancelled at the first signal
   bool interrupted_ = false;
   bool shutdown_started_ = false;

@@ -40,11 +40,16 @@ Error Lease::crash_error() const {
 void Lease::release() {
   if (!s_) return;
   if (auto owner = s_->owner.lock()) {
-    asio::post(owner->strand_, [owner, child = s_->child, id = s_->id] {
-      owner->on_release(child, id);
+    const std::int64_t keep = s_->keep_alive_s.load(std::memory_order_relaxed);
+    asio::post(owner->strand_, [owner, child = s_->child, id = s_->id, keep] {
+      owner->on_release(child, id, keep);
     });
   }
   s_.reset();
+}
+
+void Lease::set_keep_alive(std::int64_t seconds) {
+  if (s_) s_->keep_alive_s.store(seconds, std::memory_order_relaxed);
 }
 
 std::string shared_child_name(const SharedBase& g) {
@@ -86,9 +91,13 @@ asio::awaitable<Status> Supervisor::ensure_ready(std::string model_or_alias,
   co_return ok_status();
 }
 
-asio::awaitable<Status> Supervisor::unload() {
-  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->unload()), asio::use_awaitable);
+asio::awaitable<Status> Supervisor::unload(std::optional<std::string> model) {
+  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->unload(std::move(model))), asio::use_awaitable);
   co_return std::move(*r);
+}
+
+void Supervisor::start_wanted() {
+  asio::post(impl_->strand_, [impl = impl_] { impl->start_wanted(); });
 }
 
 asio::awaitable<Snapshot> Supervisor::snapshot() {

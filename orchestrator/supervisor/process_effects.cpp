@@ -70,6 +70,7 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
   const double resident = p.model.empty() ? -1.0 : warm::resident_pct(p.model);
   auto plan = slot_plan(p, orch_.state_dir);
   const std::filesystem::path slot_dir = plan ? plan->dir : std::filesystem::path();
+  note_log_offset(p.name);  // load progress reads what the child logs from here on
   StartOutcome out = co_await spawn_child(p, slot_dir, std::move(on_exit));
   if (!out.ok()) co_return out;
   out.report->prefetch_resident_pct = resident;

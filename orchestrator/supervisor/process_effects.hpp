@@ -36,6 +36,8 @@ class ProcessEffects : public Effects {
   void likely_next(const std::string& profile) override;
   // True when the profile's child process has exited (by its pid), reported yet or not.
   bool exited(const std::string& profile) override;
+  // A starting child's stage and percent, from what it logged since its spawn (load_progress.hpp).
+  std::optional<LoadProgress> progress(const std::string& profile) override;
 
   int stale_killed() const { return stale_killed_; }  // leftover groups killed at construction
   // Blocks until the background prefetch posted so far has ended (tests and benchmarks only).
@@ -59,6 +61,7 @@ class ProcessEffects : public Effects {
   asio::awaitable<void> save_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StopReport& rep);
   void prefetch_after_start(const std::string& started);
   void prefetch(const config::Profile& p);
+  void note_log_offset(const std::string& profile);
 
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
@@ -72,6 +75,7 @@ class ProcessEffects : public Effects {
   std::string prefetching_;                                  // profile last handed to the prefetcher
   std::string last_started_;
   int stale_killed_ = 0;
+  std::map<std::string, std::uintmax_t> log_offset_;  // size of each child's log at its last spawn
 };
 
 // The slot plan of `p` under `state_dir`, or nullopt (disabled, not llama-server, no state_dir, or

@@ -44,6 +44,11 @@ struct Target {
   SchedClock::time_point head_enqueued;
 };
 
+bool has_queued(const SchedInput& in, const std::string& profile) {
+  return std::any_of(in.queue.begin(), in.queue.end(),
+                     [&](const SchedRequest& r) { return r.profile == profile; });
+}
+
 // Distinct models without a live child, in the order of their oldest queued request.
 std::vector<Target> pick_targets(const SchedInput& in) {
   std::vector<Target> out;
@@ -56,10 +61,6 @@ std::vector<Target> pick_targets(const SchedInput& in) {
   return out;
 }
 
-bool has_queued(const SchedInput& in, const std::string& profile) {
-  return std::any_of(in.queue.begin(), in.queue.end(),
-                     [&](const SchedRequest& r) { return r.profile == profile; });
-}
 
 // Decides what to do with one child that stands in the target's way. Returns true when the child
 // must receive no new requests (draining or about to stop).
@@ -108,6 +109,41 @@ void release_ready(const SchedInput& in, const std::set<std::string>& closed, De
   }
 }
 
+// Idle children whose deadline has passed are unloaded; the next deadline wakes the caller.
+void unload_idle(const SchedInput& in, std::set<std::string>& closed, Decision& d) {
+  for (const auto& c : in.children) {
+    if (c.phase != Phase::ready || !c.idle_deadline || c.in_flight > 0 || closed.count(c.profile) ||
+        has_queued(in, c.profile))
+      continue;
+    if (in.now >= *c.idle_deadline) {
+      d.actions.push_back({Action::Kind::unload, c.profile, 0});
+      closed.insert(c.profile);
+    } else {
+      earliest(d.wake_at, *c.idle_deadline);
+    }
+  }
+}
+
+// Wanted profiles that are down start when they fit beside everything alive (and started now).
+void start_wanted(const SchedInput& in, Decision& d) {
+  std::vector<std::string> resident;
+  for (const auto& c : in.children) resident.push_back(c.profile);
+  for (const auto& w : in.wanted) {
+    if (std::find(resident.begin(), resident.end(), w) != resident.end()) continue;
+    const auto gate = in.not_before.find(w);
+    if (gate != in.not_before.end() && in.now < gate->second) {
+      earliest(d.wake_at, gate->second);
+      continue;
+    }
+    resident.push_back(w);
+    if (!may_coreside(resident, in.allowed_sets)) {
+      resident.pop_back();
+      continue;
+    }
+    d.actions.push_back({Action::Kind::start, w, 0});
+  }
+}
+
 }  // namespace
 
 bool may_coreside(const std::vector<std::string>& profiles,
@@ -126,7 +162,8 @@ Decision decide(const SchedInput& in) {
   // never waits for another's. A target that conflicts with an earlier one waits its turn (FIFO).
   std::vector<std::string> claimed;
   std::set<std::string> handled;  // victims already stepped this round
-  for (const auto& target : pick_targets(in)) {
+  const auto targets = pick_targets(in);
+  for (const auto& target : targets) {
     auto with = claimed;
     with.push_back(target.profile);
     if (!may_coreside(with, in.allowed_sets)) continue;
@@ -161,6 +198,8 @@ Decision decide(const SchedInput& in) {
       }
     }
   }
+  unload_idle(in, closed, d);
+  if (targets.empty()) start_wanted(in, d);  // preload/pins only when no request names a target
   release_ready(in, closed, d);
   return d;
 }

@@ -15,6 +15,10 @@
 //  - Swapping out drains first: V gets no new requests (sticky) and is stopped once its in-flight
 //    count is 0, or when draining has lasted drain_timeout_s (then in-flight requests are cut).
 //  - A restart backoff (not_before) delays starting T.
+//  - Idle unload: a ready child with nothing queued or in flight is unloaded (stopped) at its
+//    idle_deadline; nullopt = never (pinned, idle_unload_s 0).
+//  - Wanted profiles (pins, preloads) start when no queued request names a target and nothing
+//    alive conflicts with them; they never evict anyone.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -37,6 +41,8 @@ struct SchedChild {
   int parallel = 1;
   SchedClock::time_point ready_since{};
   std::optional<SchedClock::time_point> draining_since;  // set while phase == draining
+  // Ready and idle: unload at this time (the supervisor sets it only with in_flight == 0).
+  std::optional<SchedClock::time_point> idle_deadline;
 };
 
 struct SchedRequest {
@@ -50,12 +56,13 @@ struct SchedInput {
   std::vector<SchedRequest> queue;   // in arrival order
   std::vector<std::vector<std::string>> allowed_sets;  // may co-reside; empty = one at a time
   std::map<std::string, SchedClock::time_point> not_before;  // restart backoff per profile
+  std::vector<std::string> wanted;   // keep started when nothing conflicts (pins, preloads)
   config::SchedulingCfg cfg;
   SchedClock::time_point now{};
 };
 
 struct Action {
-  enum class Kind { release, start, drain, stop };
+  enum class Kind { release, start, drain, stop, unload };  // unload: stop an idle child
   Kind kind = Kind::release;
   std::string profile;
   std::uint64_t request = 0;  // release only

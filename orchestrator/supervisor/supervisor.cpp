@@ -43,18 +43,29 @@ Error prefixed(Error e, const std::string& profile) {
 
 SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
                                SupervisorOptions opts)
-    : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), effects_(std::move(effects)),
-      opts_(std::move(opts)), wake_(strand_) {
-  for (const auto& p : cfg_.profiles) child_of_[p.name] = p.name;
-  add_shared_bases();
-  for (const auto& p : cfg_.profiles) {
-    if (child_of_[p.name] == p.name) profs_[p.name].profile = &p;
+    : strand_(asio::make_strand(ex)), effects_(std::move(effects)), opts_(std::move(opts)), wake_(strand_) {
+  versions_.push_back(std::move(cfg));
+  cfg_ = &versions_.back();
+  for (const auto& [name, p] : build_children()) profs_[name].profile = p;
+}
+
+// Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
+std::map<std::string, const config::Profile*> SupervisorImpl::build_children() {
+  child_of_.clear();
+  lora_of_.clear();
+  for (const auto& p : cfg_->profiles) child_of_[p.name] = p.name;
+  std::map<std::string, const config::Profile*> out;
+  add_shared_bases(out);
+  for (const auto& p : cfg_->profiles) {
+    if (child_of_[p.name] == p.name) out[p.name] = &p;
   }
+  return out;
 }
 
 // One synthesized profile per group: the first member's settings, every adapter at scale 0 (the
 // `lora` field of each request selects the member's adapters; unlisted ones would stay at 0).
-void SupervisorImpl::add_shared_bases() {
+// (group_profiles_ only grows: a child of an earlier configuration may still use its profile.)
+void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profile*>& out) {
   for (const auto& g : opts_.shared_bases) {
     const bool known = g.members.size() > 1 && std::all_of(g.members.begin(), g.members.end(), [&](const auto& m) {
       const auto it = child_of_.find(m);
@@ -64,13 +75,13 @@ void SupervisorImpl::add_shared_bases() {
       spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", shared_child_name(g));
       continue;
     }
-    config::Profile child = *cfg_.find_profile(g.members.front());
+    config::Profile child = *cfg_->find_profile(g.members.front());
     child.name = shared_child_name(g);
     child.alias.clear();
     child.lora = g.adapters;
     for (auto& a : child.lora) a.scale = 0;
     group_profiles_.push_back(std::move(child));
-    profs_[group_profiles_.back().name].profile = &group_profiles_.back();
+    out[group_profiles_.back().name] = &group_profiles_.back();
     for (const auto& m : g.members) {
       child_of_[m] = group_profiles_.back().name;
       auto& lora = lora_of_[m];
@@ -96,12 +107,12 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::o
   auto self = shared_from_this();
   if (cancel && cancel->cancelled()) co_return make_error(Errc::unavailable, "client disconnected while waiting");
   if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
-  const config::Profile* p = cfg_.find_profile(model);
+  const config::Profile* p = cfg_->find_profile(model);
   if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
-  const auto deadline = until.value_or(now + std::chrono::seconds(cfg_.orch.queue.max_wait_s));
+  const auto deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
   if (now < ps.failed_until) {
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
     e.code = Errc::profile_failed;
@@ -109,7 +120,7 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::o
     e.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.failed_until - now).count());
     co_return e;
   }
-  if (cfg_.orch.queue.max_depth > 0 && queue_.size() >= static_cast<std::size_t>(cfg_.orch.queue.max_depth))
+  if (cfg_->orch.queue.max_depth > 0 && queue_.size() >= static_cast<std::size_t>(cfg_->orch.queue.max_depth))
     co_return make_error(Errc::queue_full,
                          "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
                          "retry later");
@@ -170,10 +181,12 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   w->timer.cancel();
 }
 
-void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id) {
+void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s) {
   auto it = profs_.find(child);
   if (it == profs_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
-  --it->second.in_flight;
+  auto& ps = it->second;
+  note_keep_alive(ps, keep_alive_s);
+  if (--ps.in_flight == 0) ps.idle_since = Clock::now();
   reschedule();
 }
 
@@ -205,7 +218,7 @@ void SupervisorImpl::cut_leases(ProfState& ps, const Error& e) {
 
 SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   SchedInput in;
-  in.cfg = cfg_.orch.scheduling;
+  in.cfg = cfg_->orch.scheduling;
   in.now = now;
   for (const auto& set : opts_.allowed_sets) {  // in child names: a group member stands for its child
     std::vector<std::string> children;
@@ -225,8 +238,11 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     c.parallel = std::max(1, ps.profile->parallel);
     c.ready_since = ps.ready_since;
     c.draining_since = ps.draining_since;
+    if (const auto limit = idle_limit(ps); limit && ps.phase == Phase::ready && ps.in_flight == 0)
+      c.idle_deadline = ps.idle_since + *limit;
     in.children.push_back(c);
   }
+  in.wanted = wanted();
   for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
   return in;
 }
@@ -275,6 +291,7 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       switch_of(a.profile, "", now);
       ps.crashed = false;
       ps.noticed_gone = false;
+      ps.stale = false;
       set_phase(a.profile, ps, Phase::starting);
       ++ps.starts;
       asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
@@ -288,6 +305,12 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       if (auto& sw = switch_of(a.profile, a.profile, now); sw.drain_start) sw.rec.drain_ms = ms(now - *sw.drain_start);
       if (ps.in_flight > 0)
         cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
+      set_phase(a.profile, ps, Phase::stopping);
+      asio::co_spawn(strand_, do_stop(a.profile), asio::detached);
+      break;
+    case Action::Kind::unload:  // idle: nothing in flight, nothing queued; not a switch
+      ps.unload_reason = ps.keep_alive ? "keep_alive" : "idle";
+      spdlog::info("{}: unloading after {} ms idle ({})", a.profile, ms(now - ps.idle_since), ps.unload_reason);
       set_phase(a.profile, ps, Phase::stopping);
       asio::co_spawn(strand_, do_stop(a.profile), asio::detached);
       break;
@@ -367,8 +390,14 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
     ps.pid = out.report->pid;
     ps.ready_since = now;
     ps.became_ready_at = now;
+    ps.idle_since = now;
     set_phase(name, ps, Phase::ready);
     if (opts_.on_ready) opts_.on_ready(*ps.profile, *out.report);
+    if (std::exchange(ps.stale, false) || ps.removed) {  // reloaded while it started: replace it
+      set_phase(name, ps, Phase::draining);
+      ps.draining_since = now;
+      ps.unload_reason = "reload";
+    }
   } else {
     ps.last_failure = out.failure;
     spdlog::error("{}: start failed [{}]: {}", name, to_string(out.failure.kind), out.failure.message);
@@ -401,6 +430,7 @@ asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
     const bool crashed = std::exchange(ps.crashed, false);
     set_phase(name, ps, crashed ? Phase::failed : Phase::stopped,
               crashed ? ps.last_failure : std::optional<ChildFailure>{});
+    publish_unload(name, ps, rep);
   }
   notify_watchers();
   reschedule();
@@ -487,24 +517,6 @@ asio::awaitable<void> SupervisorImpl::wait_change() {
   watchers_.remove(&t);
 }
 
-asio::awaitable<Status> SupervisorImpl::unload() {
-  auto self = shared_from_this();
-  auto now = Clock::now();
-  for (auto& [name, ps] : profs_) {
-    if (ps.phase != Phase::ready) continue;
-    set_phase(name, ps, Phase::draining);
-    ps.draining_since = now;
-  }
-  reschedule();
-  auto busy = [&] {
-    return std::any_of(profs_.begin(), profs_.end(), [](const auto& kv) {
-      return kv.second.phase == Phase::stopping || kv.second.phase == Phase::draining;
-    });
-  };
-  while (busy()) co_await wait_change();
-  co_return ok_status();
-}
-
 asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
   auto now = Clock::now();
   Snapshot s;
@@ -527,6 +539,7 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     if (ps.phase == Phase::failed && now < ps.retry_at())
       st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.retry_at() - now).count());
     st.gpus = ps.profile->placement.devices;
+    fill_lifecycle(st, ps, now);
     s.profiles.push_back(std::move(st));
   }
   s.devices = opts_.devices;

@@ -48,6 +48,9 @@ struct LeaseShared {
   std::string child;  // the child serving it: the profile, or a shared-base group's child
   upstream::Endpoint endpoint;
   std::atomic<bool> crashed{false};
+  // The request's keep_alive in seconds (Lease::set_keep_alive); kNoKeepAlive = none given.
+  static constexpr std::int64_t kNoKeepAlive = INT64_MIN;
+  std::atomic<std::int64_t> keep_alive_s{kNoKeepAlive};
   Error crash;  // valid once crashed == true
   std::weak_ptr<SupervisorImpl> owner;
 };
@@ -74,6 +77,10 @@ class Lease {
   bool crashed() const;       // the child exited unexpectedly while this lease was held
   Error crash_error() const;  // Errc::child_crashed with exit code/signal and last log lines
   void release();             // gives the slot back now (idempotent)
+  // Ollama-style keep_alive of this request: after it, the child stays loaded `seconds` while
+  // idle (0 = unload right after, negative = as long as keep_alive_max_s allows). Applied on
+  // release; a lease released without one restores the profile's idle_unload_s.
+  void set_keep_alive(std::int64_t seconds);
   bool valid() const { return s_ != nullptr; }
   const std::shared_ptr<LeaseShared>& shared() const { return s_; }  // for Supervisor::check_alive
 
@@ -101,6 +108,9 @@ class Effects {
   // True when the profile's child process has exited (checked now, by its pid; not yet reported
   // through on_exit perhaps). Must not block. Default: false (unknown).
   virtual bool exited(const std::string& /*profile*/) { return false; }
+  // How far the profile's starting child has got (read from its log). Must not block for long.
+  // Default: unknown.
+  virtual std::optional<LoadProgress> progress(const std::string& /*profile*/) { return std::nullopt; }
 };
 
 class EventHub;
@@ -148,6 +158,11 @@ struct SupervisorOptions {
   std::vector<DeviceStatus> devices;  // the machine's GPUs, for status (placement is on each Profile)
 };
 
+// What Supervisor::reload changed, by profile name (config order).
+struct ReloadDiff {
+  std::vector<std::string> changed, added, removed, unchanged;
+};
+
 class Supervisor {
  public:
   // `effects` is owned; `cfg` is copied (profiles + orchestrator settings).
@@ -172,7 +187,13 @@ class Supervisor {
                                        std::optional<Clock::time_point> deadline = std::nullopt);
 
   // Stops every child after draining (bounded by drain_timeout); queued requests stay queued.
-  asio::awaitable<Status> unload();
+  // With `model`: that one only. Pinned children are kept (naming one is a bad_request error);
+  // each stop is published as an `unload` event with reason "admin".
+  asio::awaitable<Status> unload(std::optional<std::string> model = std::nullopt);
+
+  // Starts the configured preload profiles and the pinned ones (once the door is up); returns at
+  // once. Preloads that do not fit beside what is alive are skipped (logged).
+  void start_wanted();
 
   // Consistent copy of per-profile state, failures, restart counts and recent switches.
   asio::awaitable<Snapshot> snapshot();
@@ -185,6 +206,13 @@ class Supervisor {
   // crashed afterwards (then crash_error() says why). A child found alive is checked again for up
   // to 0.5 s (an exit can be reported a moment after the reset it caused).
   asio::awaitable<bool> check_alive(const Lease& lease);
+
+  // Applies a new configuration (docs/lifecycle.md): unchanged children keep running untouched;
+  // changed ones are drained (in-flight requests finish) and restarted with the new profile when
+  // next needed; removed ones are drained and stopped, and requests queued for them fail with
+  // not_found; new ones become routable. Every version is kept (children of an old version may
+  // still be draining; a version is a few KB). Publishes a `reload` event.
+  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);
 
   // Every phase change and every completed switch, to any number of subscribers. `fn` runs on the
   // supervisor's strand, in order, and must not block (post to your own executor). Thread-safe.

@@ -29,11 +29,19 @@ struct ProfState {
   int crashes = 0;
   std::optional<ChildFailure> last_failure;
   bool crashed = false;              // stopping a child that died: `failed` once it is reaped
+  bool removed = false;              // its profile left the configuration (reload): stop, never restart
+  bool stale = false;                // its profile changed (reload): replace once it is idle
   bool noticed_gone = false;         // check_alive found it dead before its exit was reported
   Clock::time_point failed_until{};  // crash-loop cooldown end (acquire refuses until then)
   Clock::time_point not_before{};    // restart backoff end
   Clock::time_point retry_at() const { return std::max(failed_until, not_before); }  // `failed` until
   Clock::time_point became_ready_at{};
+  // Idle unload (supervisor_lifecycle.cpp): idle since (ready, or the last lease released), the
+  // last request's keep_alive (nullopt = idle_unload_s; kForever = never), and why it stops.
+  Clock::time_point idle_since{};
+  std::optional<Clock::duration> keep_alive;
+  std::string unload_reason;  // non-empty: the stop in progress is an unload (published when done)
+  static constexpr Clock::duration kForever = Clock::duration::max();
 };
 
 struct Waiter {
@@ -61,17 +69,19 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<Result<Lease>> acquire(std::string model, std::optional<Clock::time_point> deadline,
                                          std::shared_ptr<upstream::CancelToken> cancel);
   void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
-  asio::awaitable<Status> unload();
+  asio::awaitable<Status> unload(std::optional<std::string> model);
+  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
-  void on_release(const std::string& child, std::uint64_t lease_id);
+  void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s);
+  void start_wanted();
   bool check_alive(const LeaseShared& lease);
 
   asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
 
  private:
-  void add_shared_bases();
+  void add_shared_bases(std::map<std::string, const config::Profile*>& out);
   const std::string& child_of(const std::string& profile) const;
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
@@ -95,8 +105,18 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void notify_watchers();
   asio::awaitable<void> wait_change();
   Effects::ExitCallback exit_callback(const std::string& name, std::uint64_t gen);
+  // supervisor_lifecycle.cpp: idle unload, keep_alive, pins and preloads.
+  std::optional<Clock::duration> idle_limit(const ProfState& ps) const;
+  void note_keep_alive(ProfState& ps, std::int64_t keep_alive_s);
+  std::vector<std::string> wanted() const;
+  void publish_unload(const std::string& name, ProfState& ps, const StopReport& rep);
+  void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
+  std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
+  void retire(const std::string& name, ProfState& ps, const char* reason);
+  void requeue();
 
-  config::Config cfg_;
+  std::list<config::Config> versions_;  // every configuration applied; the last is current
+  const config::Config* cfg_ = nullptr;  // = &versions_.back()
   std::unique_ptr<Effects> effects_;
   SupervisorOptions opts_;
   std::map<std::string, ProfState> profs_;  // by child name
@@ -112,6 +132,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::deque<SwitchRecord> switches_;
   std::uint64_t next_id_ = 1;
   bool shutting_down_ = false;
+  std::vector<std::string> preload_;  // child names to start once (start_wanted), then cleared
 };
 
 }  // namespace kevlaya::supervisor

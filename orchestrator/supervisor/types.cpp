@@ -23,7 +23,13 @@ std::string_view to_string(FailureKind k) {
 }
 
 std::string_view to_string(Event::Type t) {
-  return t == Event::Type::phase ? "phase" : "switch";
+  switch (t) {
+    case Event::Type::phase: return "phase";
+    case Event::Type::switch_done: return "switch";
+    case Event::Type::unload: return "unload";
+    case Event::Type::reload: return "reload";
+  }
+  return "phase";
 }
 
 Error ChildFailure::to_error(Errc code) const {

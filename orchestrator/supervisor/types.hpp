@@ -92,7 +92,7 @@ struct SwitchRecord {
 
 // One event of the supervisor's stream (Supervisor::subscribe, GET /events).
 struct Event {
-  enum class Type { phase, switch_done };
+  enum class Type { phase, switch_done, unload, reload };
   Type type = Type::phase;
   std::chrono::system_clock::time_point at;
   // phase: `child` (a profile, or a shared-base group's child) went `from` -> `to`; `failure` says
@@ -104,8 +104,20 @@ struct Event {
   std::vector<int> gpus;  // phase: the devices the child is placed on (empty = none known)
   // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
   SwitchRecord record;
+  // unload: `child` was stopped for `reason` ("idle", "keep_alive", "admin", "reload"); `stop`
+  // says how long the stop took (SIGTERM -> reaped -> VRAM back).
+  std::string reason;
+  StopReport stop;
+  // reload: children whose profile changed (replaced once idle), new and removed profiles.
+  std::vector<std::string> changed, added, removed;
 };
 std::string_view to_string(Event::Type t);
+
+// How far a starting child has got, read from its log (load_progress.hpp).
+struct LoadProgress {
+  std::string stage;          // "starting", "loading tensors", "creating context", "warming up", ...
+  std::optional<double> pct;  // 0..100 while tensors load (llama.cpp prints one dot per percent)
+};
 
 struct ProfileStatus {
   std::string name;
@@ -120,6 +132,11 @@ struct ProfileStatus {
   std::optional<ChildFailure> last_failure;
   int retry_after_s = 0;  // > 0 while failed (cooldown)
   std::vector<int> gpus;  // devices its child is placed on (ledger/placement); empty = none known
+  bool pinned = false;
+  // Seconds until an idle unload: counting down while ready and idle, the full idle time while
+  // busy; nullopt when not resident or never unloaded (pinned, idle_unload_s 0, keep_alive -1).
+  std::optional<double> idle_unload_in_s;
+  std::optional<LoadProgress> load_progress;  // while starting, when the effects can tell
 };
 
 // One GPU of the machine, as planned (NVML or gpu.devices).

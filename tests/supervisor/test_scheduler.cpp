@@ -298,3 +298,85 @@ TEST_CASE("scheduler: each device's starvation guard counts from its own target'
   REQUIRE(d.wake_at);
   CHECK(*d.wake_at == t0 + 1s);
 }
+
+TEST_CASE("scheduler: an idle child is unloaded at its idle deadline, not before") {
+  auto in = base();
+  auto kev = ready("kev");
+  kev.idle_deadline = t0 + 5s;
+  in.children = {kev};
+  auto d = decide(in);
+  CHECK(d.actions.empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 5s);
+  in.now = t0 + 5s;
+  d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::unload, "kev", 0});
+}
+
+TEST_CASE("scheduler: idle unload skips a child with work queued or in flight") {
+  auto in = base();
+  auto kev = ready("kev", 1);
+  kev.idle_deadline = t0 - 1s;  // (the supervisor sets none while busy; the scheduler checks too)
+  in.children = {kev};
+  CHECK(of_kind(decide(in), K::unload).empty());
+  in.children[0].in_flight = 0;
+  in.queue = {{1, "kev", t0}};
+  const auto d = decide(in);
+  CHECK(of_kind(d, K::unload).empty());
+  CHECK(of_kind(d, K::release).size() == 1);  // the queued request is served instead
+}
+
+TEST_CASE("scheduler: a child without an idle deadline is never unloaded") {
+  auto in = base();
+  in.children = {ready("kev")};
+  in.now = t0 + 100000s;
+  const auto d = decide(in);
+  CHECK(d.actions.empty());
+  CHECK_FALSE(d.wake_at);
+}
+
+TEST_CASE("scheduler: wanted profiles start when they fit and never evict") {
+  auto in = base();
+  in.wanted = {"pin"};
+  SECTION("nothing alive: the wanted profile starts") {
+    const auto d = decide(in);
+    REQUIRE(d.actions.size() == 1);
+    CHECK(d.actions[0] == Action{K::start, "pin", 0});
+  }
+  SECTION("one at a time and another child alive: it waits, evicting nobody") {
+    in.children = {ready("kev")};
+    CHECK(decide(in).actions.empty());
+  }
+  SECTION("a pin (member of every allowed set) starts beside the rotating child") {
+    in.allowed_sets = {{"pin", "kev"}, {"pin", "laya"}};
+    in.children = {ready("kev")};
+    const auto d = decide(in);
+    REQUIRE(d.actions.size() == 1);
+    CHECK(d.actions[0] == Action{K::start, "pin", 0});
+  }
+  SECTION("restart backoff delays it") {
+    in.not_before["pin"] = t0 + 3s;
+    const auto d = decide(in);
+    CHECK(d.actions.empty());
+    REQUIRE(d.wake_at);
+    CHECK(*d.wake_at == t0 + 3s);
+  }
+  SECTION("a queued request's target goes first") {
+    in.queue = {{1, "kev", t0}};
+    const auto d = decide(in);
+    REQUIRE(d.actions.size() == 1);
+    CHECK(d.actions[0] == Action{K::start, "kev", 0});
+  }
+}
+
+TEST_CASE("scheduler: a pin is never chosen as a victim of a switch") {
+  auto in = base();
+  in.allowed_sets = {{"pin", "kev"}, {"pin", "laya"}};
+  in.children = {ready("pin"), ready("kev")};
+  in.queue = {{1, "laya", t0}};
+  const auto d = decide(in);
+  const auto stops = of_kind(d, K::stop);
+  REQUIRE(stops.size() == 1);
+  CHECK(stops[0].profile == "kev");
+}

@@ -1,0 +1,173 @@
+// The client commands for a running door (docs/lifecycle.md): status, load, unload, reload,
+// events. Each reaches the door at --url (or $KEVLAYA_URL, or the listen address of --config,
+// or http://127.0.0.1:8080) with --api-key (or $KEVLAYA_API_KEY, or the config's first key).
+// Errors: one sentence on stderr and exit 1.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/client_format.hpp"
+#include "cli/commands.hpp"
+#include "cli/http_client.hpp"
+#include "config/config.hpp"
+
+namespace kevlaya::cli {
+namespace {
+
+using nlohmann::json;
+
+struct ClientArgs {
+  std::string url;
+  std::string api_key;
+  std::string config;
+  bool json = false;
+  int timeout_s = 0;  // 0 = the command's default
+  std::string model;
+};
+
+std::string env_or(const char* name, const std::string& dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+
+// --url, $KEVLAYA_URL, --config's listen address, the default listen address; same for the key.
+Result<ClientOptions> client_options(const ClientArgs& a, int default_timeout_s) {
+  std::string url = a.url.empty() ? env_or("KEVLAYA_URL", "") : a.url;
+  std::string key = a.api_key.empty() ? env_or("KEVLAYA_API_KEY", "") : a.api_key;
+  if (!a.config.empty() && (url.empty() || key.empty())) {
+    const auto loaded = config::load(a.config);
+    if (loaded.config.orch.file.empty())
+      return make_error(Errc::config_invalid, "cannot read " + a.config + " for the door's address");
+    const auto& o = loaded.config.orch;
+    const bool any = o.listen.host == "0.0.0.0" || o.listen.host == "::";
+    const std::string host = any ? "127.0.0.1" : o.listen.host;
+    if (url.empty())
+      url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+            std::to_string(o.listen.port);
+    if (key.empty() && !o.api_keys.empty()) key = o.api_keys.front();
+  }
+  if (url.empty()) url = "http://127.0.0.1:8080";
+  auto u = parse_door_url(url);
+  if (!u) return u.error();
+  ClientOptions o;
+  o.url = *u;
+  o.api_key = key;
+  o.timeout = std::chrono::seconds(a.timeout_s > 0 ? a.timeout_s : default_timeout_s);
+  return o;
+}
+
+int fail(const std::string& cmd, const std::string& message) {
+  std::cerr << "kevlaya-orch " << cmd << ": " << message << "\n";
+  return kExitFailure;
+}
+
+// One request; a non-2xx answer is the door's error sentence. Returns the parsed 2xx body.
+Result<json> call(const std::string& cmd, const ClientArgs& a, const std::string& method, const std::string& path,
+                  int default_timeout_s) {
+  auto o = client_options(a, default_timeout_s);
+  if (!o) return o.error();
+  auto r = http_call(*o, method, path);
+  if (!r) return r.error();
+  if (r->status / 100 != 2) return make_error(Errc::upstream_error, error_text(*r));
+  auto j = json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return make_error(Errc::upstream_error, "the door's answer to " + cmd + " is not JSON");
+  return j;
+}
+
+int report(const std::string& cmd, const Result<json>& r, const ClientArgs& a,
+           const std::function<void(const json&)>& print) {
+  if (!r) return fail(cmd, r.error().message + (r.error().hint.empty() ? "" : " (" + r.error().hint + ")"));
+  if (a.json) std::cout << r->dump(2) << "\n";
+  else print(r.value());
+  return kExitOk;
+}
+
+int status(const ClientArgs& a) {
+  return report("status", call("status", a, "GET", "/status", 10), a,
+                [](const json& j) { std::cout << status_table(j); });
+}
+
+int load(const ClientArgs& a) {
+  return report("load", call("load", a, "POST", "/admin/load/" + a.model, 900), a, [&](const json& j) {
+    std::cout << a.model << ": ready (" << j.value("ms", 0) << " ms)\n";
+  });
+}
+
+int unload(const ClientArgs& a) {
+  const std::string path = a.model.empty() ? "/admin/unload" : "/admin/unload/" + a.model;
+  return report("unload", call("unload", a, "POST", path, 300), a, [&](const json&) {
+    std::cout << (a.model.empty() ? "every unpinned model" : a.model) << ": unloaded\n";
+  });
+}
+
+int reload(const ClientArgs& a) {
+  return report("reload", call("reload", a, "POST", "/admin/reload", 300), a, [](const json& j) {
+    std::cout << "reloaded: changed " << j["changed"].size() << ", added " << j["added"].size() << ", removed "
+              << j["removed"].size() << ", unchanged " << j["unchanged"].size() << "\n";
+    for (const char* k : {"changed", "added", "removed"})
+      for (const auto& n : j[k]) std::cout << "  " << k << ": " << n.get<std::string>() << "\n";
+    for (const auto& n : j.value("needs_restart", json::array()))
+      std::cout << "  needs a restart: " << n.get<std::string>() << "\n";
+  });
+}
+
+int events(const ClientArgs& a) {
+  auto o = client_options(a, 10);
+  if (!o) return fail("events", o.error().message);
+  SseSplitter sse;
+  auto r = http_stream(*o, "/events", [&](std::string_view bytes) {
+    for (const auto& data : sse.feed(bytes)) {
+      if (a.json) {
+        std::cout << data << std::endl;
+        continue;
+      }
+      const auto j = json::parse(data, nullptr, false);
+      std::cout << (j.is_object() ? event_line(j) : data) << std::endl;
+    }
+    return true;
+  });
+  if (!r) return fail("events", r.error().message + (r.error().hint.empty() ? "" : " (" + r.error().hint + ")"));
+  if (r->status / 100 != 2) return fail("events", error_text(*r));
+  std::cerr << "kevlaya-orch events: the door ended the stream\n";
+  return kExitOk;
+}
+
+void common_options(CLI::App* sub, ClientArgs& a, bool with_json) {
+  sub->add_option("--url", a.url, "the door, http://HOST:PORT (default: $KEVLAYA_URL, --config's listen, "
+                                  "http://127.0.0.1:8080)");
+  sub->add_option("--api-key", a.api_key, "API key (default: $KEVLAYA_API_KEY, --config's first key)");
+  sub->add_option("-c,--config", a.config, "kevlaya.yaml whose listen address and key to use");
+  sub->add_option("--timeout", a.timeout_s, "seconds to wait for the answer")->check(CLI::Range(1, 86400));
+  if (with_json) sub->add_flag("--json", a.json, "print the door's JSON as is");
+}
+
+}  // namespace
+
+void add_client(CLI::App& app, Globals& g) {
+  struct Cmd {
+    const char* name;
+    const char* help;
+    int (*fn)(const ClientArgs&);
+    int model;  // 0 none, 1 required, 2 optional
+  };
+  static const Cmd kCmds[] = {
+      {"status", "show a running door's models, queue and recent switches", status, 0},
+      {"load", "start MODEL in a running door (switching if needed) and wait until it is ready", load, 1},
+      {"unload", "stop MODEL (or every unpinned model) in a running door, after in-flight requests", unload, 2},
+      {"reload", "make a running door re-read its configuration (like SIGHUP)", reload, 0},
+      {"events", "follow a running door's events, one line each (Ctrl-C to stop)", events, 0},
+  };
+  for (const auto& c : kCmds) {
+    auto args = std::make_shared<ClientArgs>();
+    auto* sub = app.add_subcommand(c.name, c.help);
+    common_options(sub, *args, true);
+    if (c.model == 1) sub->add_option("MODEL", args->model, "model (profile or alias)")->required();
+    if (c.model == 2) sub->add_option("MODEL", args->model, "model (profile or alias); default: every one");
+    sub->callback([&g, args, fn = c.fn] { g.exit_code = fn(*args); });
+  }
+}
+
+}  // namespace kevlaya::cli

@@ -1,0 +1,129 @@
+#include "runtime/reload.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
+
+#include "runtime/plan_setup.hpp"
+#include "runtime/runtime.hpp"
+
+namespace kevlaya::runtime {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+struct Reloader::Shared {
+  bool busy = false;
+};
+
+namespace {
+
+void stamp_dir(std::string& out, const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> lines;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code ec2;
+    const auto t = fs::last_write_time(e.path(), ec2);
+    const auto size = e.is_regular_file(ec2) ? e.file_size(ec2) : 0;
+    lines.push_back(e.path().string() + ":" + std::to_string(size) + ":" +
+                    std::to_string(t.time_since_epoch().count()));
+  }
+  std::sort(lines.begin(), lines.end());  // directory order is unspecified
+  for (const auto& l : lines) out += l + "\n";
+}
+
+}  // namespace
+
+std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const config::OrchestratorCfg& b) {
+  std::vector<std::string> out;
+  const auto note = [&](const std::string& key, const std::string& from, const std::string& to) {
+    if (from != to) out.push_back(key + ": " + from + " -> " + to + " (needs a restart)");
+  };
+  note("listen", a.listen.host + ":" + std::to_string(a.listen.port), b.listen.host + ":" + std::to_string(b.listen.port));
+  note("state_dir", a.state_dir.string(), b.state_dir.string());
+  note("log_dir", a.log_dir.string(), b.log_dir.string());
+  note("prefetch", std::to_string(a.prefetch.enabled) + "/" + std::to_string(a.prefetch.min_available_mib),
+       std::to_string(b.prefetch.enabled) + "/" + std::to_string(b.prefetch.min_available_mib));
+  return out;
+}
+
+std::string config_files_stamp(const fs::path& file, const config::OrchestratorCfg& orch) {
+  std::string out;
+  std::error_code ec;
+  if (!file.empty())
+    out += file.string() + ":" + std::to_string(fs::last_write_time(file, ec).time_since_epoch().count()) + "\n";
+  stamp_dir(out, orch.profiles_dir);
+  stamp_dir(out, orch.pipelines_dir);
+  return out;
+}
+
+Reloader::Reloader(Runtime& rt, fs::path file, std::function<void(config::Config&)> overrides,
+                   std::function<void(const config::Config&)> applied)
+    : rt_(rt), file_(std::move(file)), overrides_(std::move(overrides)), applied_(std::move(applied)),
+      shared_(std::make_shared<Shared>()) {}
+
+Reloader::~Reloader() = default;
+
+asio::awaitable<ReloadReport> Reloader::reload() {
+  auto shared = shared_;
+  asio::steady_timer gap(rt_.ioc());
+  while (shared->busy) {  // one reload at a time; bounded by the reload in progress
+    gap.expires_after(std::chrono::milliseconds(20));
+    boost::system::error_code ec;
+    co_await gap.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  shared->busy = true;
+  ReloadReport rep;
+  auto loaded = config::load(file_);
+  for (const auto& d : loaded.diagnostics) {
+    if (d.severity != config::Severity::error) continue;
+    rep.errors.push_back(d.format());
+    spdlog::error("reload: {}", d.format());
+  }
+  if (loaded.ok()) {
+    if (overrides_) overrides_(loaded.config);
+    auto residency = setup_residency(loaded.config);
+    if (residency.refused) {
+      rep.errors.push_back(residency.refused->message);
+      spdlog::error("reload: {}", residency.refused->message);
+    } else {
+      const auto& running = versions_.empty() ? rt_.config() : versions_.back();
+      rep.needs_restart = needs_restart(running.orch, loaded.config.orch);
+      for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
+      versions_.push_back(loaded.config);
+      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(residency.options));
+      if (applied_) applied_(versions_.back());
+      rep.ok = true;
+    }
+  }
+  if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");
+  shared->busy = false;
+  co_return rep;
+}
+
+void Reloader::watch(std::chrono::milliseconds interval) {
+  auto loop = [this, interval, shared = shared_]() -> asio::awaitable<void> {
+    asio::steady_timer t(rt_.ioc());
+    std::string last = config_files_stamp(file_, rt_.config().orch);
+    for (;;) {
+      t.expires_after(interval);
+      boost::system::error_code ec;
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().orch;
+      auto now = config_files_stamp(file_, orch);
+      if (now == last) continue;
+      last = std::move(now);
+      spdlog::info("reload: a configuration file changed");
+      co_await reload();
+    }
+  };
+  asio::co_spawn(rt_.ioc(), std::move(loop), asio::detached);
+}
+
+}  // namespace kevlaya::runtime

@@ -1,0 +1,67 @@
+// Hot reload (docs/lifecycle.md): re-reads every configuration file and applies the result to the
+// supervisor (unchanged children keep running), then to whoever else follows the configuration
+// (the door's routes and keys, the pipeline runner) through `applied`. One path for SIGHUP,
+// POST /admin/reload and `serve --watch-config`. A configuration that does not validate changes
+// nothing: its errors come back as "file:line:col: error: ..." lines (and are logged).
+#pragma once
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace kevlaya::runtime {
+
+class Runtime;
+
+struct ReloadReport {
+  bool ok = false;
+  std::vector<std::string> errors;         // why nothing changed
+  supervisor::ReloadDiff diff;             // what changed (when ok)
+  std::vector<std::string> needs_restart;  // settings that keep their running value
+};
+
+class Reloader {
+ public:
+  // `file`: kevlaya.yaml as given to serve (empty = defaults in the current directory);
+  // `overrides`: command-line settings applied to every version (e.g. --host/--port);
+  // `applied`: called on the runtime's thread with each new configuration (it stays alive as
+  // long as the Reloader).
+  Reloader(Runtime& rt, std::filesystem::path file, std::function<void(config::Config&)> overrides,
+           std::function<void(const config::Config&)> applied);
+  ~Reloader();
+
+  // Reloads now (one at a time: a second call waits for the first). Never throws for bad input.
+  boost::asio::awaitable<ReloadReport> reload();
+
+  // Polls the configuration files' modification times every `interval` and reloads on a change
+  // (serve --watch-config). Runs until the runtime's io_context stops.
+  void watch(std::chrono::milliseconds interval);
+
+ private:
+  struct Shared;
+  Runtime& rt_;
+  std::filesystem::path file_;
+  std::function<void(config::Config&)> overrides_;
+  std::function<void(const config::Config&)> applied_;
+  std::list<config::Config> versions_;  // every applied configuration (the door keeps pointers)
+  std::shared_ptr<Shared> shared_;
+};
+
+// What a reload cannot change in a running process (listen address, directories, prefetch):
+// one "setting: old -> new (needs a restart)" line each. Pure.
+std::vector<std::string> needs_restart(const config::OrchestratorCfg& running, const config::OrchestratorCfg& next);
+
+// A cheap fingerprint of the configuration files (paths, sizes, modification times) of `file`
+// and the profile and pipeline folders of `orch`: it changes when any of them is edited.
+std::string config_files_stamp(const std::filesystem::path& file, const config::OrchestratorCfg& orch);
+
+}  // namespace kevlaya::runtime

@@ -1,0 +1,122 @@
+// Supervisor::reload (docs/lifecycle.md): a new configuration applied on the supervisor's strand.
+// Children whose settings did not change keep running untouched (same pid); changed ones drain and
+// are started again with the new profile when next needed; removed ones drain and stop, and what
+// was queued for them fails with not_found; new profiles are routable at once.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "supervisor/supervisor_impl.hpp"
+
+namespace kevlaya::supervisor {
+
+namespace {
+
+// Everything of a profile that reaches its child or how it is started and stopped. The idle and
+// pin settings, and alias lists beyond the name, change nothing in a running child.
+std::string child_key(const config::Profile& p) {
+  std::string k = config::shell_join(config::build_argv(p, "h", 0));
+  k += "|" + std::to_string(static_cast<int>(p.backend)) + "|" + p.url + "|" + config::shell_join(p.command);
+  for (const auto& [n, v] : p.env) k += "|" + n + "=" + v;
+  k += "|port=" + (p.port ? std::to_string(*p.port) : std::string("-"));
+  const auto& h = p.health;
+  k += "|" + h.path + "," + std::to_string(h.first_probe_ms) + "," + std::to_string(h.interval_ms) + "," +
+       std::to_string(h.probe_timeout_ms) + "," + std::to_string(h.startup_timeout_s) + "," +
+       std::to_string(h.stall_timeout_s);
+  k += "|grace=" + std::to_string(p.stop.grace_s);
+  k += "|slots=" + std::to_string(p.slot_cache.enabled) + "," + std::to_string(p.slot_cache.max_bytes);
+  return k;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+// A child that must go (its profile changed or was removed): drained now if ready (in-flight
+// requests finish), at ready if still starting; anything already stopping is left alone.
+void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* reason) {
+  if (ps.phase == Phase::ready) {
+    set_phase(name, ps, Phase::draining);
+    ps.draining_since = Clock::now();
+  } else if (ps.phase == Phase::starting) {
+    ps.stale = true;  // do_start drains it as soon as it is ready
+  }
+  if (is_alive(ps.phase) && ps.unload_reason.empty()) ps.unload_reason = reason;
+}
+
+// Waiting requests follow their profile to its child in the new configuration (a shared-base
+// group may have formed or split); those whose profile is gone fail with not_found.
+void SupervisorImpl::requeue() {
+  std::deque<std::shared_ptr<Waiter>> keep;
+  for (auto& w : queue_) {
+    if (cfg_->find_profile(w->profile)) {
+      w->child = child_of(w->profile);
+      keep.push_back(w);
+      continue;
+    }
+    w->result.emplace(make_error(Errc::not_found, "model '" + w->profile + "' was removed by a configuration reload"));
+    w->timer.cancel();
+  }
+  queue_.swap(keep);
+}
+
+asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, SupervisorOptions opts) {
+  auto self = shared_from_this();
+  ReloadDiff diff;
+  versions_.push_back(std::move(cfg));
+  cfg_ = &versions_.back();
+  opts_ = std::move(opts);
+  const auto next = build_children();
+  for (auto& [name, ps] : profs_) {
+    if (ps.removed) continue;
+    const auto it = next.find(name);
+    if (it == next.end()) {
+      diff.removed.push_back(name);
+      ps.removed = true;
+      retire(name, ps, "reload");
+    } else if (child_key(*ps.profile) == child_key(*it->second)) {
+      diff.unchanged.push_back(name);
+      ps.profile = it->second;
+    } else {
+      diff.changed.push_back(name);
+      ps.profile = it->second;
+      ps.failures.clear();  // a fixed profile may start at once
+      ps.failed_until = ps.not_before = Clock::time_point{};
+      retire(name, ps, "reload");
+    }
+  }
+  for (const auto& [name, p] : next) {
+    auto& ps = profs_[name];
+    if (ps.profile && !ps.removed) continue;
+    diff.added.push_back(name);
+    ps.removed = false;
+    ps.stale = is_alive(ps.phase);  // a removed child still stopping is replaced, not reused
+    ps.profile = p;
+  }
+  requeue();
+  spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", join(diff.changed), join(diff.added),
+               join(diff.removed), join(diff.unchanged));
+  Event e;
+  e.type = Event::Type::reload;
+  e.at = std::chrono::system_clock::now();
+  e.changed = diff.changed;
+  e.added = diff.added;
+  e.removed = diff.removed;
+  events_->publish(e);
+  notify_watchers();
+  reschedule();
+  co_return diff;
+}
+
+asio::awaitable<ReloadDiff> Supervisor::reload(config::Config cfg, SupervisorOptions opts) {
+  co_return co_await asio::co_spawn(impl_->strand_, impl_->reload(std::move(cfg), std::move(opts)),
+                                    asio::use_awaitable);
+}
+
+}  // namespace kevlaya::supervisor

@@ -1,0 +1,54 @@
+// Lifecycle keys (docs/lifecycle.md): idle_unload_s (orchestrator default, per profile), pin,
+// keep_alive_max_s and preload.
+#include <catch2/catch.hpp>
+
+#include "config/fixture.hpp"
+
+using namespace kevlaya::test;
+
+namespace {
+
+void write_tree(const TempDir& d, const std::string& top, const std::string& kev_extra = "") {
+  write_text(d / "kevlaya.yaml", top);
+  write_text(d / "models/kev.gguf", "x");
+  write_text(d / "profiles/kev.yaml", "name: kev\nmodel: ../models/kev.gguf\n" + kev_extra);
+  write_text(d / "profiles/laya.yaml", "name: laya\nmodel: ../models/kev.gguf\nalias: verifier\n");
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle keys: defaults and per-profile idle_unload_s", "[config]") {
+  TempDir d("cfg-life");
+  write_tree(d, "idle_unload_s: 120\nkeep_alive_max_s: -1\npreload: [verifier]\n", "idle_unload_s: 0\n");
+  const auto r = cfg::load(d / "kevlaya.yaml");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  const auto& c = r.config;
+  CHECK(c.orch.idle_unload_s == 120);
+  CHECK(c.orch.keep_alive_max_s == -1);
+  CHECK(c.orch.preload == std::vector<std::string>{"verifier"});
+  CHECK(c.idle_unload_s(*c.find_profile("kev")) == 0);
+  CHECK(c.idle_unload_s(*c.find_profile("laya")) == 120);
+}
+
+TEST_CASE("lifecycle keys: the built-in default is 600 s; a pin is never idle-unloaded", "[config]") {
+  TempDir d("cfg-life-default");
+  write_tree(d, "gpu: {vram_mib: 6144}\n", "pin: true\n");
+  const auto r = cfg::load(d / "kevlaya.yaml");
+  REQUIRE(r.ok());
+  CHECK(r.config.orch.idle_unload_s == 600);
+  CHECK(r.config.find_profile("kev")->pin);
+  CHECK(r.config.idle_unload_s(*r.config.find_profile("kev")) == 0);
+  CHECK(r.config.idle_unload_s(*r.config.find_profile("laya")) == 600);
+}
+
+TEST_CASE("lifecycle keys: an unknown preload and bad values are errors at their line", "[config]") {
+  TempDir d("cfg-life-bad");
+  write_tree(d, "preload: [kevv]\nidle_unload_s: -3\n");
+  const auto r = cfg::load(d / "kevlaya.yaml");
+  CHECK_FALSE(r.ok());
+  const auto all = dump(r);
+  INFO(all);
+  CHECK(all.find("kevlaya.yaml:1:10: error: preload names unknown model 'kevv'") != std::string::npos);
+  CHECK(all.find("kevlaya.yaml:2:16: error: idle_unload_s") != std::string::npos);
+}

@@ -1,0 +1,61 @@
+// keep_alive as Ollama clients send it (docs/lifecycle.md): seconds, Go durations, -1, 0.
+#include <catch2/catch.hpp>
+
+#include "http/bodies.hpp"
+
+using kevlaya::http::parse_keep_alive;
+using nlohmann::json;
+
+namespace {
+
+std::optional<std::int64_t> secs(const json& v) {
+  auto r = parse_keep_alive(v);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("keep_alive: numbers, durations, forever and zero") {
+  CHECK(secs(300) == 300);
+  CHECK(secs(0) == 0);
+  CHECK(secs(-1) == -1);
+  CHECK(secs(-5) == -1);
+  CHECK(secs(1.2) == 2);  // sub-second parts round up
+  CHECK(secs("5m") == 300);
+  CHECK(secs("1h30m") == 5400);
+  CHECK(secs("90s") == 90);
+  CHECK(secs("500ms") == 1);
+  CHECK(secs("0") == 0);
+  CHECK(secs("-1") == -1);
+  CHECK(secs("-1m") == -1);
+  CHECK(secs("300") == 300);
+  CHECK_FALSE(secs(json(nullptr)));
+}
+
+TEST_CASE("keep_alive: anything else is a 400 naming the field") {
+  for (const json& bad : {json("5 minutes"), json("m"), json(""), json("1x"), json(true), json::array(), json("1h5")}) {
+    auto r = parse_keep_alive(bad);
+    INFO(bad.dump());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kevlaya::Errc::bad_request);
+    CHECK(r.error().message.find("keep_alive") != std::string::npos);
+  }
+}
+
+TEST_CASE("keep_alive: the door's field is parsed from a model call and not sent to the child") {
+  kevlaya::config::Config cfg;
+  kevlaya::config::Profile p;
+  p.name = "kev";
+  cfg.profiles.push_back(p);
+  const std::string body = R"({"model":"kev","keep_alive":"5m","messages":[]})";
+  auto call = kevlaya::http::parse_model_call(cfg, body);
+  REQUIRE(call.ok());
+  CHECK(call->keep_alive_s == 300);
+  const auto sent = json::parse(kevlaya::http::child_body(*call, body, "kev", {}));
+  CHECK_FALSE(sent.contains("keep_alive"));
+  CHECK(sent["model"] == "kev");
+  auto bad = kevlaya::http::parse_model_call(cfg, R"({"model":"kev","keep_alive":"soon"})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == kevlaya::Errc::bad_request);
+}

@@ -1,0 +1,259 @@
+// Lifecycle end to end (docs/lifecycle.md): `kevlaya-orch serve` with the stand-in (or the real
+// llama-server) as the child, driven by curl and by the client commands of the same binary
+// (status, load, unload, reload, events). Waits are bounded polls on outcomes.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/models.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
+
+using namespace kevlaya::test;
+using nlohmann::json;
+
+namespace {
+
+const char* kChat = R"({"model":"MODEL","max_tokens":4,"messages":[{"role":"user","content":"Once"}]})";
+
+std::string chat_body(const std::string& model, const std::string& extra = "") {
+  std::string b = kChat;
+  b.replace(b.find("MODEL"), 5, model);
+  if (!extra.empty()) b.insert(b.size() - 1, "," + extra);
+  return b;
+}
+
+void write_config(const TempDir& dir, const std::string& binary, const std::string& top,
+                  const std::string& kev_extra = "", const std::string& laya_extra = "") {
+  const std::string model = tiny_llama().string();
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + binary + "\nmodel: " + model +
+                                            "\nngl: 0\nctx: 256\nshared_base: false\n" + kev_extra);
+  write_text(dir / "profiles/laya.yaml", "name: laya\nbinary: " + binary + "\nmodel: " + model +
+                                             "\nngl: 0\nctx: 256\nshared_base: false\n" + laya_extra);
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\n" + top);
+}
+
+std::string url(Serve& s) { return "http://127.0.0.1:" + std::to_string(s.port()); }
+
+std::size_t count_of(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+CmdResult cli(const std::string& args) { return run_command(orch_binary().string() + " " + args + " 2>&1"); }
+
+CmdResult post_chat(Serve& s, const std::string& body) {
+  return run_command("curl -sS -o /dev/null -w '%{http_code}' --max-time 120 -H 'Content-Type: application/json' -d '" +
+                     body + "' " + url(s) + "/v1/chat/completions");
+}
+
+json status_json(Serve& s) {
+  auto r = cli("status --json --url " + url(s));
+  auto j = json::parse(r.output, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+json profile(const json& status, const std::string& name) {
+  for (const auto& p : status.value("profiles", json::array()))
+    if (p.value("name", "") == name) return p;
+  return json::object();
+}
+
+std::string state_of(Serve& s, const std::string& name) { return profile(status_json(s), name).value("state", ""); }
+
+// Idle unload of kev after one answer; returns the seconds from the answer to `stopped`.
+double idle_unload(const std::string& binary) {
+  TempDir dir("life-idle");
+  write_config(dir, binary, "idle_unload_s: 1\n");
+  Serve serve(dir / "kevlaya.yaml");
+  Proc events({orch_binary().string(), "events", "--url", url(serve)}, dir / "events.log");
+  REQUIRE(eventually([&] { return post_chat(serve, chat_body("kev")).output == "200"; }, 60s));
+  const auto answered = std::chrono::steady_clock::now();
+  CHECK(state_of(serve, "kev") == "ready");
+  const bool stopped = eventually([&] { return state_of(serve, "kev") == "stopped"; }, 30s);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - answered).count();
+  INFO(serve.proc().log());
+  CHECK(stopped);
+  CHECK(!events.wait_for(std::regex("unload kev \\(idle\\)")).empty());
+  WARN("idle unload: stopped " << secs << " s after the answer (idle_unload_s 1)");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+  return secs;
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: an idle child is unloaded after idle_unload_s; events show the unload", "[lifecycle][e2e]") {
+  idle_unload(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: idle unload on the real llama-server", "[lifecycle][e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  idle_unload(real);
+}
+
+TEST_CASE("lifecycle e2e: keep_alive 0 unloads after the answer and a burst during the stop loses nothing",
+          "[lifecycle][e2e]") {
+  TempDir dir("life-burst");
+  write_config(dir, standin_binary().string(), "");
+  Serve serve(dir / "kevlaya.yaml");
+  CHECK(post_chat(serve, chat_body("kev", R"("keep_alive":0)")).output == "200");
+  // The unload starts at once; these arrive while it stops (or right after): each waits for a
+  // fresh start.
+  const std::string one = "curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 120 -H 'Content-Type: application/json' -d '" +
+                          chat_body("kev") + "' " + url(serve) + "/v1/chat/completions";
+  std::string burst;
+  for (int i = 0; i < 8; ++i) burst += one + " & ";
+  auto r = run_command(burst + "wait");
+  INFO(r.output << serve.proc().log());
+  CHECK(count_of(r.output, "200\n") == 8);
+  CHECK(state_of(serve, "kev") == "ready");
+  CHECK(serve.proc().log().find("unloaded (keep_alive)") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("lifecycle e2e: preload starts a model at startup while /health answers at once", "[lifecycle][e2e]") {
+  TempDir dir("life-preload");
+  write_config(dir, standin_binary().string(), "preload: [laya]\n", "", "extra_args: [--fake-load-ms, '1500']\n");
+  Serve serve(dir / "kevlaya.yaml");
+  auto h = run_command("curl -sS --max-time 5 " + url(serve) + "/health");
+  CHECK(h.output.find("\"ok\"") != std::string::npos);
+  const auto st = profile(status_json(serve), "laya");
+  INFO(st.dump());
+  CHECK(st.value("state", "") == "starting");
+  CHECK(st.contains("load_progress"));
+  CHECK(eventually([&] { return state_of(serve, "laya") == "ready"; }, 60s));
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("lifecycle e2e: the client commands against a running door", "[lifecycle][e2e]") {
+  TempDir dir("life-cli");
+  write_config(dir, standin_binary().string(), "api_keys: [sekret]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  auto refused = cli("status --url " + url(serve));
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.output.find("missing or invalid API key") != std::string::npos);
+  const std::string common = " --url " + url(serve) + " --api-key sekret";
+  auto load = cli("load kev" + common);
+  INFO(load.output);
+  CHECK(load.exit_code == 0);
+  CHECK(load.output.find("kev: ready") != std::string::npos);
+  auto st = cli("status" + common);
+  INFO(st.output);
+  CHECK(st.exit_code == 0);
+  CHECK(std::regex_search(st.output, std::regex("kev +ready")));
+  auto un = cli("unload kev" + common);
+  CHECK(un.exit_code == 0);
+  CHECK(un.output.find("kev: unloaded") != std::string::npos);
+  auto bad = cli("load nosuch" + common);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("kevlaya-orch load: ") == 0);
+  auto env = run_command("KEVLAYA_URL=" + url(serve) + " KEVLAYA_API_KEY=sekret " + orch_binary().string() +
+                         " status --json");
+  CHECK(env.exit_code == 0);
+  CHECK(env.output.find("\"profiles\"") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("lifecycle e2e: the client commands against a door that is down fail with one sentence",
+          "[lifecycle][e2e]") {
+  for (const char* cmd : {"status", "load kev", "unload", "reload", "events"}) {
+    auto r = cli(std::string(cmd) + " --url http://127.0.0.1:9 --timeout 5");
+    INFO(cmd << ": " << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("cannot reach the door at http://127.0.0.1:9") != std::string::npos);
+    CHECK(count_of(r.output, "\n") == 1);
+  }
+  auto bad = cli("status --url https://x:1");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("plain HTTP") != std::string::npos);
+}
+
+TEST_CASE("lifecycle e2e: reload restarts only the changed child; an invalid edit changes nothing",
+          "[lifecycle][e2e]") {
+  TempDir dir("life-reload");
+  write_config(dir, standin_binary().string(), "residency: co-resident\ngpu: {vram_mib: 65536}\n", "",
+               "extra_args: [--fake-token-ms, '150']\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const std::string u = " --url " + url(serve);
+  REQUIRE(cli("load kev" + u).exit_code == 0);
+  REQUIRE(cli("load laya" + u).exit_code == 0);
+  const int kev_pid = profile(status_json(serve), "kev").value("pid", 0);
+  const int laya_pid = profile(status_json(serve), "laya").value("pid", 0);
+  REQUIRE(kev_pid > 0);
+  REQUIRE(laya_pid > 0);
+  // A streaming request to laya in flight during the reload finishes.
+  Proc stream({"/usr/bin/curl", "-sS", "-N", "--max-time", "120", "-H", "Content-Type: application/json", "-d",
+               R"({"model":"laya","stream":true,"max_tokens":12,"messages":[{"role":"user","content":"Once"}]})",
+               url(serve) + "/v1/chat/completions"},
+              dir / "stream.log");
+  REQUIRE(!stream.wait_for(std::regex("data: ")).empty());
+  const auto laya_yaml = dir / "profiles/laya.yaml";
+  write_text(laya_yaml, replaced(read_text(laya_yaml), "ctx: 256", "ctx: 512"));
+  auto r = cli("reload" + u);
+  INFO(r.output << serve.proc().log());
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("changed: laya") != std::string::npos);
+  CHECK(stream.wait_exit(60s) == std::optional<int>(0));
+  CHECK(stream.log().find("[DONE]") != std::string::npos);
+  REQUIRE(cli("load laya" + u).exit_code == 0);
+  auto st = status_json(serve);
+  CHECK(profile(st, "kev").value("pid", 0) == kev_pid);  // untouched
+  CHECK(profile(st, "laya").value("pid", 0) != laya_pid);
+  // An invalid edit: nothing changes, the error names file:line:col.
+  write_text(dir / "profiles/kev.yaml", replaced(read_text(dir / "profiles/kev.yaml"), "ctx: 256", "ctx: lots"));
+  auto bad = cli("reload" + u);
+  INFO(bad.output);
+  CHECK(bad.exit_code == 1);
+  CHECK(std::regex_search(bad.output, std::regex("kev\\.yaml:5:6: error: ")));
+  CHECK(profile(status_json(serve), "kev").value("pid", 0) == kev_pid);
+  // SIGHUP reloads too: the removed profile's requests get a 404.
+  std::filesystem::remove(dir / "profiles/laya.yaml");
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + standin_binary().string() + "\nmodel: " +
+                                            tiny_llama().string() + "\nngl: 0\nctx: 256\nshared_base: false\n");
+  ::kill(serve.proc().pid(), SIGHUP);
+  CHECK(eventually([&] { return post_chat(serve, chat_body("laya")).output == "404"; }, 30s));
+  CHECK(profile(status_json(serve), "kev").value("pid", 0) == kev_pid);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("lifecycle e2e: check, plan and serve refuse a pin that cannot fit beside the rotating ones",
+          "[lifecycle][e2e]") {
+  TempDir dir("life-pin");
+  write_config(dir, standin_binary().string(), "gpu: {vram_mib: 1000}\n", "pin: true\n");  // one child fits
+  const auto cfg = (dir / "kevlaya.yaml").string();
+  auto check = cli("check " + cfg);
+  INFO(check.output);
+  CHECK(check.exit_code == 1);
+  CHECK(check.output.find("laya: does not fit beside the pinned kev") != std::string::npos);
+  auto plan = cli("plan " + cfg);
+  CHECK(plan.exit_code == 1);
+  CHECK(plan.output.find("does not fit beside the pinned kev") != std::string::npos);
+  // (bounded: a serve that did not refuse would run until the timeout)
+  auto serve = run_command("timeout 60 " + orch_binary().string() + " serve " + cfg + " --port 0 2>&1");
+  CHECK(serve.exit_code == 1);
+  CHECK(serve.output.find("pin: laya: does not fit beside the pinned kev") != std::string::npos);
+}
+
+TEST_CASE("lifecycle e2e: serve --watch-config reloads when a profile file changes", "[lifecycle][e2e]") {
+  TempDir dir("life-watch");
+  write_config(dir, standin_binary().string(), "");
+  Serve serve(dir / "kevlaya.yaml", {}, {"--watch-config"});
+  Proc events({orch_binary().string(), "events", "--url", url(serve)}, dir / "events.log");
+  const auto laya_yaml = dir / "profiles/laya.yaml";
+  write_text(laya_yaml, replaced(read_text(laya_yaml), "ctx: 256", "ctx: 512"));
+  CHECK(!serve.proc().wait_for(std::regex("reload: changed: laya"), 30s).empty());
+  CHECK(!events.wait_for(std::regex("reload changed: laya")).empty());
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}

@@ -1,0 +1,266 @@
+// Lifecycle against fake Effects (docs/lifecycle.md): idle unload and keep_alive, pins and
+// preloads, admin unload, and reload. Waits are bounded loops on the outcome, never timings.
+#include <catch2/catch.hpp>
+
+#include "supervisor/fake_effects.hpp"
+#include "supervisor/support.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using kevlaya::test::in;
+using kevlaya::test::run_co;
+using kevlaya::test::sleep_for;
+using kevlaya::test::FakeEffects;
+using kevlaya::test::FakeWorld;
+
+namespace {
+
+config::Config lifecycle_config(int idle_unload_s) {
+  auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
+  auto laya = test::fast_profile("laya", "x", "/m/laya.gguf");
+  auto big = test::fast_profile("big", "x", "/m/big.gguf");
+  auto c = test::fast_config({kev, laya, big}, "/nonexistent");
+  c.orch.idle_unload_s = idle_unload_s;
+  return c;
+}
+
+struct Fixture {
+  asio::io_context ioc;
+  FakeWorld world;
+  std::vector<Event> events;
+  Supervisor sup;
+  Subscription sub;
+  explicit Fixture(config::Config cfg, SupervisorOptions opts = {})
+      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), std::move(opts)),
+        sub(sup.subscribe([this](const Event& e) { events.push_back(e); })) {}
+
+  // Waits (bounded) until `profile` is alive or not.
+  asio::awaitable<bool> until_alive(const std::string& profile, bool alive, std::chrono::milliseconds limit = 5s) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while ((world.alive.count(profile) > 0) != alive && std::chrono::steady_clock::now() < end)
+      co_await sleep_for(10ms);
+    co_return (world.alive.count(profile) > 0) == alive;
+  }
+  std::vector<std::string> unload_reasons() const {
+    std::vector<std::string> out;
+    for (const auto& e : events)
+      if (e.type == Event::Type::unload) out.push_back(e.child + ":" + e.reason);
+    return out;
+  }
+  const ProfileStatus* status(const Snapshot& s, const std::string& name) {
+    for (const auto& p : s.profiles)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("lifecycle: an idle child is unloaded after idle_unload_s, with an unload event (idle)") {
+  Fixture f(lifecycle_config(1));
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    auto busy = co_await f.sup.snapshot();
+    REQUIRE(f.status(busy, "kev")->idle_unload_in_s);
+    CHECK(*f.status(busy, "kev")->idle_unload_in_s == Approx(1.0));  // busy: the full idle time
+    a->release();
+    CHECK(co_await f.until_alive("kev", false));
+    auto after = co_await f.sup.snapshot();
+    CHECK(f.status(after, "kev")->state == Phase::stopped);
+    CHECK_FALSE(f.status(after, "kev")->idle_unload_in_s);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.unload_reasons() == std::vector<std::string>{"kev:idle"});
+}
+
+TEST_CASE("lifecycle: idle_unload_s 0 never unloads") {
+  Fixture f(lifecycle_config(0));
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    a->release();
+    co_await sleep_for(300ms);
+    auto s = co_await f.sup.snapshot();
+    CHECK(f.status(s, "kev")->state == Phase::ready);
+    CHECK_FALSE(f.status(s, "kev")->idle_unload_in_s);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.unload_reasons().empty());
+}
+
+TEST_CASE("lifecycle: keep_alive 0 unloads right after the answer; the next request starts it again") {
+  Fixture f(lifecycle_config(600));
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    a->set_keep_alive(0);
+    a->release();
+    CHECK(co_await f.until_alive("kev", false));
+    auto b = co_await f.sup.acquire("kev", in(2s));  // a fresh start
+    REQUIRE(b.ok());
+    b->release();  // no keep_alive: back to idle_unload_s
+    co_await sleep_for(100ms);
+    CHECK(f.world.alive.count("kev") == 1);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.unload_reasons() == std::vector<std::string>{"kev:keep_alive"});
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
+}
+
+TEST_CASE("lifecycle: keep_alive -1 keeps the child loaded past idle_unload_s (capped by keep_alive_max_s)") {
+  auto cfg = lifecycle_config(1);
+  SECTION("no cap: kept") {
+    cfg.orch.keep_alive_max_s = -1;
+    Fixture f(cfg);
+    run_co(f.ioc, [&]() -> asio::awaitable<void> {
+      auto a = co_await f.sup.acquire("kev", in(2s));
+      REQUIRE(a.ok());
+      a->set_keep_alive(-1);
+      a->release();
+      co_await sleep_for(1500ms);
+      auto s = co_await f.sup.snapshot();
+      CHECK(f.status(s, "kev")->state == Phase::ready);
+      CHECK_FALSE(f.status(s, "kev")->idle_unload_in_s);
+      co_await f.sup.shutdown();
+    });
+  }
+  SECTION("a cap of 1 s: unloaded") {
+    cfg.orch.idle_unload_s = 0;
+    cfg.orch.keep_alive_max_s = 1;
+    Fixture f(cfg);
+    run_co(f.ioc, [&]() -> asio::awaitable<void> {
+      auto a = co_await f.sup.acquire("kev", in(2s));
+      REQUIRE(a.ok());
+      a->set_keep_alive(3600);
+      a->release();
+      CHECK(co_await f.until_alive("kev", false));
+      co_await f.sup.shutdown();
+    });
+    CHECK(f.unload_reasons() == std::vector<std::string>{"kev:keep_alive"});
+  }
+}
+
+TEST_CASE("lifecycle: a request that arrives while an idle child stops waits for a fresh start") {
+  Fixture f(lifecycle_config(600));
+  bool served = false;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    a->set_keep_alive(0);
+    auto sub = f.sup.subscribe([&](const Event& e) {
+      if (e.type != Event::Type::phase || e.to != Phase::stopping || served) return;
+      asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> {  // arrives during the stop
+        auto b = co_await f.sup.acquire("kev", in(5s));
+        CHECK(b.ok());
+        served = b.ok();
+      }, asio::detached);
+    });
+    a->release();
+    for (int i = 0; i < 500 && !served; ++i) co_await sleep_for(10ms);
+    co_await f.sup.shutdown();
+  });
+  CHECK(served);
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
+}
+
+TEST_CASE("lifecycle: a pin starts without a request, stays beside the rotating ones and is never a victim") {
+  auto cfg = lifecycle_config(1);
+  cfg.profiles[0].pin = true;  // kev
+  SupervisorOptions opts;
+  opts.allowed_sets = {{"kev", "laya"}, {"kev", "big"}};
+  Fixture f(cfg, opts);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    f.sup.start_wanted();
+    CHECK(co_await f.until_alive("kev", true));
+    auto l = co_await f.sup.acquire("laya", in(2s));
+    REQUIRE(l.ok());
+    l->release();
+    auto b = co_await f.sup.acquire("big", in(2s));  // laya goes, kev stays
+    REQUIRE(b.ok());
+    b->release();
+    co_await sleep_for(1500ms);  // past idle_unload_s: big is unloaded, the pin is not
+    auto s = co_await f.sup.snapshot();
+    CHECK(f.status(s, "kev")->state == Phase::ready);
+    CHECK(f.status(s, "kev")->pinned);
+    CHECK_FALSE(f.status(s, "kev")->idle_unload_in_s);
+    const auto st = co_await f.sup.unload(std::string("kev"));
+    CHECK(!st.ok());
+    CHECK(st.error().code == Errc::bad_request);
+    co_await f.sup.shutdown();
+  });
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "stop kev") == 1);  // shutdown only
+  CHECK(f.world.events.front() == "start kev");
+}
+
+TEST_CASE("lifecycle: preload starts the listed model once, without a request") {
+  auto cfg = lifecycle_config(600);
+  cfg.orch.preload = {"laya"};
+  Fixture f(cfg);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    f.sup.start_wanted();
+    CHECK(co_await f.until_alive("laya", true));
+    auto k = co_await f.sup.acquire("kev", in(2s));  // a preload is not a pin: it may be swapped out
+    REQUIRE(k.ok());
+    k->release();
+    co_await sleep_for(100ms);
+    CHECK(f.world.alive.count("laya") == 0);
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start laya", "stop laya", "start kev", "stop kev"});
+}
+
+TEST_CASE("lifecycle: admin unload of one model stops only it, with reason admin") {
+  auto cfg = lifecycle_config(600);
+  SupervisorOptions opts;
+  opts.allowed_sets = {{"kev", "laya"}};
+  Fixture f(cfg, opts);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    (co_await f.sup.acquire("kev", in(2s)))->release();
+    (co_await f.sup.acquire("laya", in(2s)))->release();
+    const auto st = co_await f.sup.unload(std::string("laya"));
+    CHECK(st.ok());
+    CHECK(f.world.alive == std::set<std::string>{"kev"});
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.unload_reasons() == std::vector<std::string>{"laya:admin"});
+}
+
+TEST_CASE("lifecycle: reload keeps unchanged children, replaces a changed one after its lease, removes one") {
+  auto cfg = lifecycle_config(600);
+  SupervisorOptions opts;
+  opts.allowed_sets = {{"kev", "laya", "big"}};
+  Fixture f(cfg, opts);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto k = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(k.ok());
+    (co_await f.sup.acquire("laya", in(2s)))->release();
+    (co_await f.sup.acquire("big", in(2s)))->release();
+    auto next = cfg;
+    next.profiles[0].ctx = 4096;                       // kev changed
+    next.profiles.erase(next.profiles.begin() + 2);    // big removed
+    next.profiles.push_back(test::fast_profile("new", "x", "/m/new.gguf"));
+    const auto diff = co_await f.sup.reload(next, opts);
+    CHECK(diff.changed == std::vector<std::string>{"kev"});
+    CHECK(diff.removed == std::vector<std::string>{"big"});
+    CHECK(diff.added == std::vector<std::string>{"new"});
+    CHECK(diff.unchanged == std::vector<std::string>{"laya"});
+    auto s = co_await f.sup.snapshot();
+    CHECK(f.status(s, "kev")->state == Phase::draining);  // its lease is still in flight
+    CHECK(co_await f.until_alive("big", false));
+    k->release();
+    CHECK(co_await f.until_alive("kev", false));
+    auto again = co_await f.sup.acquire("kev", in(2s));  // restarted with the new profile
+    CHECK(again.ok());
+    auto gone = co_await f.sup.acquire("big", in(2s));
+    REQUIRE_FALSE(gone.ok());
+    CHECK(gone.error().code == Errc::not_found);
+    co_await f.sup.shutdown();
+  });
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start laya") == 1);
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start kev") == 2);
+  bool reload_event = false;
+  for (const auto& e : f.events) reload_event |= e.type == Event::Type::reload;
+  CHECK(reload_event);
+}
