@@ -56,6 +56,7 @@ int serve(const ServeArgs& args) {
   }
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
+  if (const auto& plan = (*rt)->residency().plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   std::shared_ptr<http::PipelineRunner> runner =
       std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);

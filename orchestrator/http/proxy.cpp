@@ -113,8 +113,9 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-void note_timings(Door& d, const std::string& model, const json& j) {
-  if (!j.is_object() || !j.contains("timings") || !j["timings"].is_object()) return;
+// Returns the generation speed (tokens/s), -1 when the answer has none.
+double note_timings(Door& d, const std::string& model, const json& j) {
+  if (!j.is_object() || !j.contains("timings") || !j["timings"].is_object()) return -1;
   const auto& t = j["timings"];
   for (const auto& [field, metric] :
        {std::pair{"predicted_per_second", "kevlaya_generation_tokens_per_second"},
@@ -122,10 +123,12 @@ void note_timings(Door& d, const std::string& model, const json& j) {
     if (t.contains(field) && t[field].is_number() && t[field].get<double>() > 0)
       d.metrics.observe(metric, {{"model", model}}, t[field].get<double>());
   }
+  const auto g = t.find("predicted_per_second");
+  return g != t.end() && g->is_number() ? g->get<double>() : -1;
 }
 
 // The last `data: {...}` event of a stream that carries `timings` (llama-server's final chunk).
-void note_stream_timings(Door& d, const std::string& model, const std::string& tail) {
+double note_stream_timings(Door& d, const std::string& model, const std::string& tail) {
   for (auto pos = tail.rfind("data: {"); pos != std::string::npos;
        pos = pos == 0 ? std::string::npos : tail.rfind("data: {", pos - 1)) {
     const auto end = tail.find('\n', pos);
@@ -133,6 +136,7 @@ void note_stream_timings(Door& d, const std::string& model, const std::string& t
         std::string_view(tail).substr(pos + 6, end == std::string::npos ? end : end - pos - 6));
     if (j && j->is_object() && j->contains("timings")) return note_timings(d, model, j.value());
   }
+  return -1;
 }
 
 // An error for a model call, in the caller's API shape: a JSON error response, or an error event
@@ -273,8 +277,9 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
   return make_error(Errc::upstream_error, "incomplete response from " + lease.profile());
 }
 
+// `tps`: the generation speed the child reported (-1 = none), for the status page.
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
-                              Clock::time_point t0) {
+                              Clock::time_point t0, double& tps) {
   const std::int64_t queue_ms = lease.queue_ms();
   upstream::Request ureq;
   ureq.method = call.method;
@@ -310,14 +315,14 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   count(d, model, 200, t0);
   if (r.streaming) {
-    note_stream_timings(d, model, r.tail);
+    tps = note_stream_timings(d, model, r.tail);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
     co_return;
   }
   const auto answer = parse_json_bounded(r.body);
-  if (answer) note_timings(d, model, answer.value());
+  if (answer) tps = note_timings(d, model, answer.value());
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
@@ -351,6 +356,8 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
   const ApiShape shape = call.shape;
   Waiting waiting(d);
+  ModelLoad load(d, call.profile);  // the status page's per-model queue
+  const std::string endpoint(req.target().substr(0, req.target().find('?')));
   // A client that hangs up while queued leaves the supervisor's queue at once.
   auto gone = std::make_shared<upstream::CancelToken>();
   c.watch_disconnect(gone);
@@ -365,16 +372,22 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   waiting.done();
   if (!lease && gone->cancelled()) {
     count(d, call.profile, 499, t0);  // nginx's "client closed request"
+    note_request(d, {call.profile, endpoint, 499, -1, -1, ms_since(t0), -1});
     co_return;
   }
   if (!lease) {
     Error e = lease.error();
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
-    co_return co_await fail(d, c, call.profile, shape, error_reply(e), t0);
+    co_await fail(d, c, call.profile, shape, error_reply(e), t0);
+    note_request(d, {call.profile, endpoint, c.status(), -1, -1, ms_since(t0), -1});
+    co_return;
   }
+  load.leased();
   const auto held = Clock::now();
-  co_await forward(d, req, c, call, *lease, t0);
+  double tps = -1;
+  co_await forward(d, req, c, call, *lease, t0, tps);
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
+  note_request(d, {lease->profile(), endpoint, c.status() ? c.status() : 499, lease->queue_ms(), lease->switch_ms(), ms_since(t0), tps});
 }
 
 }  // namespace kevlaya::http

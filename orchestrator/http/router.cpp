@@ -10,6 +10,7 @@
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
 #include "http/gate.hpp"
+#include "http/ui.hpp"
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::http {
@@ -88,6 +89,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
               {"in_flight", p.in_flight}, {"queued", p.queued},
               {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
               {"crashes", p.crashes}};
+    if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
     if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
       j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
@@ -113,6 +115,8 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
                {"recent_switches", switches},
                {"failures", failures},
                {"shutting_down", snap.shutting_down || d.draining}};
+  json extras = feed_status_json(d);  // the status page's extras
+  for (auto& [k, v] : extras.items()) body[k] = std::move(v);
   return body;
 }
 
@@ -226,9 +230,15 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (req.method() == bhttp::verb::options) return options_reply(m, verdict);
   if (c.reserve_only() && m.route != Route::health && m.route != Route::metrics) return reserve_only_reply();
   if (m.route == Route::health && req.method() == bhttp::verb::get) return std::nullopt;  // open
+  // The status page's files are public (its data comes from /status etc. with the key); GET / of
+  // a browser is sent there. Any other request to / gets the 404 below, after auth, as before.
+  if (m.route == Route::ui && req.method() == bhttp::verb::get) return std::nullopt;
+  if (m.route == Route::root && req.method() == bhttp::verb::get &&
+      ui::prefers_html(header(req, bhttp::field::accept)))
+    return std::nullopt;
   if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization), header(req, "X-Api-Key")))
     return unauthorized_reply();
-  if (m.route == Route::none) {
+  if (m.route == Route::none || m.route == Route::root) {
     const std::string_view target(req.target().data(), req.target().size());
     return error_reply(make_error(Errc::not_found, "no route for " + std::string(req.method_string()) +
                                                        " " + std::string(target.substr(0, target.find('?')))));
@@ -275,6 +285,10 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
       co_return co_await d.runs->post_run(req, c, std::string(m.arg), async);
     }
     case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
+    case Route::ui: co_await c.send(ui_reply(req, m.arg)); co_return;
+    case Route::root: co_await c.send(redirect_to_ui()); co_return;
+    case Route::logs:
+      co_return co_await logs(d, c, std::string(m.arg), q == std::string_view::npos ? "" : target.substr(q + 1));
     case Route::none: break;
   }
 }

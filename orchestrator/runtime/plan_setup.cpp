@@ -178,6 +178,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   attach_calibration(setup, cfg, plan, *gathered);
   setup.summary = describe(plan, why);
   spdlog::info("{}", setup.summary);
+  setup.plan = plan;
   for (const auto& d : plan.diagnostics) {
     if (!budget) continue;  // without a budget every "fits" verdict is meaningless
     setup.warnings.push_back(d.subject + ": " + d.message);

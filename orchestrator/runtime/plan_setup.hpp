@@ -21,6 +21,7 @@ struct ResidencySetup {
   std::string summary;                    // one line for the startup log
   std::vector<std::string> warnings;      // plan diagnostics, "subject: message"
   std::optional<Error> refused;           // an adapter incompatible with its base: do not spawn
+  std::optional<ledger::Plan> plan;       // the plan followed (for /status); none when not planned
 };
 
 // The GPU memory budget in bytes: `override_mib`, else gpu.vram_mib, else NVML's total (minus the
