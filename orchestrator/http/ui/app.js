@@ -391,7 +391,7 @@ function onEvent(ev) {
   } else if (ev.type === 'unload' || ev.type === 'reload' || ev.type === 'remote') {
     refreshProfile();
   }
-  if (ev.at_ms) {
+  if (ev.at_ms && ev.type !== 'switch') {  // a switch's at_ms is when it began
     const at = ev.at_ms;
     requestAnimationFrame(() => { S.latencies.push(Date.now() - at); if (S.latencies.length > 500) S.latencies.shift(); });
   }
