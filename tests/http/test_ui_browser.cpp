@@ -40,16 +40,14 @@ std::string missing_tools() {
   return {};
 }
 
-}  // namespace
-
-TEST_CASE("the status page follows a switch and a failing profile live in headless chromium",
-          "[http][ui][e2e][browser]") {
+// `crashy_args`: how its every start fails; `kind` / `text`: what its card must show (regexes).
+void run_browser(const std::string& binary, const std::string& crashy_args, const std::string& kind,
+                 const std::string& text) {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-browser");
-  write_api_config(dir.path(), standin_binary().string());
-  write_text(dir / "profiles/crashy.yaml", "name: crashy\nbinary: " + standin_binary().string() + "\nmodel: " +
-                                               tiny_llama().string() +
-                                               "\nngl: 0\nctx: 256\nextra_args: [--fake-cuda-oom]\n");
+  write_api_config(dir.path(), binary);
+  write_text(dir / "profiles/crashy.yaml", "name: crashy\nbinary: " + binary + "\nmodel: " + tiny_llama().string() +
+                                               "\nngl: 0\nctx: 256\nextra_args: [" + crashy_args + "]\n");
   std::filesystem::remove(dir / "profiles/emb.yaml");
   write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
                                    "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n");
@@ -57,9 +55,25 @@ TEST_CASE("the status page follows a switch and a failing profile live in headle
   const auto artifacts = std::filesystem::path(KEVLAYA_BINARY_DIR) / "artifacts/ui";
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key CHROMIUM=" + chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() +
-                       " timeout 240 node " + (source_dir() / "tests/ui/browser.mjs").string() + " 2>&1");
+                       " KEVLAYA_FAIL_KIND='" + kind + "' KEVLAYA_FAIL_TEXT='" + text + "' timeout 240 node " +
+                       (source_dir() / "tests/ui/browser.mjs").string() + " 2>&1");
   INFO(r.output);
   INFO(serve.proc().log());
   CHECK(r.exit_code == 0);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the status page follows a switch and a failing profile live in headless chromium",
+          "[http][ui][e2e][browser]") {
+  run_browser(standin_binary().string(), "--fake-cuda-oom", "cuda_oom", "out of memory");
+}
+
+TEST_CASE("the status page follows the real llama-server live in headless chromium",
+          "[http][ui][e2e][browser][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  // An argument llama-server refuses: every start exits at once with its usage error.
+  run_browser(real, "--no-such-flag", "exited|bad_model|crashed", "no-such-flag|invalid argument|error");
 }
