@@ -193,7 +193,8 @@ asio::awaitable<void> admin_unload(Door& d, Connection& c) {
 }
 
 Reply options_reply(const RouteMatch& m, OriginVerdict verdict) {
-  if (m.route == Route::none) return error_reply(make_error(Errc::not_found, "no such route"));
+  if (m.route == Route::none || m.route == Route::root)  // (GET / only redirects browsers)
+    return error_reply(make_error(Errc::not_found, "no such route"));
   Reply r;
   r.status = 204;
   r.headers.emplace_back("Allow", std::string(allow_of(m)));

@@ -4,8 +4,12 @@
 // and the status page's extras in /status (recent requests) and GET /logs/{model}.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include "door_fixture.hpp"
 #include "http/ui.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
 
 using namespace kevlaya::test;
 namespace ui = kevlaya::http::ui;
@@ -106,6 +110,7 @@ TEST_CASE("GET / sends a browser to /ui and leaves API clients' answers as they 
   CHECK(keyed.status == 404);
   CHECK(keyed.json_body()["error"]["message"] == "no route for GET /");
   CHECK(http_request(door.port(), "POST", "/", "{}", {{"Accept", kBrowserAccept}}).status == 401);
+  CHECK(http_request(door.port(), "OPTIONS", "/", "", {{"Accept", kBrowserAccept}}).status == 404);
 }
 
 TEST_CASE("prefers_html: a browser's navigation yes, API clients and wildcards no", "[http][ui]") {
@@ -161,4 +166,38 @@ TEST_CASE("GET /logs/{model} refuses an unknown model and says when logs are not
   const auto unkept = get(door, "/logs/kev");
   CHECK(unkept.status == 404);
   CHECK(unkept.json_body()["error"]["message"].get<std::string>().find("log_dir") != std::string::npos);
+}
+
+TEST_CASE("GET /logs/{model} returns the child's log tail, then only the lines after the offset", "[http][ui]") {
+  TempDir dir("http-ui-logs");
+  write_api_config(dir.path(), standin_binary().string());
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = static_cast<std::uint16_t>(serve.port());
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_body("k")).status == 200);
+  const auto first = http_request(port, "GET", "/logs/k?lines=5").json_body();  // an alias names its profile
+  INFO(first.dump());
+  CHECK(first["model"] == "kev");
+  CHECK(first["file"] == true);
+  CHECK(first["lines"].size() == 5);
+  const auto offset = first["offset"].get<std::int64_t>();
+  CHECK(offset > 0);
+  // Against the file itself (the child may log more meanwhile): the tail before `offset`, then
+  // exactly the whole lines between the two offsets.
+  const auto next = http_request(port, "GET", "/logs/kev?after=" + std::to_string(offset)).json_body();
+  const auto text = read_text(dir / "logs/kev.log");
+  const auto lines_of = [](const std::string& t) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0, nl; (nl = t.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(t.substr(at, nl - at));
+    return out;
+  };
+  const auto before = lines_of(text.substr(0, static_cast<std::size_t>(offset)));
+  CHECK(first["lines"] == json(std::vector<std::string>(before.end() - 5, before.end())));
+  const auto next_offset = next["offset"].get<std::int64_t>();
+  CHECK(next_offset >= offset);
+  CHECK(next["lines"] == json(lines_of(text.substr(static_cast<std::size_t>(offset),
+                                                   static_cast<std::size_t>(next_offset - offset)))));
+  const auto rotated = http_request(port, "GET", "/logs/kev?lines=2&after=999999999").json_body();  // past the end
+  CHECK(rotated["lines"].size() == 2);
+  CHECK(http_request(port, "GET", "/logs/laya").json_body()["file"] == false);  // never started
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
