@@ -387,7 +387,8 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   double tps = -1;
   co_await forward(d, req, c, call, *lease, t0, tps);
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
-  note_request(d, {lease->profile(), endpoint, c.status() ? c.status() : 499, lease->queue_ms(), lease->switch_ms(), ms_since(t0), tps});
+  note_request(d, {lease->profile(), endpoint, c.status() ? c.status() : 499, lease->queue_ms(),
+                   lease->switch_ms(), ms_since(t0), tps});
 }
 
 }  // namespace kevlaya::http

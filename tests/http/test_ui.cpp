@@ -187,7 +187,8 @@ TEST_CASE("GET /logs/{model} returns the child's log tail, then only the lines a
   const auto text = read_text(dir / "logs/kev.log");
   const auto lines_of = [](const std::string& t) {
     std::vector<std::string> out;
-    for (std::size_t at = 0, nl; (nl = t.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(t.substr(at, nl - at));
+    for (std::size_t at = 0, nl; (nl = t.find('\n', at)) != std::string::npos; at = nl + 1)
+      out.push_back(t.substr(at, nl - at));
     return out;
   };
   const auto before = lines_of(text.substr(0, static_cast<std::size_t>(offset)));
