@@ -148,7 +148,9 @@ try {
   console.log(`UI_ASSET_BYTES ${total}`);
 
   // Screenshots (with laya resident again): light and dark, wide and narrow.
+  const rowsBefore = await page.$$eval('#reqs tr', (t) => t.length);
   assert.equal(await chat('laya'), 200);
+  await page.waitForFunction((n) => document.querySelectorAll('#reqs tr').length > n, {}, rowsBefore);
   await waitPhase(page, 'laya', 'ready');
   await page.waitForFunction(() => document.querySelectorAll('#vram span').length > 0);
   await page.evaluate(() => document.activeElement?.blur());
