@@ -89,6 +89,7 @@ struct ProfileInput {
   std::optional<bool> shared_base;      // false = opted out of shared-base grouping
   std::string share_key;                // flags that must match to share a child (see plan.cpp)
   std::optional<Measured> measured;     // calibration for exactly these flags
+  std::vector<int> gpu;                 // the profile's `gpu:` devices; empty = auto
 };
 
 // The estimate for a model with flags and adapters; `overhead` is gpu.overhead_mib in bytes.

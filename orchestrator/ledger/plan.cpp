@@ -22,6 +22,8 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
+}  // namespace
+
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead) {
   Bill b = estimate(p.model, p.output_tied, p.flags, adapters, overhead);
   if (p.measured) {
@@ -33,6 +35,8 @@ Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adap
   }
   return b;
 }
+
+namespace {
 
 std::string biggest_line(const Bill& b) {
   const std::pair<const char*, std::uint64_t> lines[] = {
@@ -259,6 +263,8 @@ std::string share_key(const config::Profile& p) {
                   std::to_string(p.batch) + "|" + p.cache_type_k + "|" + p.cache_type_v + "|" +
                   (p.flash_attn ? (*p.flash_attn ? "fa" : "nofa") : "fa-auto");
   for (const auto& a : p.extra_args) k += "|" + a;
+  k += "|gpu";  // one child has one placement: profiles asking for different devices do not share
+  for (const auto g : p.gpu) k += "," + std::to_string(g);
   for (const auto& [name, value] : p.env) k += "|" + name + "=" + value;
   return k;
 }

@@ -101,6 +101,7 @@ struct Event {
   Phase from = Phase::stopped;
   Phase to = Phase::stopped;
   std::optional<ChildFailure> failure;
+  std::vector<int> gpus;  // phase: the devices the child is placed on (empty = none known)
   // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
   SwitchRecord record;
 };
@@ -118,6 +119,14 @@ struct ProfileStatus {
   int crashes = 0;
   std::optional<ChildFailure> last_failure;
   int retry_after_s = 0;  // > 0 while failed (cooldown)
+  std::vector<int> gpus;  // devices its child is placed on (ledger/placement); empty = none known
+};
+
+// One GPU of the machine, as planned (NVML or gpu.devices).
+struct DeviceStatus {
+  int index = 0;
+  std::string name;
+  std::int64_t vram_mib = 0;
 };
 
 struct Snapshot {
@@ -125,6 +134,7 @@ struct Snapshot {
   std::vector<SwitchRecord> recent_switches;  // oldest first
   std::size_t queued = 0;
   bool shutting_down = false;
+  std::vector<DeviceStatus> devices;  // empty when no device list is known
 };
 
 }  // namespace kevlaya::supervisor
