@@ -190,7 +190,9 @@ function paintGpu() {
     $('gpu-mode').textContent = 'No residency plan on this door (no models priced).';
     return;
   }
-  const budget = g.budget_mib || Math.max(1, ...Object.values(g.plan).map((p) => p.total_mib || 0));
+  // The scale: the planned budget, else the GPUs' memory, else the biggest bill (budget unknown).
+  const vram = (S.devices || []).reduce((a, d) => a + (d.vram_mib || 0), 0);
+  const budget = g.budget_mib || vram || Math.max(1, ...Object.values(g.plan).map((p) => p.total_mib || 0));
   let used = 0;
   for (const name of resident) {
     const p = g.plan[name];
@@ -207,7 +209,8 @@ function paintGpu() {
   }
   bar.setAttribute('aria-label', 'planned ' + fmtMib(used) + ' of ' + (g.budget_mib ? fmtMib(g.budget_mib) : 'an unknown budget'));
   const sets = (g.allowed_sets || []).map((s) => '[' + s.join(', ') + ']').join(' ');
-  $('gpu-mode').textContent = 'residency ' + g.mode + ' · budget ' + (g.budget_mib ? fmtMib(g.budget_mib) : 'unknown') +
+  const devs = (S.devices || []).map((d) => 'GPU ' + d.index + (d.name ? ' ' + d.name : '') + ' ' + fmtMib(d.vram_mib)).join(', ');
+  $('gpu-mode').textContent = 'residency ' + g.mode + ' · budget ' + (g.budget_mib ? fmtMib(g.budget_mib) : vram ? fmtMib(vram) + ' (' + devs + ')' : 'unknown') +
     ' · planned ' + fmtMib(used) + (resident.length ? ' for ' + resident.join(', ') : ' (nothing resident)') + (sets ? ' · sets ' + sets : '');
   paintNvml(budget);
 }
