@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages kevlaya-orch builds with, only those that are missing.
+# Also Debian's chromium, used only by the status page's browser tests (tests/ui/): optional, when
+# it cannot be installed those tests report Skipped with the reason and everything else goes on.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev
       libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev curl ccache)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "kevlaya: installing missing packages: ${missing[*]}" >&2
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+missing() {
+  local out=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[*]}"
+}
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+updated=
+install() {
+  [ -n "$updated" ] || "${sudo_cmd[@]}" apt-get update -qq
+  updated=1
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
+read -ra need <<<"$(missing "${pkgs[@]}")"
+if ((${#need[@]})); then
+  echo "kevlaya: installing missing packages: ${need[*]}" >&2
+  install "${need[@]}"
+fi
+if [ "${KEVLAYA_NO_CHROMIUM:-}" != 1 ] && [ -n "$(missing chromium)" ] && ! command -v chromium >/dev/null; then
+  echo "kevlaya: installing chromium (for the status page's browser tests only)" >&2
+  install chromium || echo "kevlaya: chromium could not be installed: the browser tests will be skipped" >&2
 fi

@@ -36,4 +36,7 @@ if [ -n "$real_note" ]; then
   echo "kevlaya: set KEVLAYA_LLAMA_SERVER=/path/to/llama-server to run them." >&2
   echo "******************************************************************************" >&2
 fi
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [ -z "${KEVLAYA_CHROMIUM:-}" ]; then
+  echo "kevlaya: the status page's browser tests were SKIPPED: no chromium (tools/deps.sh installs it)." >&2
+fi
 exit "$rc"

@@ -77,6 +77,7 @@ int serve(const ServeArgs& args) {
   }
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
+  if (const auto& plan = (*rt)->residency().plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
   http::Server door(ioc, sup, cfg, opt, runner);

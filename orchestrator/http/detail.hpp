@@ -53,6 +53,27 @@ struct Ewma {
   }
 };
 
+// What the status page shows beyond the supervisor's snapshot (feed.cpp): the last model calls
+// and pipeline runs (bounded rings, also published on /events) and each model's load at the door.
+struct Feed {
+  struct Load {
+    int waiting = 0;    // door requests for the model without a lease yet
+    int in_flight = 0;  // holding a lease
+  };
+  std::deque<nlohmann::json> recent_requests;  // oldest first, at most kRecent
+  std::deque<nlohmann::json> recent_runs;
+  std::map<std::string, Load> load;
+  std::map<std::string, std::int64_t> since_ms;  // when each child entered its phase (unix ms)
+  // A `queue` event is published at most every kQueueTick (bursts would flood /events clients).
+  std::shared_ptr<asio::steady_timer> tick;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the door is gone
+  bool tick_armed = false;
+  Feed() = default;
+  Feed(const Feed&) = delete;
+  Feed& operator=(const Feed&) = delete;
+  ~Feed() { *alive = false; }
+};
+
 // The door's shared state (owned by Server, kept alive by every connection).
 class Door {
  public:
@@ -87,6 +108,7 @@ class Door {
   std::map<std::string, supervisor::Phase> phases;
   std::set<std::shared_ptr<EventClient>> event_clients;
   std::uint64_t next_event_id = 1;
+  Feed feed;                            // the status page's extras (feed.cpp)
   supervisor::Subscription events_sub;  // last member: unsubscribed first
 };
 
@@ -159,6 +181,7 @@ nlohmann::json switch_json(const supervisor::SwitchRecord& s);
 nlohmann::json event_json(const supervisor::Event& e);
 void on_event(const std::shared_ptr<Door>& d, const supervisor::Event& e);  // on the door strand
 void end_event_streams(Door& d);  // shutdown: every /events stream ends now
+void publish(Door& d, const nlohmann::json& event);  // one event to every /events client
 asio::awaitable<void> events(Door& d, Connection& c);
 
 // A model call as proxy.cpp forwards it: the parsed body, where it goes, in which API's shape.
@@ -215,6 +238,36 @@ class RunQueue {
   bool working_ = false;
   std::uint64_t next_ = 1;
 };
+
+// feed.cpp: the status page's extras. A model call's outcome, for the recent-requests ring and a
+// `request` event (queue_ms / swap_ms -1 when it never held a lease; tokens_per_s -1 = unknown).
+struct RequestNote {
+  std::string model, endpoint;
+  int status = 0;
+  std::int64_t queue_ms = -1, swap_ms = -1, total_ms = 0;
+  double tokens_per_s = -1;
+};
+void note_request(Door& d, const RequestNote& n);
+void note_run(Door& d, nlohmann::json run);  // a finished pipeline run (id, pipeline, verdict, ms)
+// A door request's place in its model's load, published as coalesced `queue` events.
+class ModelLoad {
+ public:
+  ModelLoad(Door& d, std::string model);  // waiting
+  ~ModelLoad();
+  void leased();  // waiting -> in flight
+  ModelLoad(const ModelLoad&) = delete;
+  ModelLoad& operator=(const ModelLoad&) = delete;
+
+ private:
+  Door& d_;
+  std::string model_;
+  int state_ = 0;  // 0 waiting, 1 in flight
+};
+nlohmann::json feed_status_json(const Door& d);  // /status extras: recent_requests, recent_runs, gpu
+asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
+// ui.cpp: GET /ui[/<asset>] (embedded files, CSP, ETag) and the browser redirect of GET /.
+Reply ui_reply(const Request& req, std::string_view path);
+Reply redirect_to_ui();
 
 // Small helpers shared by the route files.
 std::string_view header(const Request& req, bhttp::field f);

@@ -68,11 +68,20 @@ json event_json(const supervisor::Event& e) {
 
 void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
   Door& d = *dp;
-  if (e.type == supervisor::Event::Type::phase) d.phases[e.child] = e.to;
-  else if (e.type == supervisor::Event::Type::switch_done) record_switch(dp, e.record);
+  if (e.type == supervisor::Event::Type::phase) {
+    d.phases[e.child] = e.to;
+    d.feed.since_ms[e.child] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count();
+  } else if (e.type == supervisor::Event::Type::switch_done) {
+    record_switch(dp, e.record);
+  }
+  if (!d.event_clients.empty()) publish(d, event_json(e));
+}
+
+void publish(Door& d, const json& event) {
   if (d.event_clients.empty()) return;
   const std::string frame = "id: " + std::to_string(d.next_event_id++) + "\ndata: " +
-                            event_json(e).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+                            event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
   for (const auto& cl : d.event_clients) {
     if (cl->dropped || cl->ended) continue;
     if (cl->frames.size() >= d.opt.events_buffer) {

@@ -90,6 +90,12 @@ RouteMatch match_route(std::string_view path) {
   if (path.size() > kModels.size() && path.substr(0, kModels.size()) == kModels)
     return {Route::model_info, V::get, path.substr(kModels.size())};
   if (path == "/status") return {Route::status, V::get, {}};
+  constexpr std::string_view kUi = "/ui", kLogs = "/logs/";
+  if (path == "/") return {Route::root, V::get, {}};
+  if (path == kUi || (path.size() > kUi.size() && path.substr(0, kUi.size() + 1) == "/ui/"))
+    return {Route::ui, V::get, path};
+  if (path.size() > kLogs.size() && path.substr(0, kLogs.size()) == kLogs)
+    return {Route::logs, V::get, path.substr(kLogs.size())};
   if (path == "/metrics") return {Route::metrics, V::get, {}};
   if (path == "/events") return {Route::events, V::get, {}};
   if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};

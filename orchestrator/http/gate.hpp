@@ -29,12 +29,14 @@ struct GatePolicy {
 // The door's routes. `method` is the one method each answers (besides OPTIONS).
 // model_api: a row of the pass-through table (apis.hpp); upstream: /upstream/{model}/{path},
 // GET or POST; ollama: /api/* (ollama.hpp).
+// ui: /ui and /ui/{asset} (open, like /health); root: GET / (a browser is sent to /ui, anything
+// else gets the 404 it always got); logs: /logs/{model}.
 enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
-                   admin_load, admin_unload, admin_reload, pipeline_runs, run };
+                   admin_load, admin_unload, admin_reload, pipeline_runs, run, ui, root, logs };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;
-  std::string_view arg;  // model of /admin/load/{m}, /admin/unload/{m}, /v1/models/{m}, pipeline of
+  std::string_view arg;  // model of /admin/load/{m}, /admin/unload/{m}, /v1/models/{m} and /logs/{m}, pipeline of
                          // /v1/pipelines/{n}/runs, run id, "{model}/{path}" of /upstream/
   const ApiRoute* api = nullptr;  // model_api only
   bool get_or_post = false;       // upstream: either method

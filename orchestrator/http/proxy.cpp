@@ -113,9 +113,10 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-void note_timings(Door& d, const std::string& model, std::string_view text) {
+// Records the child's reported speeds; returns the generation speed (tokens/s), -1 when none.
+double note_timings(Door& d, const std::string& model, std::string_view text) {
   const auto t = timings_of(text);
-  if (!t) return;
+  if (!t) return -1;
   for (const auto& [field, metric] :
        {std::pair{"predicted_per_second", "kevlaya_generation_tokens_per_second"},
         std::pair{"prompt_per_second", "kevlaya_prompt_tokens_per_second"}}) {
@@ -123,6 +124,8 @@ void note_timings(Door& d, const std::string& model, std::string_view text) {
     if (v != t->end() && v->is_number() && v->get<double>() > 0)
       d.metrics.observe(metric, {{"model", model}}, v->get<double>());
   }
+  const auto g = t->find("predicted_per_second");
+  return g != t->end() && g->is_number() ? g->get<double>() : -1;
 }
 
 // An error for a model call, in the caller's API shape: a JSON error response, or an error event
@@ -264,8 +267,9 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
 }
 
 // `gone`: cancelled when the client hangs up (the caller watches the connection for the whole call).
+// `tps`: the generation speed the child reported (-1 = none), for the status page.
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
-                              Clock::time_point t0, std::shared_ptr<upstream::CancelToken> gone) {
+                              Clock::time_point t0, std::shared_ptr<upstream::CancelToken> gone, double& tps) {
   const std::int64_t queue_ms = lease.queue_ms();
   upstream::Request ureq;
   ureq.method = call.method;
@@ -299,13 +303,13 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   count(d, model, 200, t0);
   if (r.streaming) {
-    note_timings(d, model, r.tail);
+    tps = note_timings(d, model, r.tail);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
     co_return;
   }
-  note_timings(d, model, r.body);
+  tps = note_timings(d, model, r.body);
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
   rep.body = std::move(r.body);
@@ -339,6 +343,8 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
   const ApiShape shape = call.shape;
   Waiting waiting(d);
+  ModelLoad load(d, call.profile);  // the status page's per-model queue
+  const std::string endpoint(req.target().substr(0, req.target().find('?')));
   // A client that hangs up while queued leaves the supervisor's queue at once, and one that hangs
   // up later cancels the child's generation: one watch for the whole call.
   auto gone = std::make_shared<upstream::CancelToken>();
@@ -354,17 +360,24 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   if (!lease) c.unwatch();
   if (!lease && gone->cancelled()) {
     count(d, call.profile, 499, t0);  // nginx's "client closed request"
+    note_request(d, {call.profile, endpoint, 499, -1, -1, ms_since(t0), -1});
     co_return;
   }
   if (!lease) {
     Error e = lease.error();
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
-    co_return co_await fail(d, c, call.profile, shape, error_reply(e), t0);
+    co_await fail(d, c, call.profile, shape, error_reply(e), t0);
+    note_request(d, {call.profile, endpoint, c.status(), -1, -1, ms_since(t0), -1});
+    co_return;
   }
   if (call.keep_alive_s) lease->set_keep_alive(*call.keep_alive_s);  // applied when it is released
+  load.leased();
   const auto held = Clock::now();
-  co_await forward(d, req, c, call, *lease, t0, std::move(gone));
+  double tps = -1;
+  co_await forward(d, req, c, call, *lease, t0, std::move(gone), tps);
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
+  note_request(d, {lease->profile(), endpoint, c.status() ? c.status() : 499, lease->queue_ms(),
+                   lease->switch_ms(), ms_since(t0), tps});
 }
 
 }  // namespace kevlaya::http

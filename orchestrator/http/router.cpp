@@ -12,6 +12,7 @@
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
 #include "http/gate.hpp"
+#include "http/ui.hpp"
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::http {
@@ -103,6 +104,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     if (p.load_progress)
       j["load_progress"] = {{"stage", p.load_progress->stage},
                             {"pct", p.load_progress->pct ? json(*p.load_progress->pct) : json(nullptr)}};
+    if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
     if (const auto* prof = d.cfg->find_profile(p.name); prof && !prof->model.empty())
       j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
@@ -131,6 +133,8 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
   body["devices"] = json::array();
   for (const auto& dev : snap.devices)
     body["devices"].push_back({{"index", dev.index}, {"name", dev.name}, {"vram_mib", dev.vram_mib}});
+  json extras = feed_status_json(d);  // the status page's extras
+  for (auto& [k, v] : extras.items()) body[k] = std::move(v);
   return body;
 }
 
@@ -236,7 +240,8 @@ asio::awaitable<void> admin_reload(Door& d, Connection& c) {
 }
 
 Reply options_reply(const RouteMatch& m, OriginVerdict verdict) {
-  if (m.route == Route::none) return error_reply(make_error(Errc::not_found, "no such route"));
+  if (m.route == Route::none || m.route == Route::root)  // (GET / only redirects browsers)
+    return error_reply(make_error(Errc::not_found, "no such route"));
   Reply r;
   r.status = 204;
   r.headers.emplace_back("Allow", std::string(allow_of(m)));
@@ -273,9 +278,15 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (req.method() == bhttp::verb::options) return options_reply(m, verdict);
   if (c.reserve_only() && m.route != Route::health && m.route != Route::metrics) return reserve_only_reply();
   if (m.route == Route::health && req.method() == bhttp::verb::get) return std::nullopt;  // open
+  // The status page's files are public (its data comes from /status etc. with the key); GET / of
+  // a browser is sent there. Any other request to / gets the 404 below, after auth, as before.
+  if (m.route == Route::ui && req.method() == bhttp::verb::get) return std::nullopt;
+  if (m.route == Route::root && req.method() == bhttp::verb::get &&
+      ui::prefers_html(header(req, bhttp::field::accept)))
+    return std::nullopt;
   if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization), header(req, "X-Api-Key")))
     return unauthorized_reply();
-  if (m.route == Route::none) {
+  if (m.route == Route::none || m.route == Route::root) {
     const std::string_view target(req.target().data(), req.target().size());
     return error_reply(make_error(Errc::not_found, "no route for " + std::string(req.method_string()) +
                                                        " " + std::string(target.substr(0, target.find('?')))));
@@ -323,6 +334,10 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
       co_return co_await d.runs->post_run(req, c, std::string(m.arg), async);
     }
     case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
+    case Route::ui: co_await c.send(ui_reply(req, m.arg)); co_return;
+    case Route::root: co_await c.send(redirect_to_ui()); co_return;
+    case Route::logs:
+      co_return co_await logs(d, c, std::string(m.arg), q == std::string_view::npos ? "" : target.substr(q + 1));
     case Route::none: break;
   }
 }

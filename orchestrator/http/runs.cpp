@@ -10,6 +10,7 @@
 #include <random>
 
 #include "http/bodies.hpp"
+#include "common/clock.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -97,6 +98,16 @@ void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
     run.state = RunQueue::Run::State::failed;
   }
   count_verdict(m, run.pipeline, verdict);
+}
+
+// One finished run as the status page lists it.
+json run_note(const RunQueue::Run& run, std::int64_t ms) {
+  json j = run.to_json();
+  j.erase("record");
+  const auto v = run.record.find("verdict");
+  j["verdict"] = v != run.record.end() && v->is_string() ? v->get<std::string>() : (run.error ? "error" : "unknown");
+  j["ms"] = ms;
+  return j;
 }
 
 }  // namespace
@@ -198,6 +209,7 @@ asio::awaitable<void> RunQueue::work() {
     auto res = co_await d_.runner->run_task(run->pipeline, run->task);
     run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
     finish(d_.metrics, *run, std::move(res));
+    note_run(d_, run_note(*run, ms_since(t0)));  // the status page's recent runs
     run->task = json();  // the record holds what is kept
     --stats_.queued;
     stats_.queued_bytes -= run->body_bytes;

@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "http/pipeline_runner.hpp"
+#include "ledger/plan.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::http {
@@ -41,6 +43,8 @@ struct ServerOptions {
   std::chrono::seconds upstream_deadline{600};        // one model call, whole exchange
   std::chrono::seconds upstream_idle{300};            // silence allowed from a child (prompt eval)
   std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown
+  // The residency plan as /status shows it under "gpu" (plan_json); null = not planned here.
+  nlohmann::json gpu_plan;
 
   static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, gate, queues, limits
 };
@@ -53,6 +57,9 @@ struct ReloadOutcome {
   std::vector<std::string> needs_restart;  // settings that keep their old value until a restart
 };
 using ReloadFn = std::function<boost::asio::awaitable<ReloadOutcome>()>;
+// The ledger's plan for /status "gpu" and the status page: mode, budget, allowed sets and each
+// profile's planned GPU bytes (weights, kv, compute, overhead, adapters) in MiB.
+nlohmann::json plan_json(const ledger::Plan& plan);
 
 class Door;
 

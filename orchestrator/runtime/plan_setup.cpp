@@ -253,6 +253,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   }
   if (setup.refused) return setup;
   spdlog::info("{}", setup.summary);
+  setup.plan = plan;
   for (const auto& d : plan.diagnostics) {
     if (setup.devices.empty()) continue;  // without a budget every "fits" verdict is meaningless
     setup.warnings.push_back(d.subject + ": " + d.message);

@@ -1,0 +1,79 @@
+// The status page in headless Chromium (tests/ui/browser.mjs, puppeteer-core from tests/package.json)
+// against `kevlaya-orch serve` with stand-in children kev, laya (rotating) and crashy (every start
+// fails with a CUDA OOM). Screenshots go to <build>/artifacts/ui/. Skipped only when chromium or
+// node / tests/node_modules/puppeteer-core is missing (tools/deps.sh installs chromium; tools/test.sh
+// runs `npm ci`).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "door_fixture.hpp"
+#include "support/models.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
+
+using namespace kevlaya::test;
+
+namespace {
+
+std::string chromium() {
+  if (const char* c = std::getenv("KEVLAYA_CHROMIUM"); c && *c) return c;
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    auto r = run_command(std::string("command -v ") + name);
+    if (r.exit_code == 0) {
+      auto path = r.output;
+      while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+      return path;
+    }
+  }
+  return {};
+}
+
+std::string missing_tools() {
+  if (run_command("command -v node").exit_code != 0) return "node is not installed";
+  if (!std::filesystem::exists(source_dir() / "tests/node_modules/puppeteer-core"))
+    return "tests/node_modules/puppeteer-core is missing (run `npm ci` in tests/)";
+  if (chromium().empty()) return "no chromium (tools/deps.sh installs Debian's chromium; or set KEVLAYA_CHROMIUM)";
+  return {};
+}
+
+// `crashy_args`: how its every start fails; `kind` / `text`: what its card must show (regexes).
+void run_browser(const std::string& binary, const std::string& crashy_args, const std::string& kind,
+                 const std::string& text) {
+  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  TempDir dir("http-ui-browser");
+  write_api_config(dir.path(), binary);
+  write_text(dir / "profiles/crashy.yaml", "name: crashy\nbinary: " + binary + "\nmodel: " + tiny_llama().string() +
+                                               "\nngl: 0\nctx: 256\nextra_args: [" + crashy_args + "]\n");
+  std::filesystem::remove(dir / "profiles/emb.yaml");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto artifacts = std::filesystem::path(KEVLAYA_BINARY_DIR) / "artifacts/ui";
+  auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
+                       " KEVLAYA_KEY=ui-test-key CHROMIUM=" + chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() +
+                       " KEVLAYA_FAIL_KIND='" + kind + "' KEVLAYA_FAIL_TEXT='" + text + "' timeout 240 node " +
+                       (source_dir() / "tests/ui/browser.mjs").string() + " 2>&1");
+  INFO(r.output);
+  INFO(serve.proc().log());
+  CHECK(r.exit_code == 0);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the status page follows a switch and a failing profile live in headless chromium",
+          "[http][ui][e2e][browser]") {
+  run_browser(standin_binary().string(), "--fake-cuda-oom", "cuda_oom", "out of memory");
+}
+
+TEST_CASE("the status page follows the real llama-server live in headless chromium",
+          "[http][ui][e2e][browser][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  // An argument llama-server refuses: every start exits at once with its usage error.
+  run_browser(real, "--no-such-flag", "exited|bad_model|crashed", "no-such-flag|invalid argument|error");
+}
