@@ -56,10 +56,11 @@ int serve(const ServeArgs& args) {
   }
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
+  const config::Config& served = (*rt)->config();  // with the peers' models imported
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   std::shared_ptr<http::PipelineRunner> runner =
-      std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
-  http::Server door(ioc, sup, cfg, opt, runner);
+      std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
+  http::Server door(ioc, sup, served, opt, runner);
   auto port = door.listen();
   if (!port) {
     std::cerr << "kevlaya-orch serve: " << port.error().message << "\n";

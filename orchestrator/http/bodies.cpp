@@ -48,7 +48,7 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora) {
-  const bool rename = !call.requested.empty() && call.requested != profile;
+  const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
   if (lora.empty() && !rename) return raw;
   json b = call.body;
   if (rename) b["model"] = profile;

@@ -29,7 +29,7 @@ Result<std::string> resolve_model(const config::Config& cfg, const std::string& 
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
-// sent) or shared-base mode adds the adapters' scales (`lora`).
+// sent; "" = never renamed) or shared-base mode adds the adapters' scales (`lora`).
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora);
 

@@ -47,6 +47,20 @@ json switch_json(const supervisor::SwitchRecord& s) {
   return j;
 }
 
+json remote_json(const remote::Health& st) {
+  json j = {{"url", st.url}, {"state", remote::to_string(st.state)}, {"last_error", nullptr}};
+  if (!st.last_error.empty()) j["last_error"] = st.last_error;
+  if (!st.checked_path.empty()) j["checked_path"] = st.checked_path;
+  return j;
+}
+
+json remote_event_json(const std::string& model, const remote::Health& st, std::int64_t at_ms) {
+  json j = {{"type", "remote"}, {"model", model}, {"state", remote::to_string(st.state)}, {"url", st.url},
+            {"at_ms", at_ms}};
+  if (!st.last_error.empty()) j["error"] = st.last_error;
+  return j;
+}
+
 json event_json(const supervisor::Event& e) {
   const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch());
   if (e.type == supervisor::Event::Type::switch_done) {
@@ -54,6 +68,7 @@ json event_json(const supervisor::Event& e) {
     j["type"] = "switch";
     return j;
   }
+  if (e.type == supervisor::Event::Type::remote && e.remote) return remote_event_json(e.child, *e.remote, at.count());
   json j = {{"type", "phase"}, {"child", e.child}, {"from", supervisor::to_string(e.from)},
             {"to", supervisor::to_string(e.to)}, {"at_ms", at.count()}};
   if (e.failure) j["failure"] = failure_json(*e.failure);
@@ -63,7 +78,7 @@ json event_json(const supervisor::Event& e) {
 void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
   Door& d = *dp;
   if (e.type == supervisor::Event::Type::phase) d.phases[e.child] = e.to;
-  else record_switch(dp, e.record);
+  else if (e.type == supervisor::Event::Type::switch_done) record_switch(dp, e.record);
   if (d.event_clients.empty()) return;
   const std::string frame = "id: " + std::to_string(d.next_event_id++) + "\ndata: " +
                             event_json(e).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";

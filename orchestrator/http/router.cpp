@@ -37,7 +37,9 @@ std::int64_t unix_now() {
 // One /v1/models entry: OpenAI's model object, its aliases (as llama-server lists them) and state.
 json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
   const auto* st = find_status(snap, prof.name);
-  json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias}};
+  json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias},
+            {"backend", config::to_string(prof.backend)}};
+  if (st && st->remote) k["remote"] = remote_json(*st->remote);
   if (st && st->state == Phase::failed && st->last_failure) {
     k["reason"] = st->last_failure->message;
     k["hint"] = st->last_failure->hint;
@@ -82,13 +84,17 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
   for (const auto& p : snap.profiles) {
-    if (p.state == Phase::ready || p.state == Phase::draining) resident.push_back(p.name);
+    const bool local = !p.remote;  // a remote holds no local residency
+    if (local && (p.state == Phase::ready || p.state == Phase::draining)) resident.push_back(p.name);
     by_model[p.name] = p.queued;
     json j = {{"name", p.name}, {"state", model_state(p.state)}, {"pid", p.pid}, {"port", p.port},
               {"in_flight", p.in_flight}, {"queued", p.queued},
               {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
               {"crashes", p.crashes}};
-    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+    const auto* prof = d.cfg.find_profile(p.name);
+    if (prof) j["backend"] = config::to_string(prof->backend);
+    j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
+    if (prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
       j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
       j["last_failure"] = failure_json(*p.last_failure);
@@ -136,7 +142,10 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
     m.set("kevlaya_child_crashes_total", {{"model", p.name}}, p.crashes);
     m.set("kevlaya_model_state", {{"model", p.name}, {"state", std::string(model_state(p.state))}}, 1);
-    if (const auto* prof = d.cfg.find_profile(p.name); prof && !prof->model.empty())
+    if (p.remote)
+      m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
+    if (const auto* prof = d.cfg.find_profile(p.name);
+        prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
       m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
   }
   Reply r;
@@ -288,6 +297,7 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_queue_depth", T::gauge, "Model requests waiting at the door for a lease.");
   m.describe("kevlaya_model_queue_depth", T::gauge, "Requests queued in the supervisor, by model.");
   m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile.");
+  m.describe("kevlaya_remote_up", T::gauge, "1 when a remote profile answered its last health check, else 0.");
   m.describe("kevlaya_requests_total", T::counter, "Model requests answered, by model and status.");
   m.describe("kevlaya_request_duration_seconds", T::histogram,
              "Model request latency at the door (queue + switch + generation).", secs);

@@ -45,11 +45,13 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std
                                SupervisorOptions opts)
     : strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), effects_(std::move(effects)),
       opts_(std::move(opts)), wake_(strand_) {
-  for (const auto& p : cfg_.profiles) child_of_[p.name] = p.name;
+  for (const auto& p : cfg_.profiles)  // remote profiles have no child (remote_routes.cpp)
+    if (p.backend != config::Backend::remote) child_of_[p.name] = p.name;
   add_shared_bases();
   for (const auto& p : cfg_.profiles) {
-    if (child_of_[p.name] == p.name) profs_[p.name].profile = &p;
+    if (child_of_.count(p.name) && child_of_[p.name] == p.name) profs_[p.name].profile = &p;
   }
+  start_remotes();
 }
 
 // One synthesized profile per group: the first member's settings, every adapter at scale 0 (the
@@ -98,6 +100,7 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::o
   if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_.find_profile(model);
   if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
+  if (p->backend == config::Backend::remote) co_return remote_lease(*p);  // never queued behind a switch
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
@@ -159,6 +162,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   s->profile = w->profile;
   s->child = ps.profile->name;
   s->endpoint = ps.endpoint;
+  if (ps.profile->backend != config::Backend::command) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;
   ++ps.in_flight;
@@ -435,6 +439,10 @@ void SupervisorImpl::on_crash(const std::string& name, ProfState& ps, ChildFailu
 
 bool SupervisorImpl::check_alive(const LeaseShared& lease) {
   if (lease.crashed.load(std::memory_order_acquire)) return true;
+  if (lease.remote) {
+    if (remotes_) remotes_->suspect(lease.profile);
+    return false;
+  }
   auto it = profs_.find(lease.child);
   if (it == profs_.end()) return false;
   auto& ps = it->second;
@@ -530,6 +538,7 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
       st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.retry_at() - now).count());
     s.profiles.push_back(std::move(st));
   }
+  add_remote_status(s);
   s.recent_switches.assign(switches_.begin(), switches_.end());
   co_return s;
 }
@@ -538,6 +547,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
   auto self = shared_from_this();
   shutting_down_ = true;
   wake_.cancel();
+  if (remotes_) remotes_->stop();
   std::deque<std::shared_ptr<Waiter>> waiting;
   waiting.swap(queue_);
   for (auto& w : waiting) {

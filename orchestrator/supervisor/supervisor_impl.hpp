@@ -8,6 +8,7 @@
 #include <list>
 #include <map>
 
+#include "remote/monitor.hpp"
 #include "supervisor/events.hpp"
 #include "supervisor/scheduler.hpp"
 #include "supervisor/supervisor.hpp"
@@ -66,6 +67,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<void> shutdown();
   void on_release(const std::string& child, std::uint64_t lease_id);
   bool check_alive(const LeaseShared& lease);
+  // remote_routes.cpp: backend: remote profiles, served without a child or the scheduler.
+  void start_remotes();
+  Result<Lease> remote_lease(const config::Profile& p);
+  void add_remote_status(Snapshot& s) const;
 
   asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
@@ -107,6 +112,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::deque<SwitchRecord> switches_;
   std::uint64_t next_id_ = 1;
   bool shutting_down_ = false;
+  std::unique_ptr<remote::Monitor> remotes_;  // health of the remote profiles; on strand_
 };
 
 }  // namespace kevlaya::supervisor

@@ -23,7 +23,7 @@ std::string_view to_string(FailureKind k) {
 }
 
 std::string_view to_string(Event::Type t) {
-  return t == Event::Type::phase ? "phase" : "switch";
+  return t == Event::Type::phase ? "phase" : t == Event::Type::remote ? "remote" : "switch";
 }
 
 Error ChildFailure::to_error(Errc code) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "remote/status.hpp"
 #include "supervisor/phase.hpp"
 #include "upstream/client.hpp"
 
@@ -68,6 +69,7 @@ struct StopReport {
   bool killed = false;  // SIGKILL was needed after stop.grace_s
   std::int64_t save_ms = 0;  // KV slot save before SIGTERM (slot_cache.enabled), in stop_ms
   int slots_saved = 0;
+  std::string stop_command;  // how stop.command ended ("exit 0", "timed out (killed)"); "" = none
 };
 
 // One model switch, with the time each phase took.
@@ -92,7 +94,7 @@ struct SwitchRecord {
 
 // One event of the supervisor's stream (Supervisor::subscribe, GET /events).
 struct Event {
-  enum class Type { phase, switch_done };
+  enum class Type { phase, switch_done, remote };
   Type type = Type::phase;
   std::chrono::system_clock::time_point at;
   // phase: `child` (a profile, or a shared-base group's child) went `from` -> `to`; `failure` says
@@ -103,6 +105,8 @@ struct Event {
   std::optional<ChildFailure> failure;
   // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
   SwitchRecord record;
+  // remote: `child` (a remote profile) became reachable or unreachable (backend: remote).
+  std::optional<remote::Health> remote;
 };
 std::string_view to_string(Event::Type t);
 
@@ -118,6 +122,9 @@ struct ProfileStatus {
   int crashes = 0;
   std::optional<ChildFailure> last_failure;
   int retry_after_s = 0;  // > 0 while failed (cooldown)
+  // backend: remote only (no child: pid and port stay 0). state: starting until the first check,
+  // then ready (reachable) or failed (unreachable).
+  std::optional<remote::Health> remote;
 };
 
 struct Snapshot {
