@@ -130,3 +130,16 @@ TEST_CASE("a remote profile starts nothing under up (regression: up started /bin
   }
   CHECK(up.log().find("switch") == std::string::npos);
 }
+
+TEST_CASE("the reference profiles under profiles/examples/ pass check", "[backends]") {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(source_dir() / "profiles/examples")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n;
+    auto r = run_command(orch() + " check " + e.path().string());
+    INFO(e.path().string() << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("ok: 0 error(s)") != std::string::npos);
+  }
+  CHECK(n >= 2);  // vLLM multi-LoRA and llama-server in Docker
+}
