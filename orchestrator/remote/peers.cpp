@@ -73,6 +73,9 @@ Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg&
     p.url = peer.url;
     p.api_key = peer.api_key;
     p.peer = peer.url;
+    // Checked through the peer's own entry for it: a model the peer stops serving becomes
+    // unreachable here ("answered HTTP 404") at the next check, not silently misrouted.
+    p.health.path = "/v1/models/" + p.name;
     if (m.contains("aliases") && m["aliases"].is_array())
       for (const auto& a : m["aliases"])
         if (a.is_string()) p.alias.push_back(a.get<std::string>());

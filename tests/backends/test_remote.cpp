@@ -220,6 +220,7 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     const auto* kev = profile_in(status_of(front.port()), "kev");
     REQUIRE(kev);
     CHECK((*kev)["backend"] == "remote");
+    CHECK((*kev)["remote"]["checked_path"] == "/v1/models/kev");  // the peer's own entry for it
     auto r = curl(front.port(), "/v1/chat/completions", chat("kev"));
     INFO(r.output);
     CHECK(status_code(r.output) == 200);
