@@ -70,7 +70,6 @@ asio::awaitable<Result<int>> Monitor::Impl::probe(Remote& r, const std::string& 
 
 asio::awaitable<void> Monitor::Impl::check(Remote& r) {
   const auto& h = r.profile.health;
-  if (r.status.checked_path.empty()) r.status.checked_path = h.path;
   auto got = co_await probe(r, r.status.checked_path);
   // A server without /health (vLLM has one, some OpenAI-compatible servers do not): ask /v1/models.
   if (got && *got == 404 && r.status.checked_path == "/health") {
@@ -116,6 +115,7 @@ Monitor::Monitor(asio::any_io_executor strand, const std::vector<config::Profile
   for (const auto& p : remotes) {
     auto r = std::make_unique<Remote>(strand, p);
     r->status.url = p.url;
+    r->status.checked_path = p.health.path;
     if (const auto u = config::parse_http_url(p.url, nullptr)) {
       r->endpoint.host = u->host;
       r->endpoint.port = static_cast<std::uint16_t>(u->port);
