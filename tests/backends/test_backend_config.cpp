@@ -4,6 +4,8 @@
 #include <cstdlib>
 
 #include "config/fixture.hpp"
+#include "ledger/inputs.hpp"
+#include "ledger/plan.hpp"
 
 using namespace kevlaya::test;
 using Argv = std::vector<std::string>;
@@ -101,4 +103,43 @@ TEST_CASE("backend remote: url, key file and the remote's model name", "[backend
                  diag(s, 2, 6, "url: https is not supported: use http:// inside a private network, or a local TLS proxy")));
   const auto bad = write_profile(dir, "b.yaml", "backend: remote\nurl: 10.0.0.7:8080\n");
   CHECK(has_diag(cfg::load_profile_file(bad), diag(bad, 2, 6, "url: expected http://HOST[:PORT][/PATH], got '10.0.0.7:8080'")));
+}
+
+TEST_CASE("backend command: the ledger plans with the declared vram_mib", "[backends]") {
+  namespace lg = kevlaya::ledger;
+  TempDir dir("be-ledger");
+  cfg::Config c;
+  for (const char* name : {"a", "b"}) {
+    cfg::Profile p;
+    p.name = name;
+    p.backend = cfg::Backend::command;
+    p.command = {"srv"};
+    p.vram_mib = 3000;
+    c.profiles.push_back(p);
+  }
+  cfg::Profile unpriced;  // no vram_mib: never co-resides with anything
+  unpriced.name = "u";
+  unpriced.backend = cfg::Backend::command;
+  unpriced.command = {"srv"};
+  c.profiles.push_back(unpriced);
+  const auto g = lg::gather(c);
+  REQUIRE(g);
+  REQUIRE(g->profiles.size() == 2);
+  CHECK(g->skipped == std::vector<std::string>{"u"});
+  lg::PlanOptions opt;
+  opt.overhead = 100 * lg::kMiB;
+  opt.budget = 8000 * lg::kMiB;
+  const auto both = lg::make_plan(g->profiles, opt);
+  CHECK(both.mode == lg::Mode::co_resident);
+  CHECK(both.allowed_sets == std::vector<std::vector<std::string>>{{"a", "b"}});
+  CHECK(both.profiles[0].effective.total_gpu() == 3100 * lg::kMiB);
+  CHECK(both.groups.empty());  // no shared base between command servers
+  opt.budget = 5000 * lg::kMiB;
+  const auto one = lg::make_plan(g->profiles, opt);
+  CHECK(one.mode == lg::Mode::rotate);
+  CHECK(one.allowed_sets == std::vector<std::vector<std::string>>{{"a"}, {"b"}});
+  opt.budget = 2000 * lg::kMiB;
+  const auto none = lg::make_plan(g->profiles, opt);
+  CHECK_FALSE(none.ok());
+  CHECK(none.profiles[0].too_big == "declared vram_mib (3000.00 MiB)");
 }
