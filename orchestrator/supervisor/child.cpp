@@ -424,8 +424,10 @@ asio::awaitable<void> Child::Impl::run_stop_command(StopReport& rep) {
   if (st.command.empty() || opts_.profile.backend != config::Backend::command) co_return;
   const config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), {}, {}};
   const auto timeout = milliseconds(static_cast<std::int64_t>(st.command_timeout_s * 1000));
-  auto r = co_await supervisor::run_stop_command(strand_, config::build_stop_argv(opts_.profile, spawn, pid_),
-                                                 opts_.profile.env, timeout);
+  // Named first: GCC 12 mishandles temporaries passed inside a co_await expression.
+  auto argv = config::build_stop_argv(opts_.profile, spawn, pid_);
+  auto env = opts_.profile.env;
+  auto r = co_await supervisor::run_stop_command(strand_, std::move(argv), std::move(env), timeout);
   rep.stop_command = r.describe();
   if (log_) log_->info("[kevlaya] stop command: {}", rep.stop_command);
   if (!r.ran || r.timed_out || r.exit_code != 0)
