@@ -229,7 +229,7 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
   }
   write_text(dir / "profiles/kev.yaml", command_profile_yaml("kev"));  // clashes with the node's kev
-  auto clash = run_command(orch_binary().string() + " serve " + (dir / "kevlaya.yaml").string() + " --port 0");
+  auto clash = run_command("timeout 60 " + orch_binary().string() + " serve " + (dir / "kevlaya.yaml").string() + " --port 0");
   INFO(clash.output);
   CHECK(clash.exit_code == 1);
   CHECK(clash.output.find("peer " + url + " serves a model named 'kev', which profile 'kev' (") != std::string::npos);
