@@ -113,29 +113,6 @@ void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& no
     d.warn(n, "api_key_file " + display_path(*path) + " is readable by other users (chmod 600 it)");
 }
 
-std::optional<HttpUrl> parse_http_url(const std::string& url, std::string* err) {
-  static const std::regex re("http://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?(/[^?#]*)?");
-  std::smatch m;
-  if (!std::regex_match(url, m, re)) {
-    if (err)
-      *err = url.rfind("https://", 0) == 0
-                 ? "https is not supported: use http:// inside a private network, or a local TLS proxy"
-                 : "expected http://HOST[:PORT][/PATH], got '" + url + "'";
-    return std::nullopt;
-  }
-  HttpUrl u;
-  u.host = m[1].str();
-  if (u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
-  u.port = m[2].matched ? std::stoi(m[2].str()) : 80;
-  if (u.port < 1 || u.port > 65535) {
-    if (err) *err = "port out of range in '" + url + "'";
-    return std::nullopt;
-  }
-  u.base_path = m[3].matched ? m[3].str() : "";
-  while (!u.base_path.empty() && u.base_path.back() == '/') u.base_path.pop_back();
-  return u;
-}
-
 // Conflicts between fields, checked once the whole document is read.
 void check_backend(Doc& d, Profile& p, const YAML::Node& at, const BackendNodes& n) {
   const bool remote = p.backend == Backend::remote, command = p.backend == Backend::command;
@@ -186,3 +163,30 @@ void check_backend(Doc& d, Profile& p, const YAML::Node& at, const BackendNodes&
 }
 
 }  // namespace kevlaya::config::detail
+
+namespace kevlaya::config {
+
+std::optional<HttpUrl> parse_http_url(const std::string& url, std::string* err) {
+  static const std::regex re("http://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?(/[^?#]*)?");
+  std::smatch m;
+  if (!std::regex_match(url, m, re)) {
+    if (err)
+      *err = url.rfind("https://", 0) == 0
+                 ? "https is not supported: use http:// inside a private network, or a local TLS proxy"
+                 : "expected http://HOST[:PORT][/PATH], got '" + url + "'";
+    return std::nullopt;
+  }
+  HttpUrl u;
+  u.host = m[1].str();
+  if (u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
+  u.port = m[2].matched ? std::stoi(m[2].str()) : 80;
+  if (u.port < 1 || u.port > 65535) {
+    if (err) *err = "port out of range in '" + url + "'";
+    return std::nullopt;
+  }
+  u.base_path = m[3].matched ? m[3].str() : "";
+  while (!u.base_path.empty() && u.base_path.back() == '/') u.base_path.pop_back();
+  return u;
+}
+
+}  // namespace kevlaya::config
