@@ -8,7 +8,7 @@
 #  3. back detection: the node starts again on the same port; time until /status says reachable.
 # Usage: bench/remote/hop.sh [BUILD_DIR] [N] [CHECK_S] [BACKOFF_S]
 set -eu
-BUILD=${1:-build-asan}; N=${2:-200}; CHECK=${3:-5}; BACKOFF=${4:-10}
+BUILD=$(cd "${1:-build-asan}" && pwd); N=${2:-200}; CHECK=${3:-5}; BACKOFF=${4:-10}
 ORCH=$BUILD/kevlaya-orch; STANDIN=$BUILD/tools/llama-server-standin
 MODEL=$BUILD/test-models/stories-shaped.gguf   # written by the tests (any GGUF does)
 [ -f "$MODEL" ] || MODEL=$(find "$BUILD" -name "*.gguf" | head -1)

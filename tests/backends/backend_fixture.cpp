@@ -42,11 +42,11 @@ nlohmann::json status_of(int port) {
   return nlohmann::json::parse(r.output, nullptr, false);
 }
 
-const nlohmann::json* profile_in(const nlohmann::json& status, const std::string& name) {
-  if (!status.is_object() || !status.contains("profiles")) return nullptr;
+std::optional<nlohmann::json> profile_in(const nlohmann::json& status, const std::string& name) {
+  if (!status.is_object() || !status.contains("profiles")) return std::nullopt;
   for (const auto& p : status["profiles"])
-    if (p.value("name", "") == name) return &p;
-  return nullptr;
+    if (p.value("name", "") == name) return p;
+  return std::nullopt;
 }
 
 }  // namespace kevlaya::test

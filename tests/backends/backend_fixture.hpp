@@ -2,6 +2,7 @@
 // config, curl calls and /status as JSON.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "support/paths.hpp"
@@ -20,6 +21,6 @@ void write_door_config(const TempDir& dir, const std::string& extra = "");
 CmdResult curl(int port, const std::string& target, const std::string& body = "", const std::string& flags = "");
 std::string chat(const std::string& model, bool stream = false);
 nlohmann::json status_of(int port);  // GET /status
-const nlohmann::json* profile_in(const nlohmann::json& status, const std::string& name);
+std::optional<nlohmann::json> profile_in(const nlohmann::json& status, const std::string& name);  // a copy
 
 }  // namespace kevlaya::test

@@ -42,7 +42,7 @@ std::unique_ptr<Proc> serve_fixed(const std::filesystem::path& config, const std
 }
 
 std::string remote_state(int port, const std::string& model) {
-  const auto* p = profile_in(status_of(port), model);
+  const auto p = profile_in(status_of(port), model);
   return p && (*p)["remote"].is_object() ? (*p)["remote"]["state"].get<std::string>() : "";
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /
   CHECK(s.output.find("data: ") != std::string::npos);
   CHECK(s.output.find("[DONE]") != std::string::npos);
   const auto st = status_of(front.port());
-  const auto* big = profile_in(st, "big");
+  const auto big = profile_in(st, "big");
   REQUIRE(big);
   CHECK((*big)["backend"] == "remote");
   CHECK((*big)["remote"]["url"] == url);
@@ -120,7 +120,7 @@ TEST_CASE("remote down: a clear error in the caller's API shape, then recovery w
   CHECK(status_code(down.output) == 503);
   CHECK(down.output.find("Retry-After: ") != std::string::npos);
   CHECK(down.output.find("big: remote " + url + " is unreachable (") != std::string::npos);
-  const auto* p = profile_in(status_of(front.port()), "big");
+  const auto p = profile_in(status_of(front.port()), "big");
   REQUIRE(p);
   CHECK((*p)["state"] == "failed");
   CHECK((*p)["remote"]["last_error"].get<std::string>().find("127.0.0.1:" + std::to_string(node_port)) != std::string::npos);
@@ -163,14 +163,14 @@ TEST_CASE("remote: a local switch and a remote call run concurrently, neither wa
                                        chat("slow") + "' http://127.0.0.1:" + port + "/v1/chat/completions"},
                  dir / "switch.log");
   REQUIRE(eventually([&] {
-    const auto* s = profile_in(status_of(front.port()), "slow");
+    const auto s = profile_in(status_of(front.port()), "slow");
     return s && (*s)["state"] == "starting";
   }));
   REQUIRE(status_code(curl(front.port(), "/v1/models").output) == 200);
   auto quick = curl(front.port(), "/v1/chat/completions",
                     R"({"model":"big","max_tokens":1,"messages":[{"role":"user","content":"x"}]})");
   CHECK(status_code(quick.output) == 200);
-  const auto* s = profile_in(status_of(front.port()), "slow");
+  const auto s = profile_in(status_of(front.port()), "slow");
   REQUIRE(s);
   CHECK((*s)["state"] == "starting");  // the remote call did not wait for the 8 s load
   CHECK(streaming.wait_exit(std::chrono::seconds(60)) == 0);
@@ -217,7 +217,7 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     std::vector<std::string> ids;
     for (const auto& m : models["data"]) ids.push_back(m["id"]);
     CHECK(ids == std::vector<std::string>{"laya", "kev"});
-    const auto* kev = profile_in(status_of(front.port()), "kev");
+    const auto kev = profile_in(status_of(front.port()), "kev");
     REQUIRE(kev);
     CHECK((*kev)["backend"] == "remote");
     CHECK((*kev)["remote"]["checked_path"] == "/v1/models/kev");  // the peer's own entry for it
