@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
+#include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
 #include "runtime/plan_setup.hpp"
 #include "warm/slot_cache.hpp"
@@ -76,6 +77,7 @@ void print_profiles(std::ostream& out, const cfg::Config& c) {
     out << "  ngl " << ngl_text(p.ngl) << "  ctx " << p.ctx << "  np " << p.parallel;
     if (p.backend == cfg::Backend::command) out << "  (command)";
     if (!p.lora.empty()) out << "  lora " << p.lora.size();
+    for (std::size_t i = 0; i < p.gpu.size(); ++i) out << (i ? "," : "  gpu ") << p.gpu[i];
     out << '\n';
   }
 }
@@ -97,10 +99,29 @@ void print_summary(std::ostream& out, const cfg::LoadResult& r) {
   out << "listen: " << o.listen.host << ':' << o.listen.port
       << (o.api_keys.empty() ? " (no api keys)" : " (api keys: " + std::to_string(o.api_keys.size()) + ")")
       << "  residency: " << cfg::to_string(o.residency) << "  gpu: "
-      << (o.gpu.vram_mib ? std::to_string(*o.gpu.vram_mib) + " MiB" : std::string("auto"))
+      << (o.gpu.vram_mib ? std::to_string(*o.gpu.vram_mib) + " MiB"
+          : !o.gpu.devices.empty() ? std::to_string(o.gpu.devices.size()) + " device(s)" : std::string("auto"))
       << '\n';
   print_profiles(out, c);
   print_pipelines(out, c);
+}
+
+// One line per GPU: its memory and what is placed on it ("kev | laya" = they take turns).
+void print_gpus(std::ostream& out, const ledger::PlacedPlan& pp) {
+  for (const auto& d : pp.devices) {
+    out << "  gpu " << d.device.index << (d.device.name.empty() ? "" : " (" + d.device.name + ")") << ": "
+        << d.device.total / ledger::kMiB << " MiB:";
+    if (d.profiles.empty()) out << " nothing placed";
+    for (std::size_t i = 0; i < d.allowed_sets.size(); ++i) {
+      out << (i ? " |" : "");
+      for (std::size_t k = 0; k < d.allowed_sets[i].size(); ++k) {
+        const auto& name = d.allowed_sets[i][k];
+        const auto it = pp.placement.find(name);
+        out << (k ? " + " : " ") << name << (it != pp.placement.end() && it->second.split() ? " (split)" : "");
+      }
+    }
+    out << (d.rotates() ? "  (rotate)" : "") << '\n';
+  }
 }
 
 struct LedgerCount {
@@ -138,16 +159,19 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     out << "ledger: not priced: " << g.error().message << '\n';
     return n;
   }
-  const auto budget = runtime::gpu_budget(c);
-  if (!budget) {
+  const auto devices = runtime::gpu_devices(c);
+  if (devices.empty()) {
     out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
     return n;
   }
-  const auto plan = ledger::make_plan(g->profiles, ledger::plan_options(c.orch, *budget));
-  out << "ledger: budget " << ledger::format_mib(*budget) << " MiB;";
+  const auto pp = ledger::place(g->profiles, devices, ledger::plan_options(c.orch, 0));
+  const auto& plan = pp.plan;
+  out << "ledger: budget " << ledger::format_mib(plan.budget) << " MiB" << (devices.size() > 1 ? " (largest GPU)" : "")
+      << ";";
   for (const auto& p : plan.profiles)
     out << ' ' << p.name << ' ' << ledger::format_mib(p.effective.total_gpu()) << (p.fits_alone ? "" : " (too big)");
   out << " MiB; residency: " << ledger::to_string(plan.mode) << '\n';
+  print_gpus(out, pp);
   for (const auto& d : plan.diagnostics) report(c, d, n);
   return n;
 }
@@ -194,7 +218,7 @@ void add_args(CLI::App& app, Globals& g) {
     print_diagnostics(r);
     g.exit_code = kExitFailure;
     if (!r.ok()) return;
-    const cfg::Profile* p = r.config.find_profile(o->profile);
+    const cfg::Profile* p = r.config.find_profile(o->profile);  // reassigned below, with its placement
     if (!p) {
       std::cerr << "kevlaya-orch args: no profile named '" << o->profile << "'\n";
       return;
@@ -206,8 +230,15 @@ void add_args(CLI::App& app, Globals& g) {
     }
     const std::string port = o->port ? std::to_string(o->port)
                              : p->port ? std::to_string(*p->port) : "PORT";
+    // The placement the runtime would give it (CUDA_VISIBLE_DEVICES, --tensor-split), as `serve` does.
+    cfg::Config placed = r.config;
+    runtime::ResidencySetup setup;
+    setup.placements = runtime::placements(placed);
+    runtime::apply_placements(placed, setup);
+    p = placed.find_profile(p->name);
     std::vector<std::string> words;
     for (const auto& [k, v] : p->env) words.push_back(k + "=" + v);
+    for (const auto& [k, v] : cfg::placement_env(p->placement)) words.push_back(k + "=" + v);
     std::string line = cfg::shell_join(words);
     cfg::SpawnArgs spawn{kChildHost, port, {}, std::string(cfg::kChildKeyPlaceholder)};
     if (auto dir = warm::slot_save_dir(*p, r.config.orch.state_dir)) spawn.slot_save_path = dir->string();

@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "ledger/calibration.hpp"
 #include "ledger/inputs.hpp"
+#include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
 #include "runtime/plan_setup.hpp"
 #include "warm/page_cache.hpp"
@@ -61,8 +62,11 @@ void print_profiles(const ledger::Plan& plan) {
   for (const auto& p : plan.profiles) {
     const auto& e = p.estimate;
     const std::string off = std::to_string(e.offload.reported) + "/" + std::to_string(e.offload.total);
-    std::cout << row(p.name, off, std::to_string(e.kv.n_ctx), bill_cells(e),
-                     verdict(p.effective.total_gpu(), plan.budget) + (p.measured ? " (measured)" : ""))
+    const bool over = p.effective.total_gpu() > plan.budget;
+    const std::string v = p.fits_alone && over ? "yes, split over GPUs"       // placement: see GPUs
+                          : !p.fits_alone && !over ? "NO (see the error below)"  // e.g. gpu: N too small
+                                                   : verdict(p.effective.total_gpu(), plan.budget);
+    std::cout << row(p.name, off, std::to_string(e.kv.n_ctx), bill_cells(e), v + (p.measured ? " (measured)" : ""))
               << "\n";
     if (p.measured) {
       const auto& m = *p.measured;
@@ -81,14 +85,49 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
-void print_plan(const ledger::Plan& plan, const ledger::Gathered& g) {
-  std::cout << "GPU budget: " << format_mib(plan.budget) << " MiB (MiB below; GPU side only)\n\n";
+std::string gpu_label(const ledger::Device& d) {
+  return "gpu " + std::to_string(d.index) + (d.name.empty() ? "" : " (" + d.name + ")");
+}
+
+std::string gpu_list(const std::vector<int>& v, const char* sep) {
+  std::string s;
+  for (const int x : v) s += (s.empty() ? "" : sep) + std::to_string(x);
+  return s;
+}
+
+// Each device, what is placed on it, and which of its children take turns.
+void print_devices(const ledger::PlacedPlan& pp) {
+  std::cout << "\nGPUs:\n";
+  for (const auto& d : pp.devices) {
+    std::cout << "  " << gpu_label(d.device) << ": " << format_mib(d.device.total) << " MiB, budget "
+              << format_mib(d.device.budget) << " MiB: ";
+    if (d.profiles.empty()) std::cout << "nothing placed";
+    for (std::size_t i = 0; i < d.allowed_sets.size(); ++i)
+      std::cout << (i ? " | " : "") << join(d.allowed_sets[i], " + ");
+    std::cout << (d.rotates() ? "  (rotates: one set at a time)" : d.profiles.empty() ? "" : "  (stays loaded)") << "\n";
+  }
+  for (const auto& [name, p] : pp.placement) {
+    if (!p.split()) continue;
+    std::cout << "  " << name << " is split over gpu " << gpu_list(p.devices, "+") << ":";
+    for (std::size_t k = 0; k < p.bytes.size(); ++k) std::cout << (k ? " +" : "") << " " << format_mib(p.bytes[k]);
+    std::cout << " MiB (--tensor-split in the ratio of the budgets)\n";
+  }
+}
+
+void print_plan(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
+  const auto& plan = pp.plan;
+  const bool multi = pp.devices.size() > 1;
+  std::cout << "GPU budget: " << format_mib(plan.budget) << " MiB" << (multi ? " (the largest GPU)" : "")
+            << " (MiB below; GPU side only)\n\n";
   print_profiles(plan);
   for (const auto& s : plan.sets) {
-    std::cout << row("set " + join(s.profiles, "+"), std::to_string(s.children) + " ch", "",
-                     {"", "", "", "", "", format_mib(s.total_gpu)}, verdict(s.total_gpu, plan.budget))
+    const std::string where = multi && s.device >= 0 ? " @gpu" + std::to_string(s.device) : "";
+    const std::uint64_t budget = multi && pp.device(s.device) ? pp.device(s.device)->device.budget : plan.budget;
+    std::cout << row("set " + join(s.profiles, "+") + where, std::to_string(s.children) + " ch", "",
+                     {"", "", "", "", "", format_mib(s.total_gpu)}, verdict(s.total_gpu, budget))
               << "\n";
   }
+  print_devices(pp);
   std::cout << "\nmode: " << ledger::to_string(plan.mode) << "\nallowed resident sets:";
   for (const auto& s : plan.allowed_sets) std::cout << " [" << join(s, ", ") << "]";
   std::cout << "\nshared-base groups:" << (plan.groups.empty() ? " none" : "") << "\n";
@@ -139,14 +178,28 @@ json group_json(const ledger::SharedBaseGroup& g) {
   return {{"members", g.members}, {"adapters", adapters}, {"lora", scales}};
 }
 
-json plan_json(const ledger::Plan& plan, const ledger::Gathered& g) {
+json devices_json(const ledger::PlacedPlan& pp) {
+  json out = json::array();
+  for (const auto& d : pp.devices) {
+    out.push_back({{"index", d.device.index}, {"name", d.device.name}, {"uuid", d.device.uuid},
+                   {"vram_mib", d.device.total / ledger::kMiB}, {"budget", d.device.budget},
+                   {"profiles", d.profiles}, {"allowed_sets", d.allowed_sets}, {"rotates", d.rotates()}});
+  }
+  return out;
+}
+
+json plan_json(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
+  const auto& plan = pp.plan;
   json j = {{"budget", plan.budget}, {"mode", ledger::to_string(plan.mode)}, {"ok", plan.ok()},
-            {"allowed_sets", plan.allowed_sets}, {"skipped", g.skipped}};
+            {"allowed_sets", plan.allowed_sets}, {"skipped", g.skipped}, {"devices", devices_json(pp)}};
+  j["placement"] = json::object();
+  for (const auto& [name, p] : pp.placement) j["placement"][name] = {{"gpus", p.devices}, {"bytes", p.bytes}};
   j["profiles"] = json::array();
   for (const auto& p : plan.profiles) j["profiles"].push_back(profile_json(p));
   j["sets"] = json::array();
   for (const auto& s : plan.sets) {
-    j["sets"].push_back({{"profiles", s.profiles}, {"children", s.children}, {"total_gpu", s.total_gpu}, {"fits", s.fits}});
+    j["sets"].push_back({{"profiles", s.profiles}, {"children", s.children}, {"total_gpu", s.total_gpu},
+                         {"fits", s.fits}, {"gpu", s.device}});
   }
   j["groups"] = json::array();
   for (const auto& gr : plan.groups) j["groups"].push_back(group_json(gr));
@@ -189,9 +242,10 @@ int run_plan(const PlanArgs& a) {
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << '\n';
   if (!loaded.ok()) return kExitFailure;
   const auto& cfg = loaded.config;
-  const auto budget = runtime::gpu_budget(cfg, a.vram_mib);
-  if (!budget) {
-    std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N\n";
+  const auto devices = runtime::gpu_devices(cfg, a.vram_mib);
+  if (devices.empty()) {
+    std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N "
+                 "or list the GPUs under gpu.devices\n";
     return kExitFailure;
   }
   auto gathered = ledger::gather(cfg);
@@ -200,13 +254,14 @@ int run_plan(const PlanArgs& a) {
     if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';
     return kExitFailure;
   }
-  const auto plan = ledger::make_plan(gathered->profiles, ledger::plan_options(cfg.orch, *budget));
+  const auto pp = ledger::place(gathered->profiles, devices, ledger::plan_options(cfg.orch, 0));
+  const auto& plan = pp.plan;
   if (a.json) {
-    auto j = plan_json(plan, *gathered);
+    auto j = plan_json(pp, *gathered);
     j["page_cache_pct"] = page_cache_json(cfg);
     std::cout << dump_json(j, 2) << '\n';
   } else {
-    print_plan(plan, *gathered);
+    print_plan(pp, *gathered);
     print_page_cache(cfg);
   }
   return plan.ok() ? kExitOk : kExitFailure;
@@ -219,7 +274,7 @@ void add_plan(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("plan", "VRAM ledger per profile and resident set, and the residency plan");
   sub->add_option("config", args->config, "kevlaya.yaml (default: ./kevlaya.yaml)");
   sub->add_flag("--json", args->json, "print the ledger and plan as JSON");
-  sub->add_option("--vram-mib", args->vram_mib, "GPU memory in MiB (overrides gpu.vram_mib and NVML)");
+  sub->add_option("--vram-mib", args->vram_mib, "plan one GPU of N MiB (overrides gpu.vram_mib, gpu.devices and NVML)");
   sub->callback([&g, args] { g.exit_code = run_plan(*args); });
 }
 

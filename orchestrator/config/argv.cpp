@@ -67,6 +67,12 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   if (!p.cache_type_v.empty()) put(a, "cache_type_v", p.cache_type_v);
   if (p.flash_attn) put(a, "flash_attn", *p.flash_attn ? "on" : "off");
   for (const auto& l : p.lora) put(a, "lora", l.path.string() + ":" + number(l.scale));
+  if (p.placement.devices.size() > 1 && !p.placement.split.empty()) {  // CUDA numbers the visible devices 0..n-1
+    put(a, "main_gpu", std::to_string(p.placement.main_gpu));
+    std::string ts;
+    for (const auto v : p.placement.split) ts += (ts.empty() ? "" : ",") + std::to_string(v);
+    put(a, "tensor_split", ts);
+  }
   if (!s.slot_save_path.empty()) put(a, "slot_cache", s.slot_save_path);
   if (!s.api_key.empty()) put(a, "api_key", s.api_key);
   // The VRAM ledger calibrates from the buffer sizes the child logs at load; b10470 prints them
@@ -94,6 +100,12 @@ std::vector<std::string> build_stop_argv(const Profile& p, const SpawnArgs& s, i
 
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port) {
   return build_argv(p, SpawnArgs{host, std::to_string(port), {}, {}});
+}
+
+std::vector<std::pair<std::string, std::string>> placement_env(const DevicePlacement& p) {
+  if (p.devices.empty() || p.visible.empty()) return {};
+  // CUDA numbers devices fastest-first by default; NVML and nvidia-smi by PCI bus: make them agree.
+  return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", p.visible}};
 }
 
 std::string shell_join(const std::vector<std::string>& argv) {

@@ -66,6 +66,16 @@ struct RestartCfg {
   int cooldown_s = 60;  // how long a profile stays `failed` after too many restarts
 };
 
+// Where the runtime put a profile's child on the GPUs (ledger/placement.hpp). Never read from YAML:
+// runtime::setup_residency fills it before any spawn. Empty `devices` = no device list is known
+// (no NVML, no gpu.devices): the child's environment is left alone.
+struct DevicePlacement {
+  std::vector<int> devices;       // device indexes, ascending (NVML / gpu.devices order)
+  std::string visible;            // CUDA_VISIBLE_DEVICES: the devices' UUIDs when NVML gave them, else indexes
+  std::vector<std::int64_t> split;  // --tensor-split proportions (MiB), one per device; empty = llama.cpp's own
+  int main_gpu = 0;               // --main-gpu: position in `devices` of the largest share (split only)
+};
+
 struct SlotCacheCfg {
   bool enabled = false;  // persist KV slots across switches (--slot-save-path)
   std::int64_t max_bytes = 2LL << 30;
@@ -97,14 +107,23 @@ struct Profile {
   std::string api_key;                  // backend=remote: bearer key sent to it (a secret; empty = none)
   std::string peer;                     // backend=remote: the peer it was imported from (empty = a file)
   std::optional<bool> shared_base;      // unset = allowed when qualifying
+  std::vector<int> gpu;                 // `gpu:` device indexes; empty = auto (the planner chooses)
+  DevicePlacement placement;            // set by the runtime from the placement plan
   HealthCfg health;
   StopCfg stop;
   RestartCfg restart;
   SlotCacheCfg slot_cache;
 };
 
+// One GPU as written under gpu.devices (planning without NVML, or instead of it).
+struct DeviceCfg {
+  std::int64_t vram_mib = 0;
+  std::string name;  // shown by plan/check/status; may be empty
+};
+
 struct GpuCfg {
-  std::optional<std::int64_t> vram_mib;  // unset = auto (NVML)
+  std::optional<std::int64_t> vram_mib;  // unset = auto (NVML); the one-device shorthand
+  std::vector<DeviceCfg> devices;        // non-empty = these devices, NVML not asked (excludes vram_mib)
   std::int64_t reserve_mib = 256;
   std::int64_t overhead_mib = 450;       // CUDA context + allocator slack per child
 };
@@ -278,6 +297,9 @@ std::vector<std::string> build_argv(const Profile& p, const std::string& host, i
 const std::vector<std::string>& command_placeholders();
 // The stop command of a backend=command profile with its placeholders filled ({pid} included).
 std::vector<std::string> build_stop_argv(const Profile& p, const SpawnArgs& spawn, int pid);
+// The environment words a placed child gets on top of the profile's env (CUDA_DEVICE_ORDER,
+// CUDA_VISIBLE_DEVICES); empty when the placement names no device.
+std::vector<std::pair<std::string, std::string>> placement_env(const DevicePlacement& p);
 
 // One argv as a single line a POSIX shell would split back into the same words.
 std::string shell_join(const std::vector<std::string>& argv);

@@ -95,6 +95,7 @@ struct ProfileLocs {
   SourceLoc name;
   std::vector<SourceLoc> alias;  // parallel to Profile::alias
   SourceLoc port;
+  SourceLoc gpu;
 };
 struct StageLocs {
   SourceLoc model;

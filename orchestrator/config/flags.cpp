@@ -25,6 +25,10 @@ const std::vector<LlamaFlag>& llama_flags() {
       {"--slot-save-path", {},                        O::orchestrator, V::path, "slot_cache"},
       {"--api-key", {},                               O::orchestrator, V::text, "api_key"},
       {"--api-key-file", {},                          O::orchestrator, V::path, "api_key"},
+      // The GPU placement (ledger/placement.hpp): which devices the child sees and how a split divides.
+      {"--main-gpu", {"-mg"},                         O::orchestrator, V::integer, "main_gpu"},
+      {"--tensor-split", {"-ts"},                     O::orchestrator, V::text, "tensor_split"},
+      {"--device", {"-dev"},                          O::orchestrator, V::text, "device"},
       // Calibration reads the load log at verbosity 4 (the default written when none of these is set).
       {"-lv",    {"--verbosity", "--log-verbosity"},  O::user, V::integer, "verbosity"},
       {"-v",     {"--verbose", "--log-verbose"},      O::user, V::none,    "verbosity"},

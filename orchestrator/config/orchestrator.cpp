@@ -14,9 +14,32 @@ namespace {
 constexpr std::int64_t kMaxPort = 65535;
 constexpr std::int64_t kBig = INT64_MAX;
 
+void read_devices(Doc& d, const YAML::Node& n, std::vector<DeviceCfg>& out) {
+  if (!n.IsSequence() || n.size() == 0) {
+    d.error(n, "gpu.devices: expected a non-empty list of {vram_mib, name}, got " + describe(n));
+    return;
+  }
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string key = "gpu.devices[" + std::to_string(i) + "]";
+    DeviceCfg dev;
+    bool has_vram = false;
+    walk_map(d, key, n[i], {
+        {"vram_mib", [&](const YAML::Node& v) {
+           if (auto x = read_int(d, key + ".vram_mib", v, 1, kBig)) { dev.vram_mib = *x; has_vram = true; }
+         }},
+        {"name", [&](const YAML::Node& v) { set_string(d, key + ".name", v, dev.name); }},
+    });
+    if (n[i].IsMap() && !has_vram) d.error(n[i], key + ": missing required key 'vram_mib'");
+    out.push_back(std::move(dev));
+  }
+}
+
 void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
+  std::optional<YAML::Node> vram_node, devices_node;
   walk_map(d, "gpu", n, {
+      {"devices", [&](const YAML::Node& v) { devices_node.emplace(v); read_devices(d, v, g.devices); }},
       {"vram_mib", [&](const YAML::Node& v) {
+         vram_node.emplace(v);
          if (v.IsScalar() && v.Scalar() == "auto") { g.vram_mib.reset(); return; }
          if (!v.IsScalar()) { d.error(v, "gpu.vram_mib: expected an integer or 'auto', got " + describe(v)); return; }
          if (auto x = read_int(d, "gpu.vram_mib", v, 1, kBig)) g.vram_mib = *x;
@@ -24,6 +47,10 @@ void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
       {"reserve_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.reserve_mib", v, 0, kBig, g.reserve_mib); }},
       {"overhead_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.overhead_mib", v, 0, kBig, g.overhead_mib); }},
   });
+  // Two sources for one fact: refuse rather than pick one silently.
+  if (g.vram_mib && devices_node)
+    d.error(*vram_node, "gpu.vram_mib and gpu.devices are both set: vram_mib is the one-device shorthand; "
+                        "list every device under gpu.devices instead");
 }
 
 void read_sections(Doc& d, const std::string& name, const YAML::Node& v, OrchestratorCfg& o) {
@@ -198,6 +225,22 @@ void check_ports(LoadResult& r, const Loaded& l) {
   }
 }
 
+// A profile's `gpu:` must name devices that gpu.devices lists (NVML's list is checked by the planner).
+void check_gpus(LoadResult& r, const Loaded& l) {
+  const auto n = static_cast<int>(r.config.orch.gpu.devices.size());
+  if (n == 0) return;
+  const auto& ps = r.config.profiles;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    for (const int g : ps[i].gpu) {
+      if (g < n) continue;
+      add_error(r, l.profile_locs[i].gpu, "profile '" + ps[i].name + "': gpu " + std::to_string(g) +
+                                              " does not exist; gpu.devices lists " + std::to_string(n) +
+                                              " device(s), 0 to " + std::to_string(n - 1));
+      break;
+    }
+  }
+}
+
 void check_pipelines(LoadResult& r, const Loaded& l) {
   std::vector<std::string> known;
   for (const auto& p : r.config.profiles) {
@@ -266,6 +309,7 @@ LoadResult load(const fs::path& orchestrator_file) {
     add_error(r, top, "pipelines directory not found: " + o.pipelines_dir.string());
   check_profile_names(r, l);
   check_ports(r, l);
+  check_gpus(r, l);
   check_pipelines(r, l);
   sort_diagnostics(r);
   return r;

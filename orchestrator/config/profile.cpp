@@ -46,6 +46,31 @@ void read_ngl(Doc& d, const YAML::Node& n, int& dst) {
   dst = static_cast<int>(*v);
 }
 
+// `gpu: auto` (default), `gpu: 1`, or `gpu: [0, 1]` (split across them): distinct indexes, ascending.
+void read_gpu_request(Doc& d, const YAML::Node& n, std::vector<int>& dst) {
+  constexpr std::int64_t kMaxDevice = 63;
+  dst.clear();
+  if (n.IsScalar() && n.Scalar() == "auto") return;
+  if (!n.IsScalar() && !n.IsSequence()) {
+    d.error(n, "gpu: expected 'auto', a device index or a list of device indexes, got " + describe(n));
+    return;
+  }
+  std::vector<YAML::Node> items;
+  if (n.IsScalar()) items.push_back(n);
+  else for (const auto& x : n) items.push_back(x);
+  if (items.empty()) d.error(n, "gpu: an empty list names no device; write 'auto' to let the planner choose");
+  for (const auto& x : items) {
+    const auto v = read_int(d, "gpu", x, 0, kMaxDevice);
+    if (!v) continue;
+    if (std::find(dst.begin(), dst.end(), static_cast<int>(*v)) != dst.end()) {
+      d.error(x, "gpu: device " + std::to_string(*v) + " is listed twice");
+      continue;
+    }
+    dst.push_back(static_cast<int>(*v));
+  }
+  std::sort(dst.begin(), dst.end());
+}
+
 void read_health(Doc& d, const YAML::Node& n, HealthCfg& h, BackendNodes& nodes) {
   walk_map(d, "health", n, {
       {"status", [&](const YAML::Node& v) { set_int(d, "health.status", v, 100, 599, h.status); }},
@@ -134,6 +159,8 @@ void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string
       d.error(at, "extra_args sets '" + word + "', which kevlaya-orch chooses for each spawn" +
                       (f.key == "slot_cache" ? "; use the profile's slot_cache.enabled instead"
                        : f.key == "api_key" ? " (each child gets its own secret key)"
+                       : f.key == "main_gpu" || f.key == "tensor_split" || f.key == "device"
+                           ? " from the GPU placement; use the profile key 'gpu' instead"
                                             : "; use the profile's 'port' or the orchestrator's listen settings instead"));
     } else if (f.owner == FlagOwner::profile) {
       d.warn(at, "extra_args repeats '" + word + "', which the profile already sets; the later "
@@ -158,7 +185,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
   p.name = d.file().stem().string();
   pl.name = p.loc;
   // Optional, not plain Node: assigning to a Node overwrites the node it refers to.
-  std::optional<YAML::Node> backend_node, alias_node;
+  std::optional<YAML::Node> backend_node, alias_node, env_node;
   BackendNodes nodes;
   bool name_set = false;
   const bool ok = walk_map(d, "profile", root, {
@@ -202,7 +229,10 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
            check_extra_args(d, v, p.extra_args);
          }
        }},
-      {"env", [&](const YAML::Node& v) { if (auto m = read_string_map(d, "env", v)) p.env = *m; }},
+      {"env", [&](const YAML::Node& v) {
+         env_node.emplace(v);
+         if (auto m = read_string_map(d, "env", v)) p.env = *m;
+       }},
       {"port", [&](const YAML::Node& v) {
          pl.port = d.loc(v);
          if (auto n = read_int(d, "port", v, 1, kMaxPort)) p.port = static_cast<int>(*n);
@@ -222,6 +252,10 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
       {"stop", [&](const YAML::Node& v) { read_stop(d, v, p.stop, nodes); }},
       {"restart", [&](const YAML::Node& v) { read_restart(d, v, p.restart); }},
       {"shared_base", [&](const YAML::Node& v) { if (auto b = read_bool(d, "shared_base", v)) p.shared_base = *b; }},
+      {"gpu", [&](const YAML::Node& v) {
+         pl.gpu = d.loc(v);
+         read_gpu_request(d, v, p.gpu);
+       }},
       {"slot_cache", [&](const YAML::Node& v) {
          walk_map(d, "slot_cache", v, {
              {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},
@@ -234,6 +268,14 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
     d.error(p.loc, "profile name '" + printable(p.name) + "' comes from the file name and must be letters, "
                    "digits, '.', '_' or '-'; rename the file or set 'name:' in it");
   check_backend(d, p, backend_node ? *backend_node : root, nodes);
+  if (p.backend == Backend::llama_server) {  // the placement owns the device choice of a llama-server child
+    for (const char* var : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+      if (p.env.count(var))
+        d.error(*env_node, std::string("env sets ") + var + ", which kevlaya-orch sets from the GPU placement; "
+                           "use the profile key 'gpu' (e.g. gpu: 1) instead");
+  }
+  if (p.backend != Backend::llama_server && !p.gpu.empty())
+    d.error(pl.gpu, "'gpu' is only used with backend 'llama-server' (other backends choose their own devices)");
   for (std::size_t i = 0; i < p.alias.size(); ++i) {
     const YAML::Node& a = *alias_node;
     pl.alias.push_back(a.IsSequence() && i < a.size() ? d.loc(a[i]) : d.loc(a));

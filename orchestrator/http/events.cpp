@@ -72,6 +72,7 @@ json event_json(const supervisor::Event& e) {
   json j = {{"type", "phase"}, {"child", e.child}, {"from", supervisor::to_string(e.from)},
             {"to", supervisor::to_string(e.to)}, {"at_ms", at.count()}};
   if (e.failure) j["failure"] = failure_json(*e.failure);
+  if (!e.gpus.empty()) j["gpus"] = e.gpus;  // the devices the child is placed on
   return j;
 }
 

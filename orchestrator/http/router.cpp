@@ -80,6 +80,13 @@ asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) 
   co_await c.send(json_reply(200, model_json(*prof, snap, unix_now())));
 }
 
+// "0", or "0,1" for a child split over two devices: the `gpu` label of the metrics.
+std::string gpu_label(const std::vector<int>& gpus) {
+  std::string s;
+  for (const int g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
@@ -91,6 +98,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
               {"in_flight", p.in_flight}, {"queued", p.queued},
               {"restarts_in_window", p.restarts_in_window}, {"total_restarts", p.total_restarts},
               {"crashes", p.crashes}};
+    j["gpus"] = p.gpus.empty() ? json(nullptr) : json(p.gpus);  // the devices of its child (placement)
     const auto* prof = d.cfg.find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
@@ -119,6 +127,9 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
                {"recent_switches", switches},
                {"failures", failures},
                {"shutting_down", snap.shutting_down || d.draining}};
+  body["devices"] = json::array();
+  for (const auto& dev : snap.devices)
+    body["devices"].push_back({{"index", dev.index}, {"name", dev.name}, {"vram_mib", dev.vram_mib}});
   return body;
 }
 
@@ -141,13 +152,18 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     m.set("kevlaya_model_queue_depth", {{"model", p.name}}, p.queued);
     m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
     m.set("kevlaya_child_crashes_total", {{"model", p.name}}, p.crashes);
-    m.set("kevlaya_model_state", {{"model", p.name}, {"state", std::string(model_state(p.state))}}, 1);
+    Labels state = {{"model", p.name}, {"state", std::string(model_state(p.state))}};
+    if (!p.gpus.empty()) state.emplace_back("gpu", gpu_label(p.gpus));  // "0", or "0,1" for a split child
+    m.set("kevlaya_model_state", state, 1);
     if (p.remote)
       m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
     if (const auto* prof = d.cfg.find_profile(p.name);
         prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
       m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
   }
+  for (const auto& dev : snap.devices)
+    m.set("kevlaya_gpu_memory_bytes", {{"gpu", std::to_string(dev.index)}, {"name", dev.name}},
+          static_cast<double>(dev.vram_mib) * 1024 * 1024);
   Reply r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = m.render();
@@ -296,7 +312,8 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_open_connections", T::gauge, "Client connections open now.");
   m.describe("kevlaya_queue_depth", T::gauge, "Model requests waiting at the door for a lease.");
   m.describe("kevlaya_model_queue_depth", T::gauge, "Requests queued in the supervisor, by model.");
-  m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile.");
+  m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile (gpu: its devices).");
+  m.describe("kevlaya_gpu_memory_bytes", T::gauge, "Memory of each GPU the plan uses (NVML or gpu.devices).");
   m.describe("kevlaya_remote_up", T::gauge, "1 when a remote profile answered its last health check, else 0.");
   m.describe("kevlaya_requests_total", T::counter, "Model requests answered, by model and status.");
   m.describe("kevlaya_request_duration_seconds", T::histogram,

@@ -68,6 +68,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     in.flags = flags_from_profile(p);
     in.shared_base = p.shared_base;
     in.share_key = share_key(p);
+    in.gpu = p.gpu;
     if (auto st = add_adapters(p, *file, in); !st) return st.error();
     std::string key;
     if (auto fp = file_fingerprint(p.model)) {
@@ -93,6 +94,25 @@ std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::option
   if (!total) return std::nullopt;
   const auto reserve = static_cast<std::uint64_t>(std::max<std::int64_t>(gpu.reserve_mib, 0)) * kMiB;
   return *total > reserve ? *total - reserve : 0;
+}
+
+std::vector<Device> plan_devices(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
+                                 std::vector<Device> detected) {
+  const auto bytes = [](std::int64_t mib) { return static_cast<std::uint64_t>(std::max<std::int64_t>(mib, 0)) * kMiB; };
+  std::vector<Device> out;
+  if (override_mib) {
+    out.push_back(Device{0, {}, {}, bytes(*override_mib), 0});
+  } else if (!gpu.devices.empty()) {
+    for (std::size_t i = 0; i < gpu.devices.size(); ++i)
+      out.push_back(Device{static_cast<int>(i), gpu.devices[i].name, {}, bytes(gpu.devices[i].vram_mib), 0});
+  } else if (gpu.vram_mib) {
+    out.push_back(Device{0, {}, {}, bytes(*gpu.vram_mib), 0});
+  } else {
+    out = std::move(detected);
+  }
+  const std::uint64_t reserve = bytes(gpu.reserve_mib);
+  for (auto& d : out) d.budget = d.total > reserve ? d.total - reserve : 0;
+  return out;
 }
 
 PlanOptions plan_options(const config::OrchestratorCfg& orch, std::uint64_t budget) {

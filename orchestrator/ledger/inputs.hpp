@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
 
 namespace kevlaya::ledger {
@@ -26,6 +27,12 @@ Result<Gathered> gather(const config::Config& cfg);
 // passed in by the caller; minus gpu.reserve_mib. nullopt when no total is known.
 std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
                                           std::optional<std::uint64_t> nvml_total_bytes);
+
+// The GPUs to plan with, each budget its memory minus gpu.reserve_mib: `override_mib` (--vram-mib:
+// one device), else gpu.devices, else gpu.vram_mib (one device), else `detected` (NVML, passed in
+// by the caller; their budgets are filled here). Empty when nothing is known.
+std::vector<Device> plan_devices(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
+                                 std::vector<Device> detected);
 
 // Plan options from the orchestrator config and a budget.
 PlanOptions plan_options(const config::OrchestratorCfg& orch, std::uint64_t budget);

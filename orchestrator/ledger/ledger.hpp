@@ -91,6 +91,7 @@ struct ProfileInput {
   std::string share_key;                // flags that must match to share a child (see plan.cpp)
   std::optional<Measured> measured;     // calibration for exactly these flags
   std::optional<std::uint64_t> declared_gpu;  // backend=command: vram_mib in bytes, the whole bill
+  std::vector<int> gpu;                 // the profile's `gpu:` devices; empty = auto
 };
 
 // The estimate for a model with flags and adapters; `overhead` is gpu.overhead_mib in bytes.

@@ -29,6 +29,7 @@ Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
   b.overhead_gpu = overhead;
   return b;
 }
+}  // namespace
 
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead) {
   if (p.declared_gpu) return declared_bill(p, overhead);
@@ -42,6 +43,8 @@ Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adap
   }
   return b;
 }
+
+namespace {
 
 std::string biggest_line(const Bill& b) {
   const std::pair<const char*, std::uint64_t> lines[] = {
@@ -270,6 +273,8 @@ std::string share_key(const config::Profile& p) {
                   std::to_string(p.batch) + "|" + p.cache_type_k + "|" + p.cache_type_v + "|" +
                   (p.flash_attn ? (*p.flash_attn ? "fa" : "nofa") : "fa-auto");
   for (const auto& a : p.extra_args) k += "|" + a;
+  k += "|gpu";  // one child has one placement: profiles asking for different devices do not share
+  for (const auto g : p.gpu) k += "," + std::to_string(g);
   for (const auto& [name, value] : p.env) k += "|" + name + "=" + value;
   return k;
 }

@@ -48,6 +48,7 @@ struct ProfileBill {
 // A set of children alive together.
 struct SetBill {
   std::vector<std::string> profiles;  // every profile the set serves
+  int device = -1;                    // the GPU it was priced for (placement); -1 = the one budget
   int children = 0;
   std::uint64_t total_gpu = 0;
   bool fits = false;
@@ -74,6 +75,9 @@ struct Plan {
 // Decides the plan. Profiles that cannot fit alone are refused (error + suggestions) and left
 // out of every allowed set.
 Plan make_plan(const std::vector<ProfileInput>& profiles, const PlanOptions& opt);
+
+// The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
+Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead);
 
 // Two profiles may share one child: same model, same share_key, neither opted out.
 bool can_share(const ProfileInput& a, const ProfileInput& b);

@@ -141,12 +141,54 @@ int record_child_load(const fs::path& log_file, const fs::path& state_dir, const
   return n;
 }
 
-std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib) {
-  std::optional<std::uint64_t> nvml_total;
-  if (!override_mib && !cfg.orch.gpu.vram_mib) {  // `auto`: ask the driver, outside the pure code
-    if (const auto mem = supervisor::nvml::memory()) nvml_total = mem->total;
+std::vector<ledger::Device> gpu_devices(const config::Config& cfg, std::optional<std::int64_t> override_mib) {
+  std::vector<ledger::Device> detected;
+  if (!override_mib && cfg.orch.gpu.devices.empty() && !cfg.orch.gpu.vram_mib) {  // `auto`: ask the driver
+    for (const auto& d : supervisor::nvml::devices())
+      detected.push_back(ledger::Device{static_cast<int>(d.index), d.name, d.uuid, d.memory.total, 0});
   }
-  return ledger::budget_bytes(cfg.orch.gpu, override_mib, nvml_total);
+  return ledger::plan_devices(cfg.orch.gpu, override_mib, std::move(detected));
+}
+
+std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib) {
+  std::optional<std::uint64_t> best;
+  for (const auto& d : gpu_devices(cfg, override_mib)) best = std::max(best.value_or(0), d.budget);
+  return best;
+}
+
+namespace {
+
+// Without a device list nothing is planned, but a profile's `gpu:` is still obeyed: its child sees
+// those devices (a list is split by llama.cpp itself, in the ratio of their free memory).
+std::map<std::string, config::DevicePlacement> unplanned(const config::Config& cfg) {
+  std::map<std::string, config::DevicePlacement> out;
+  for (const auto& p : cfg.profiles) {
+    if (p.gpu.empty() || p.backend != config::Backend::llama_server) continue;
+    auto& d = out[p.name];
+    d.devices = p.gpu;
+    for (const int g : p.gpu) d.visible += (d.visible.empty() ? "" : ",") + std::to_string(g);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, config::DevicePlacement> placements(const config::Config& cfg) {
+  std::map<std::string, config::DevicePlacement> out;
+  const auto devices = gpu_devices(cfg);
+  if (devices.empty()) return unplanned(cfg);
+  auto gathered = ledger::gather(cfg);
+  if (!gathered) return out;
+  const auto placed = ledger::place(gathered->profiles, devices, ledger::plan_options(cfg.orch, 0));
+  for (const auto& [name, p] : placed.placement) out[name] = ledger::spawn_placement(p, devices);
+  return out;
+}
+
+void apply_placements(config::Config& cfg, const ResidencySetup& setup) {
+  for (auto& p : cfg.profiles) {
+    const auto it = setup.placements.find(p.name);
+    p.placement = it != setup.placements.end() ? it->second : config::DevicePlacement{};
+  }
 }
 
 ResidencySetup setup_residency(const config::Config& cfg) {
@@ -163,23 +205,33 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     spdlog::warn("{}", setup.summary);
     return setup;
   }
-  const auto budget = gpu_budget(cfg);
-  auto opt = ledger::plan_options(cfg.orch, budget.value_or(std::numeric_limits<std::uint64_t>::max()));
+  setup.devices = gpu_devices(cfg);
+  auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
   std::string why;
-  if (!budget) {  // nothing known about the GPU: one child at a time, as before the ledger
+  if (setup.devices.empty()) {  // nothing known about the GPU: one child at a time, as before the ledger
     opt.residency = config::Residency::rotate;
     why = "gpu.vram_mib is auto and no NVIDIA GPU answered";
   } else {
-    why = "budget " + ledger::format_mib(*budget) + " MiB";
+    for (const auto& d : setup.devices)
+      why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
   }
-  const auto plan = ledger::make_plan(gathered->profiles, opt);
+  const auto placed = ledger::place(gathered->profiles, setup.devices, opt);
+  const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
+  for (const auto& d : setup.devices)
+    setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
+  for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);
+  if (setup.devices.empty()) setup.placements = unplanned(cfg);
   setup.mode = plan.mode;
   attach_calibration(setup, cfg, plan, *gathered);
   setup.summary = describe(plan, why);
+  for (const auto& d : placed.devices) {
+    setup.summary += "; gpu " + std::to_string(d.device.index) + ": " + (d.profiles.empty() ? "-" : join(d.profiles, ", ")) +
+                     (d.rotates() ? " (rotate)" : "");
+  }
   spdlog::info("{}", setup.summary);
   for (const auto& d : plan.diagnostics) {
-    if (!budget) continue;  // without a budget every "fits" verdict is meaningless
+    if (setup.devices.empty()) continue;  // without a budget every "fits" verdict is meaningless
     setup.warnings.push_back(d.subject + ": " + d.message);
     spdlog::warn("plan: {}: {}", d.subject, d.message);
   }

@@ -4,6 +4,7 @@
 // plan` prints; gpu_budget() is the one place the GPU budget is computed (plan and check too).
 #pragma once
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,10 +22,23 @@ struct ResidencySetup {
   std::string summary;                    // one line for the startup log
   std::vector<std::string> warnings;      // plan diagnostics, "subject: message"
   std::optional<Error> refused;           // an adapter incompatible with its base: do not spawn
+  std::vector<ledger::Device> devices;    // the GPUs planned for (empty = none known)
+  std::map<std::string, config::DevicePlacement> placements;  // by profile; see apply_placements
 };
 
-// The GPU memory budget in bytes: `override_mib`, else gpu.vram_mib, else NVML's total (minus the
-// configured reserve, ledger::budget_bytes); nullopt when `auto` and no NVIDIA GPU answers.
+// The GPUs to plan with (ledger::plan_devices): --vram-mib, gpu.devices, gpu.vram_mib, else NVML.
+std::vector<ledger::Device> gpu_devices(const config::Config& cfg, std::optional<std::int64_t> override_mib = {});
+
+// Each profile's placement as setup_residency decides it (reads the models, asks NVML), without
+// logging or calibration; empty when a model cannot be read. With no device known, only the
+// profiles with a `gpu:` get one (those devices, unplanned).
+std::map<std::string, config::DevicePlacement> placements(const config::Config& cfg);
+
+// Writes each profile's placement into `cfg` (Profile::placement): the argv and environment of its
+// child follow it. Profiles without one keep an empty placement.
+void apply_placements(config::Config& cfg, const ResidencySetup& setup);
+
+// The GPU memory budget in bytes of the largest device of gpu_devices(); nullopt when none is known.
 std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib = {});
 
 // Plans residency for `cfg` (budget: gpu_budget(); unknown = one child at a time, shared-base

@@ -35,6 +35,7 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
   // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
   auto residency = setup_residency(cfg);
   if (residency.refused) return *residency.refused;
+  apply_placements(cfg, residency);  // each child's devices, argv and environment follow the plan
   std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), lock ? std::move(*lock) : StateLock::none()));
   rt->residency_ = std::move(residency);
   auto effects = std::make_unique<supervisor::ProcessEffects>(rt->ioc_, rt->cfg_);

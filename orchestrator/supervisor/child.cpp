@@ -67,6 +67,7 @@ bp::environment child_env(const config::Profile& p) {
   }
   for (const auto& n : drop) env.erase(n);
   for (const auto& [k, v] : p.env) env[k] = v;
+  for (const auto& [k, v] : config::placement_env(p.placement)) env[k] = v;  // the GPU placement decides
   return env;
 }
 

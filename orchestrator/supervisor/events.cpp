@@ -82,6 +82,7 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
   e.from = ps.phase;
   e.to = checked_transition(ps.phase, to, name);
   e.failure = std::move(why);
+  e.gpus = ps.profile->placement.devices;
   ps.phase = to;
   if (to != Phase::draining) ps.draining_since.reset();
   events_->publish(e);
@@ -89,18 +90,32 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
 
 // ---- switch records ------------------------------------------------------------------------
 
-void SupervisorImpl::begin_switch(const std::string& from, Clock::time_point now) {
-  switch_.emplace();
-  switch_->rec.from = from;
-  switch_->rec.at = std::chrono::system_clock::now();
-  switch_->started = now;
+int SupervisorImpl::switch_key(const std::string& child) const {
+  const auto it = profs_.find(child);
+  if (it == profs_.end() || it->second.profile->placement.devices.empty()) return -1;
+  return it->second.profile->placement.devices.front();
+}
+
+PendingSwitch* SupervisorImpl::pending_switch(const std::string& child) {
+  const auto it = switch_.find(switch_key(child));
+  return it == switch_.end() ? nullptr : &it->second;
+}
+
+PendingSwitch& SupervisorImpl::switch_of(const std::string& child, const std::string& from, Clock::time_point now) {
+  if (auto* pending = pending_switch(child)) return *pending;
+  PendingSwitch& sw = switch_[switch_key(child)];
+  sw.rec.from = from;
+  sw.rec.at = std::chrono::system_clock::now();
+  sw.started = now;
+  return sw;
 }
 
 void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& out, Clock::time_point now) {
-  if (!switch_) return;
-  SwitchRecord rec = switch_->rec;
-  auto started = switch_->started;
-  switch_.reset();
+  const auto pending = switch_.find(switch_key(to));
+  if (pending == switch_.end()) return;
+  SwitchRecord rec = pending->second.rec;
+  auto started = pending->second.started;
+  switch_.erase(pending);
   rec.to = to;
   rec.total_ms = ms(now - started);
   rec.ok = out.ok();

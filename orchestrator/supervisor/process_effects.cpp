@@ -91,7 +91,11 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
 
 asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
                                                          ExitCallback on_exit) {
-  if (auto m = nvml::memory()) free_before_[p.name] = m->free;
+  // The devices the child will use (device 0 without a placement, as before placement existed).
+  VramBaseline baseline;
+  for (const int dev : p.placement.devices.empty() ? std::vector<int>{0} : p.placement.devices)
+    if (auto m = nvml::memory(static_cast<unsigned>(dev))) baseline.emplace_back(static_cast<unsigned>(dev), m->free);
+  if (!baseline.empty()) free_before_[p.name] = std::move(baseline);
   StartOutcome out;
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
     ChildOptions o;
@@ -196,17 +200,22 @@ void ProcessEffects::prefetch(const config::Profile& p) {
   });
 }
 
-// Polls NVML until free memory is back near `baseline_free` (the driver frees a dead process's
-// memory asynchronously), bounded: after kVramWaitMax proceed with a warning.
-asio::awaitable<std::int64_t> ProcessEffects::wait_for_vram(std::uint64_t baseline_free) {
+// Polls NVML until free memory on every device the child used is back near its level before the
+// start (the driver frees a dead process's memory asynchronously), bounded: after kVramWaitMax
+// proceed with a warning.
+asio::awaitable<std::int64_t> ProcessEffects::wait_for_vram(VramBaseline baseline) {
   auto t0 = std::chrono::steady_clock::now();
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
-    auto m = nvml::memory();
-    if (!m || m->free + kVramSlackBytes >= baseline_free) break;
+    std::erase_if(baseline, [](const auto& b) {
+      const auto m = nvml::memory(b.first);
+      return !m || m->free + kVramSlackBytes >= b.second;
+    });
+    if (baseline.empty()) break;
     if (std::chrono::steady_clock::now() - t0 >= kVramWaitMax) {
-      spdlog::warn("GPU memory not back after {} s ({} MiB free, {} MiB before); starting anyway",
-                   kVramWaitMax.count(), m->free >> 20, baseline_free >> 20);
+      const auto m = nvml::memory(baseline.front().first);
+      spdlog::warn("GPU {} memory not back after {} s ({} MiB free, {} MiB before); starting anyway",
+                   baseline.front().first, kVramWaitMax.count(), m ? m->free >> 20 : 0, baseline.front().second >> 20);
       break;
     }
     timer.expires_after(kVramPoll);

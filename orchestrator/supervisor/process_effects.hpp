@@ -50,7 +50,9 @@ class ProcessEffects : public Effects {
   };
 
  private:
-  asio::awaitable<std::int64_t> wait_for_vram(std::uint64_t baseline_free);
+  // (device, free bytes before the start) of each GPU the child was placed on.
+  using VramBaseline = std::vector<std::pair<unsigned, std::uint64_t>>;
+  asio::awaitable<std::int64_t> wait_for_vram(VramBaseline baseline);
   asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
                                             ExitCallback on_exit);
   asio::awaitable<void> restore_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StartReport& rep);
@@ -65,7 +67,7 @@ class ProcessEffects : public Effects {
   std::map<std::string, std::shared_ptr<Child>> children_;  // starting or running, by profile
   std::map<std::string, upstream::Endpoint> ready_;          // children that became ready
   std::map<std::string, SlotPlan> slot_plans_;               // of the children alive now
-  std::map<std::string, std::uint64_t> free_before_;        // GPU free bytes before each start
+  std::map<std::string, VramBaseline> free_before_;          // GPU free bytes before each start
   std::unique_ptr<warm::Prefetcher> prefetcher_;             // null when prefetch is disabled
   std::string prefetching_;                                  // profile last handed to the prefetcher
   std::string last_started_;

@@ -44,13 +44,16 @@ struct Target {
   SchedClock::time_point head_enqueued;
 };
 
-std::optional<Target> pick_target(const SchedInput& in) {
+// Distinct models without a live child, in the order of their oldest queued request.
+std::vector<Target> pick_targets(const SchedInput& in) {
+  std::vector<Target> out;
   for (const auto& r : in.queue) {
-    bool live = std::any_of(in.children.begin(), in.children.end(),
-                            [&](const SchedChild& c) { return c.profile == r.profile; });
-    if (!live) return Target{r.profile, r.enqueued};
+    const bool live = std::any_of(in.children.begin(), in.children.end(),
+                                  [&](const SchedChild& c) { return c.profile == r.profile; });
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Target& t) { return t.profile == r.profile; });
+    if (!live && !seen) out.push_back(Target{r.profile, r.enqueued});
   }
-  return std::nullopt;
+  return out;
 }
 
 bool has_queued(const SchedInput& in, const std::string& profile) {
@@ -119,18 +122,28 @@ bool may_coreside(const std::vector<std::string>& profiles,
 Decision decide(const SchedInput& in) {
   Decision d;
   std::set<std::string> closed;  // children that take no new requests this round
-  auto target = pick_target(in);
-  if (target) {
-    auto gate = in.not_before.find(target->profile);
+  // Several targets advance at once when they may co-reside (other GPUs): a switch on one device
+  // never waits for another's. A target that conflicts with an earlier one waits its turn (FIFO).
+  std::vector<std::string> claimed;
+  std::set<std::string> handled;  // victims already stepped this round
+  for (const auto& target : pick_targets(in)) {
+    auto with = claimed;
+    with.push_back(target.profile);
+    if (!may_coreside(with, in.allowed_sets)) continue;
+    claimed.push_back(target.profile);
+    auto gate = in.not_before.find(target.profile);
     bool gated = gate != in.not_before.end() && in.now < gate->second;
-    if (gated) earliest(d.wake_at, gate->second);
-    auto victims = victims_for(in, target->profile);
-    if (victims.empty() && !gated) {
-      d.actions.push_back({Action::Kind::start, target->profile, 0});
-    } else if (!gated) {
-      for (const auto* v : victims) {
-        if (evict_step(in, *v, *target, d)) closed.insert(v->profile);
-      }
+    if (gated) {
+      earliest(d.wake_at, gate->second);
+      continue;
+    }
+    auto victims = victims_for(in, target.profile);
+    if (victims.empty()) {
+      d.actions.push_back({Action::Kind::start, target.profile, 0});
+      continue;
+    }
+    for (const auto* v : victims) {
+      if (handled.insert(v->profile).second && evict_step(in, *v, target, d)) closed.insert(v->profile);
     }
   }
   // Draining children from earlier rounds stay closed even when the target changed.

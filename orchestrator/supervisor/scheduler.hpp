@@ -3,7 +3,10 @@
 //
 // Policy:
 //  - FIFO within a model; a ready child gets queued requests for it up to `parallel` in flight.
-//  - The oldest queued request whose model has no live child names the target T.
+//  - The oldest queued request whose model has no live child names the target T; the next such
+//    models are targets too when they may co-reside with the earlier targets (e.g. on another GPU:
+//    per-device rotation is expressed as allowed sets), so one device's switch never waits for
+//    another's, and each target's starvation guard counts from its own oldest request.
 //  - T starts as soon as no live child conflicts with it (allowed co-resident sets).
 //  - A conflicting child V with nothing queued and nothing in flight is swapped out at once.
 //  - A conflicting child V that still has work (queued or in flight) keeps serving until T's oldest

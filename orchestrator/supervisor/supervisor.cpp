@@ -276,7 +276,7 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       release_to(a.request, ps, now);
       break;
     case Action::Kind::start:
-      if (!switch_) begin_switch("", now);
+      switch_of(a.profile, "", now);
       ps.crashed = false;
       ps.noticed_gone = false;
       set_phase(a.profile, ps, Phase::starting);
@@ -284,14 +284,12 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
       break;
     case Action::Kind::drain:
-      if (!switch_) begin_switch(a.profile, now);
-      switch_->drain_start = now;
+      switch_of(a.profile, a.profile, now).drain_start = now;
       set_phase(a.profile, ps, Phase::draining);
       ps.draining_since = now;
       break;
     case Action::Kind::stop:
-      if (!switch_) begin_switch(a.profile, now);
-      if (switch_->drain_start) switch_->rec.drain_ms = ms(now - *switch_->drain_start);
+      if (auto& sw = switch_of(a.profile, a.profile, now); sw.drain_start) sw.rec.drain_ms = ms(now - *sw.drain_start);
       if (ps.in_flight > 0)
         cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
       set_phase(a.profile, ps, Phase::stopping);
@@ -396,10 +394,10 @@ asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
   auto self = shared_from_this();
   StopReport rep = co_await effects_->stop(name);
   auto& ps = profs_[name];
-  if (switch_ && switch_->rec.from == name) {
-    switch_->rec.stop_ms += rep.stop_ms;
-    switch_->rec.vram_wait_ms += rep.vram_wait_ms;
-    switch_->rec.save_ms += rep.save_ms;
+  if (auto* sw = pending_switch(name); sw && sw->rec.from == name) {
+    sw->rec.stop_ms += rep.stop_ms;
+    sw->rec.vram_wait_ms += rep.vram_wait_ms;
+    sw->rec.save_ms += rep.save_ms;
   }
   if (rep.killed) spdlog::warn("{}: needed SIGKILL after stop.grace_s", name);
   if (ps.phase == Phase::stopping) {  // (shutdown may have settled it meanwhile)
@@ -536,9 +534,11 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     st.last_failure = ps.last_failure;
     if (ps.phase == Phase::failed && now < ps.retry_at())
       st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.retry_at() - now).count());
+    st.gpus = ps.profile->placement.devices;
     s.profiles.push_back(std::move(st));
   }
   add_remote_status(s);
+  s.devices = opts_.devices;
   s.recent_switches.assign(switches_.begin(), switches_.end());
   co_return s;
 }

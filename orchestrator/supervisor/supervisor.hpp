@@ -151,6 +151,7 @@ struct SupervisorOptions {
   // (Everything else that follows the supervisor subscribes to its events.)
   std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
+  std::vector<DeviceStatus> devices;  // the machine's GPUs, for status (placement is on each Profile)
 };
 
 class Supervisor {

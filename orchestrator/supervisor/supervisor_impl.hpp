@@ -92,7 +92,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void note_failure(ProfState& ps, Clock::time_point now);
   void fail_queued(const std::string& profile, const Error& e);
   void cut_leases(ProfState& ps, const Error& e);
-  void begin_switch(const std::string& from, Clock::time_point now);
+  int switch_key(const std::string& child) const;
+  PendingSwitch* pending_switch(const std::string& child);  // nullptr when none on its device
+  // The switch in progress on `child`'s device, begun now (from `from`) when there is none.
+  PendingSwitch& switch_of(const std::string& child, const std::string& from, Clock::time_point now);
   void finish_switch(const std::string& to, const StartOutcome& out, Clock::time_point now);
   void notify_watchers();
   asio::awaitable<void> wait_change();
@@ -108,7 +111,9 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::deque<std::shared_ptr<Waiter>> queue_;
   asio::steady_timer wake_;
   std::list<asio::steady_timer*> watchers_;
-  std::optional<PendingSwitch> switch_;
+  // Switches in progress, one per device (the child's first GPU; -1 = no placement known): the
+  // GPUs of a multi-device machine switch at the same time, each with its own record.
+  std::map<int, PendingSwitch> switch_;
   std::deque<SwitchRecord> switches_;
   std::uint64_t next_id_ = 1;
   bool shutting_down_ = false;

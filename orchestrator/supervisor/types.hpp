@@ -103,6 +103,7 @@ struct Event {
   Phase from = Phase::stopped;
   Phase to = Phase::stopped;
   std::optional<ChildFailure> failure;
+  std::vector<int> gpus;  // phase: the devices the child is placed on (empty = none known)
   // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
   SwitchRecord record;
   // remote: `child` (a remote profile) became reachable or unreachable (backend: remote).
@@ -125,6 +126,14 @@ struct ProfileStatus {
   // backend: remote only (no child: pid and port stay 0). state: starting until the first check,
   // then ready (reachable) or failed (unreachable).
   std::optional<remote::Health> remote;
+  std::vector<int> gpus;  // devices its child is placed on (ledger/placement); empty = none known
+};
+
+// One GPU of the machine, as planned (NVML or gpu.devices).
+struct DeviceStatus {
+  int index = 0;
+  std::string name;
+  std::int64_t vram_mib = 0;
 };
 
 struct Snapshot {
@@ -132,6 +141,7 @@ struct Snapshot {
   std::vector<SwitchRecord> recent_switches;  // oldest first
   std::size_t queued = 0;
   bool shutting_down = false;
+  std::vector<DeviceStatus> devices;  // empty when no device list is known
 };
 
 }  // namespace kevlaya::supervisor

@@ -61,12 +61,12 @@ TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
   copy_tiny(d);
   write_text(d / "profiles/tiny/laya.yaml",
              "name: laya\nbinary: /opt/my server/llama-server\nmodel: ../../var/models/laya-tiny.gguf\n"
-             "alias: verifier\nctx: 512\nenv: {CUDA_VISIBLE_DEVICES: \"0\"}\n");
+             "alias: verifier\nctx: 512\nenv: {OMP_NUM_THREADS: \"2\"}\n");
   const auto r = run_command(orch(d, "args verifier --config kevlaya.tiny.yaml --port 8123"));
   INFO(r.output);
   CHECK(r.exit_code == 0);
   const std::string model = (d.path() / "var/models/laya-tiny.gguf").string();
-  CHECK(r.output == "CUDA_VISIBLE_DEVICES=0 '/opt/my server/llama-server' -m " + model +
+  CHECK(r.output == "OMP_NUM_THREADS=2 '/opt/my server/llama-server' -m " + model +
                         " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya"
                         " --api-key '<per-start secret>' -lv 4\n");
   const auto unknown = run_command(orch(d, "args nobody --config kevlaya.tiny.yaml"));

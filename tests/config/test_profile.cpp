@@ -44,7 +44,7 @@ lora:
   - {name: terse, path: a.lora, scale: 0.5}
 alias: [laya-3b, verifier]
 extra_args: ["--temp", "0.2"]
-env: {CUDA_VISIBLE_DEVICES: "0"}
+env: {OMP_NUM_THREADS: "2"}
 port: 9001
 health: {path: /health, first_probe_ms: 10, interval_ms: 30}
 stop: {grace_s: 2.5}
@@ -69,7 +69,7 @@ slot_cache: {enabled: true, max_bytes: 1048576}
   CHECK(p.lora[0].path == (dir.path() / "a.lora").lexically_normal());
   CHECK(p.lora[0].scale == 0.5);
   CHECK(p.alias == std::vector<std::string>{"laya-3b", "verifier"});
-  CHECK(p.env.at("CUDA_VISIBLE_DEVICES") == "0");
+  CHECK(p.env.at("OMP_NUM_THREADS") == "2");
   CHECK(p.port == std::optional<int>(9001));
   CHECK(p.health.first_probe_ms == 10);
   CHECK(p.stop.grace_s == 2.5);

@@ -245,8 +245,15 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.cors.allowed_origins = o.allowed_origins;
   cfg_.orch.runs = o.runs;
   cfg_.orch.listen.port = 0;
+  supervisor::SupervisorOptions so_sup;
+  if (o.two_gpus) {  // what runtime::setup_residency gives for a 6 + 8 GB machine
+    cfg_.profiles[0].placement = {{0}, "0", {}, 0};
+    cfg_.profiles[1].placement = {{1}, "1", {}, 0};
+    so_sup.allowed_sets = {{"kev", "laya"}};
+    so_sup.devices = {{0, "sim0", 6144}, {1, "sim1", 8192}};
+  }
   sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
-                                                  std::make_unique<FakeEffects>(fx_));
+                                                  std::make_unique<FakeEffects>(fx_), so_sup);
   auto so = http::ServerOptions::from(cfg_.orch);
   so.events_keepalive = o.events_keepalive;
   so.events_buffer = o.events_buffer;

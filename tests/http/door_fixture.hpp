@@ -94,6 +94,7 @@ struct DoorOptions {
   bool broken_profile = false;  // adds profile "broken" whose start always fails (cuda_oom)
   std::chrono::milliseconds events_keepalive{15000};  // GET /events
   std::size_t events_buffer = 256;                    // GET /events
+  bool two_gpus = false;  // kev placed on gpu 0, laya on gpu 1 of two simulated devices, co-resident
 };
 
 // Supervisor (fake effects) + door on 127.0.0.1:0, io_context on a background thread.

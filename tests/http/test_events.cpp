@@ -115,3 +115,29 @@ TEST_CASE("GET /events drops a subscriber that falls too far behind; the door ke
   CHECK(raw.size() >= 5);
   CHECK(raw.substr(raw.size() - 5) == "0\r\n\r\n");
 }
+
+TEST_CASE("two GPUs: /status lists the devices and each profile's gpus, /metrics and /events name them", "[http]") {
+  DoorOptions o;
+  o.two_gpus = true;
+  Door door(o);
+  RawClient sub(door.port());
+  sub.send(kGetEvents);
+  REQUIRE(sub.read_until("retry: ").find("retry: ") != std::string::npos);
+  REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
+  REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("laya")).status == 200);
+  const auto status = http_request(door.port(), "GET", "/status").json_body();
+  INFO(status.dump());
+  CHECK(status["devices"] == json::array({{{"index", 0}, {"name", "sim0"}, {"vram_mib", 6144}},
+                                          {{"index", 1}, {"name", "sim1"}, {"vram_mib", 8192}}}));
+  for (const auto& p : status["profiles"]) CHECK(p["gpus"] == json::array({p["name"] == "kev" ? 0 : 1}));
+  CHECK(status["resident"].size() == 2);  // one per device: laya did not evict kev
+  const auto metrics = http_request(door.port(), "GET", "/metrics").body;
+  CHECK(metrics.find("kevlaya_model_state{model=\"laya\",state=\"ready\",gpu=\"1\"} 1") != std::string::npos);
+  CHECK(metrics.find("kevlaya_gpu_memory_bytes{gpu=\"1\",name=\"sim1\"} 8589934592") != std::string::npos);
+  const auto events = data_events(dechunk(sub.read_until("\"to\":\"ready\"", 10s, 2)));
+  bool laya_gpu = false;
+  for (const auto& e : events) {
+    if (e["type"] == "phase" && e["child"] == "laya") laya_gpu = e["gpus"] == json::array({1});
+  }
+  CHECK(laya_gpu);
+}

@@ -129,3 +129,41 @@ TEST_CASE("plan CLI: reports how much of each model file is in the page cache") 
   CHECK(text.find("page cache") != std::string::npos);
   CHECK(text.find("kev: 100 %") != std::string::npos);
 }
+
+TEST_CASE("plan CLI: gpu.devices: each GPU and what is placed on it, text and JSON") {
+  test::TempDir dir("plan-cli-gpus");
+  // Two 700 MiB cards: each child (450 MiB overhead + buffers) fits one alone, never two together.
+  test::write_text(dir / "kevlaya.yaml",
+                   "profiles_dir: profiles\nstate_dir: state\ngpu:\n  reserve_mib: 0\n  devices:\n"
+                   "    - {vram_mib: 700, name: sim0}\n    - {vram_mib: 700}\n");
+  const auto model = test::tiny_llama().string();
+  for (const std::string name : {"kev", "laya", "judge"})
+    test::write_text(dir / ("profiles/" + name + ".yaml"),
+                     "name: " + name + "\nmodel: " + model + "\nshared_base: false\n" + (name == "judge" ? "gpu: 1\n" : ""));
+  auto r = plan(dir, "--json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j["devices"].size() == 2);
+  CHECK(j["devices"][0]["name"] == "sim0");
+  CHECK(j["devices"][0]["vram_mib"] == 700);
+  CHECK(j["placement"]["judge"]["gpus"] == nlohmann::json::array({1}));
+  CHECK(j["placement"]["kev"]["gpus"] == nlohmann::json::array({0}));   // gpu 1 already has judge
+  CHECK(j["placement"]["laya"]["gpus"] == nlohmann::json::array({0}));  // fits beside nothing: rotates
+  CHECK(j["devices"][0]["rotates"] == true);
+  CHECK(j["devices"][1]["rotates"] == false);
+  CHECK(j["mode"] == "rotate");
+  r = plan(dir, "");
+  CHECK(r.output.find("gpu 0 (sim0): 700.00 MiB, budget 700.00 MiB: kev | laya  (rotates") != std::string::npos);
+  CHECK(r.output.find("gpu 1: 700.00 MiB, budget 700.00 MiB: judge  (stays loaded)") != std::string::npos);
+}
+
+TEST_CASE("plan CLI: a profile's gpu that NVML-less planning cannot hold is refused, exit 1") {
+  test::TempDir dir("plan-cli-gpu-refused");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\ngpu:\n  vram_mib: 300\n");
+  test::write_text(dir / "profiles/kev.yaml", "name: kev\nmodel: " + test::tiny_llama().string() + "\ngpu: 1\n");
+  const auto r = plan(dir, "");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("error: kev: gpu: 1 names gpu 1, but the machine has 1 GPU(s), 0 to 0") != std::string::npos);
+}

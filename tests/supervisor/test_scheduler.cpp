@@ -239,3 +239,62 @@ TEST_CASE("scheduler: may_coreside") {
   CHECK(may_coreside({"a", "b"}, {{"a", "b", "c"}}));
   CHECK_FALSE(may_coreside({"a", "d"}, {{"a", "b", "c"}}));
 }
+
+namespace {
+// Per-device rotation as allowed sets: gpu 0 takes turns between a0 and b0, gpu 1 between a1 and b1.
+const std::vector<std::vector<std::string>> kTwoDevices = {{"a0", "a1"}, {"a0", "b1"}, {"b0", "a1"}, {"b0", "b1"}};
+}  // namespace
+
+TEST_CASE("scheduler: a switch on another device does not wait behind an older target") {
+  auto in = base();
+  in.allowed_sets = kTwoDevices;
+  in.children = {ready("a0", 1), ready("a1")};  // a0 busy: b0 must wait for its guard
+  in.queue = {{1, "b0", t0}, {2, "b1", t0 + 1ms}};
+  auto d = decide(in);
+  // b0 (older) waits for a0's starvation guard; b1 replaces idle a1 on the other device at once.
+  CHECK(of_kind(d, K::stop) == std::vector<Action>{{K::stop, "a1", 0}});
+  CHECK(of_kind(d, K::drain).empty());
+  REQUIRE(d.wake_at);
+  in.children = {ready("a0", 1)};  // a1 stopped
+  d = decide(in);
+  CHECK(of_kind(d, K::start) == std::vector<Action>{{K::start, "b1", 0}});
+}
+
+TEST_CASE("scheduler: targets on the same device stay FIFO, one at a time") {
+  auto in = base();
+  in.allowed_sets = kTwoDevices;
+  in.queue = {{1, "a0", t0}, {2, "b0", t0}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::start) == std::vector<Action>{{K::start, "a0", 0}});  // b0 conflicts with a0: not started
+}
+
+TEST_CASE("scheduler: with nothing alive, one target per device starts at once") {
+  auto in = base();
+  in.allowed_sets = kTwoDevices;
+  in.queue = {{1, "a0", t0}, {2, "b0", t0}, {3, "b1", t0}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::start) == std::vector<Action>{{K::start, "a0", 0}, {K::start, "b1", 0}});
+}
+
+TEST_CASE("scheduler: a backoff on one device does not hold the other") {
+  auto in = base();
+  in.allowed_sets = kTwoDevices;
+  in.queue = {{1, "a0", t0}, {2, "a1", t0}};
+  in.not_before["a0"] = t0 + 5s;
+  auto d = decide(in);
+  CHECK(of_kind(d, K::start) == std::vector<Action>{{K::start, "a1", 0}});
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 5s);
+}
+
+TEST_CASE("scheduler: each device's starvation guard counts from its own target's oldest request") {
+  auto in = base();
+  in.allowed_sets = kTwoDevices;
+  in.children = {ready("a0", 1), ready("a1", 1)};
+  in.queue = {{1, "b0", t0 - 3s}, {2, "b1", t0 - 1s}, {3, "a0", t0}, {4, "a1", t0}};
+  auto d = decide(in);
+  // b0 has waited past max_wait_before_swap_ms (2 s): a0 drains; b1 has not: a1 keeps serving.
+  CHECK(of_kind(d, K::drain) == std::vector<Action>{{K::drain, "a0", 0}});
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 1s);
+}
