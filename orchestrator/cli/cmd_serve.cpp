@@ -78,9 +78,10 @@ int serve(const ServeArgs& args) {
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
   if (const auto& plan = (*rt)->residency().plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"
+  const config::Config& served = (*rt)->config();  // with the peers' models imported
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
-  auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, cfg);
-  http::Server door(ioc, sup, cfg, opt, runner);
+  auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
+  http::Server door(ioc, sup, served, opt, runner);
   // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
   runtime::Reloader reloader(**rt, args.config, overrides, [&door, runner](const config::Config& c) {
     door.set_config(c, http::ServerOptions::from(c.orch));

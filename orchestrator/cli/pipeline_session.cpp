@@ -94,15 +94,14 @@ void print_binaries(const config::Config& cfg, const std::vector<config::Stage>&
   for (const auto& s : stages) {
     const auto* p = cfg.find_profile(s.model);
     if (!p || !seen.insert(p->name).second) continue;
-    out << "server binary: " << p->name << " -> ";
-    switch (p->backend) {
-      case config::Backend::llama_server: out << resolve_binary(p->binary); break;
-      case config::Backend::command:
-        out << (p->command.empty() ? std::string("(no command)") : resolve_binary(p->command.front()));
-        break;
-      case config::Backend::remote: out << "remote " << p->url; break;
+    if (p->backend == config::Backend::remote) {  // nothing runs here: say where calls go
+      out << "remote: " << p->name << " -> " << p->url << "  (model "
+          << (p->remote_model.empty() ? p->name : p->remote_model) << ")\n";
+      continue;
     }
-    out << "  (model " << config::display_path(p->model) << ")\n";
+    const auto argv = config::build_argv(*p, "127.0.0.1", 0);  // what the child runs, argv[0] first
+    out << "server binary: " << p->name << " -> " << (argv.empty() ? std::string("(none)") : resolve_binary(argv.front()))
+        << "  (model " << config::display_path(p->model) << ")\n";
   }
   out.flush();
 }

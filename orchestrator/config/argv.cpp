@@ -18,15 +18,19 @@ std::string number(double v) {
 
 std::string ngl_text(int ngl) { return ngl < 0 ? "all" : std::to_string(ngl); }  // b10470 takes "all"
 
-// backend=command: fills {model},{port},{host},{ctx},{ngl},{alias} inside each template word.
-std::vector<std::string> from_template(const Profile& p, const std::string& host,
-                                       const std::string& port) {
-  const std::vector<std::pair<std::string, std::string>> vars = {
-      {"{model}", p.model.string()}, {"{port}", port},
-      {"{host}", host},              {"{ctx}", std::to_string(p.ctx)},
-      {"{ngl}", ngl_text(p.ngl)},    {"{alias}", p.name}};
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+Vars template_vars(const Profile& p, const std::string& host, const std::string& port) {
+  return {{"{model}", p.model.string()}, {"{port}", port},
+          {"{host}", host},              {"{ctx}", std::to_string(p.ctx)},
+          {"{ngl}", ngl_text(p.ngl)},    {"{parallel}", std::to_string(p.parallel)},
+          {"{alias}", p.name},           {"{name}", p.name}};
+}
+
+// Fills every placeholder inside each word (one pass per placeholder; values are not re-read).
+std::vector<std::string> fill_template(const std::vector<std::string>& tmpl, const Vars& vars) {
   std::vector<std::string> argv;
-  for (std::string word : p.command) {
+  for (std::string word : tmpl) {
     for (const auto& [key, value] : vars) {
       for (std::size_t at = word.find(key); at != std::string::npos;
            at = word.find(key, at + value.size()))
@@ -47,7 +51,7 @@ void put(std::vector<std::string>& a, std::string_view key, std::string value) {
 
 std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   if (p.backend == Backend::remote) return {};
-  if (p.backend == Backend::command) return from_template(p, s.host, s.port);
+  if (p.backend == Backend::command) return fill_template(p.command, template_vars(p, s.host, s.port));
   std::vector<std::string> a = {p.binary};
   put(a, "model", p.model.string());
   put(a, "ngl", ngl_text(p.ngl));
@@ -76,6 +80,22 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   if (!uses_key(p.extra_args, "verbosity")) put(a, "verbosity", "4");
   a.insert(a.end(), p.extra_args.begin(), p.extra_args.end());
   return a;
+}
+
+const std::vector<std::string>& command_placeholders() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& [key, value] : template_vars(Profile{}, "", "")) n.push_back(key);
+    n.emplace_back("{pid}");
+    return n;
+  }();
+  return names;
+}
+
+std::vector<std::string> build_stop_argv(const Profile& p, const SpawnArgs& s, int pid) {
+  Vars vars = template_vars(p, s.host, s.port);
+  vars.emplace_back("{pid}", std::to_string(pid));
+  return fill_template(p.stop.command, vars);
 }
 
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port) {

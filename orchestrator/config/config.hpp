@@ -40,15 +40,22 @@ struct LoraSpec {
 
 struct HealthCfg {
   std::string path = "/health";
+  int status = 200;         // the status a ready server answers on `path`
+  std::string ready_line;   // backend=command: ready once an output line contains this (no HTTP probe)
   int first_probe_ms = 20;
   int interval_ms = 40;
   int probe_timeout_ms = 1000;
   int startup_timeout_s = 300;
   int stall_timeout_s = 60;
+  int check_interval_s = 5;  // backend=remote: background check period while reachable
+  int backoff_max_s = 10;    // backend=remote: longest wait between checks while unreachable
 };
 
 struct StopCfg {
-  double grace_s = 10.0;
+  double grace_s = 10.0;               // signal -> SIGKILL of the process group
+  std::string signal = "TERM";         // first signal sent to the group (TERM INT QUIT HUP USR1 USR2)
+  std::vector<std::string> command;    // backend=command: argv template run before the signal
+  double command_timeout_s = 30.0;     // the stop command is killed after this long
 };
 
 struct RestartCfg {
@@ -93,8 +100,12 @@ struct Profile {
   std::vector<std::string> extra_args;
   std::map<std::string, std::string> env;
   std::optional<int> port;              // unset = allocated
-  std::vector<std::string> command;     // backend=command: argv template ({model},{port},{host},{ctx},{ngl})
-  std::string url;                      // backend=remote: base URL
+  std::vector<std::string> command;     // backend=command: argv template (command_placeholders())
+  std::optional<std::int64_t> vram_mib; // backend=command: declared GPU memory, priced by the ledger
+  std::string url;                      // backend=remote: base URL (http://host[:port][/prefix])
+  std::string remote_model;             // backend=remote: the model name on the remote (empty = name)
+  std::string api_key;                  // backend=remote: bearer key sent to it (a secret; empty = none)
+  std::string peer;                     // backend=remote: the peer it was imported from (empty = a file)
   std::optional<bool> shared_base;      // unset = allowed when qualifying
   std::vector<int> gpu;                 // `gpu:` device indexes; empty = auto (the planner chooses)
   DevicePlacement placement;            // set by the runtime from the placement plan
@@ -163,6 +174,13 @@ struct CorsCfg {
   std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lower-case
 };
 
+// Another kevlaya-orch door whose models are imported as remote profiles (docs/scale-out.md).
+struct PeerCfg {
+  SourceLoc loc;
+  std::string url;      // http://host:port of its door
+  std::string api_key;  // one of its api_keys (api_key, api_key_file or api_key_env); empty = none
+};
+
 struct OrchestratorCfg {
   SourceLoc loc;
   fs::path file;             // absolute path of kevlaya.yaml (empty = defaults)
@@ -175,6 +193,7 @@ struct OrchestratorCfg {
   std::vector<std::string> api_keys;  // api_keys + api_keys_file + api_keys_env, merged at load
   std::vector<std::string> allowed_hosts;  // Host names served besides loopback (lower-case)
   CorsCfg cors;
+  std::vector<PeerCfg> peers;
   RunsCfg runs;
   QueueCfg queue;
   Residency residency = Residency::auto_;
@@ -255,6 +274,14 @@ LoadResult load(const fs::path& orchestrator_file);
 LoadResult load_profile_file(const fs::path& file);
 LoadResult load_pipeline_file(const fs::path& file);
 
+// http://HOST[:PORT][/PATH] split up (remote profiles and peers); https is not supported.
+struct HttpUrl {
+  std::string host;
+  int port = 80;
+  std::string base_path;  // "" or "/prefix" (no trailing '/'), put before every request path
+};
+std::optional<HttpUrl> parse_http_url(const std::string& url, std::string* err);
+
 // Expands ${VAR} and ${VAR:-default}; unknown ${VAR} without default -> error string in `err`.
 std::string expand_env(const std::string& in, std::string* err);
 
@@ -276,6 +303,10 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& spawn);
 // Same with only host and port (no slot cache, no child key).
 std::vector<std::string> build_argv(const Profile& p, const std::string& host, int port);
 
+// The placeholders of a backend=command template ("{port}", ...), each replaced in every word.
+const std::vector<std::string>& command_placeholders();
+// The stop command of a backend=command profile with its placeholders filled ({pid} included).
+std::vector<std::string> build_stop_argv(const Profile& p, const SpawnArgs& spawn, int pid);
 // The environment words a placed child gets on top of the profile's env (CUDA_DEVICE_ORDER,
 // CUDA_VISIBLE_DEVICES); empty when the placement names no device.
 std::vector<std::pair<std::string, std::string>> placement_env(const DevicePlacement& p);

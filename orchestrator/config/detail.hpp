@@ -106,6 +106,18 @@ struct PipelineLocs {
 };
 
 // Per-kind parsers over a loaded document; append to `out` only when the document is usable.
+// Nodes of the backend keys a profile set (for the checks that need the whole document).
+struct BackendNodes {
+  std::optional<YAML::Node> model, binary, url, api_key, command, vram_mib, stop_command, ready_line;
+};
+// profile_backend.cpp: backend keys and their cross-checks.
+void read_stop(Doc& d, const YAML::Node& n, StopCfg& s, BackendNodes& nodes);
+void read_command(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
+void read_vram(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
+void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
+void check_backend(Doc& d, Profile& p, const YAML::Node& at, const BackendNodes& nodes);
+void read_peers(Doc& d, const YAML::Node& n, std::vector<PeerCfg>& out);  // peers.cpp
+
 void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs);
 void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs>& locs);
 void parse_orchestrator(Doc& d, OrchestratorCfg& out, bool& pipelines_dir_set);

@@ -125,6 +125,7 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, v, more_keys); }},
       {"allowed_hosts", [&](const YAML::Node& v) { read_allowed_hosts(d, v, o.allowed_hosts); }},
       {"cors", [&](const YAML::Node& v) { read_cors(d, v, o.cors); }},
+      {"peers", [&](const YAML::Node& v) { read_peers(d, v, o.peers); }},
       {"runs", [&](const YAML::Node& v) { read_runs(d, v, o.runs); }},
       {"queue", section("queue")},
       {"residency", [&](const YAML::Node& v) {

@@ -71,8 +71,16 @@ void read_gpu_request(Doc& d, const YAML::Node& n, std::vector<int>& dst) {
   std::sort(dst.begin(), dst.end());
 }
 
-void read_health(Doc& d, const YAML::Node& n, HealthCfg& h) {
+void read_health(Doc& d, const YAML::Node& n, HealthCfg& h, BackendNodes& nodes) {
   walk_map(d, "health", n, {
+      {"status", [&](const YAML::Node& v) { set_int(d, "health.status", v, 100, 599, h.status); }},
+      {"ready_line", [&](const YAML::Node& v) {
+         nodes.ready_line.emplace(v);
+         set_string(d, "health.ready_line", v, h.ready_line);
+         if (h.ready_line.empty()) d.error(v, "health.ready_line must not be empty");
+       }},
+      {"check_interval_s", [&](const YAML::Node& v) { set_int(d, "health.check_interval_s", v, 1, 3600, h.check_interval_s); }},
+      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "health.backoff_max_s", v, 1, 3600, h.backoff_max_s); }},
       {"path", [&](const YAML::Node& v) {
          set_string(d, "health.path", v, h.path);
          if (!h.path.empty() && h.path[0] != '/') d.error(v, "health.path must start with '/'");
@@ -167,23 +175,6 @@ void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string
   }
 }
 
-// Conflicts between fields, checked once the whole document is read.
-void check_backend(Doc& d, const Profile& p, const YAML::Node& at,
-                   const std::optional<YAML::Node>& model_node) {
-  if (p.backend == Backend::remote && p.url.empty())
-    d.error(at, "backend 'remote' needs 'url' (the base URL of a server kevlaya-orch does not start)");
-  if (p.backend != Backend::remote && !p.url.empty())
-    d.error(at, "'url' is only used with backend 'remote'");
-  if (p.backend == Backend::command && p.command.empty())
-    d.error(at, "backend 'command' needs 'command' (the argv template to start the server)");
-  if (p.backend != Backend::command && !p.command.empty())
-    d.error(at, "'command' is only used with backend 'command'");
-  if (p.backend == Backend::llama_server && !model_node)
-    d.error(d.root(), "missing required key 'model' (path of the .gguf file, relative to this file)");
-  if (model_node && !p.model.empty() && p.backend != Backend::remote && !is_file(p.model))
-    d.error(*model_node, "model file not found: " + p.model.string());
-}
-
 }  // namespace
 
 void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs) {
@@ -194,7 +185,8 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
   p.name = d.file().stem().string();
   pl.name = p.loc;
   // Optional, not plain Node: assigning to a Node overwrites the node it refers to.
-  std::optional<YAML::Node> model_node, backend_node, alias_node, env_node;
+  std::optional<YAML::Node> backend_node, alias_node, env_node;
+  BackendNodes nodes;
   bool name_set = false;
   const bool ok = walk_map(d, "profile", root, {
       {"name", [&](const YAML::Node& v) {
@@ -210,9 +202,12 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
            p.backend = *b == "command" ? Backend::command
                        : *b == "remote" ? Backend::remote : Backend::llama_server;
        }},
-      {"binary", [&](const YAML::Node& v) { set_string(d, "binary", v, p.binary); }},
+      {"binary", [&](const YAML::Node& v) {
+         nodes.binary.emplace(v);
+         set_string(d, "binary", v, p.binary);
+       }},
       {"model", [&](const YAML::Node& v) {
-         model_node.emplace(v);
+         nodes.model.emplace(v);
          if (auto m = read_path(d, "model", v)) p.model = *m;
        }},
       {"quant", [&](const YAML::Node& v) { set_string(d, "quant", v, p.quant); }},
@@ -242,14 +237,19 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
          pl.port = d.loc(v);
          if (auto n = read_int(d, "port", v, 1, kMaxPort)) p.port = static_cast<int>(*n);
        }},
-      {"command", [&](const YAML::Node& v) { if (auto c = read_string_list(d, "command", v, false)) p.command = *c; }},
-      {"url", [&](const YAML::Node& v) { set_string(d, "url", v, p.url); }},
-      {"health", [&](const YAML::Node& v) { read_health(d, v, p.health); }},
-      {"stop", [&](const YAML::Node& v) {
-         walk_map(d, "stop", v, {{"grace_s", [&](const YAML::Node& g) {
-                    if (auto s = read_number(d, "stop.grace_s", g, 0, 3600)) p.stop.grace_s = *s;
-                  }}});
+      {"command", [&](const YAML::Node& v) { read_command(d, v, p, nodes); }},
+      {"vram_mib", [&](const YAML::Node& v) { read_vram(d, v, p, nodes); }},
+      {"url", [&](const YAML::Node& v) {
+         nodes.url.emplace(v);
+         set_string(d, "url", v, p.url);
        }},
+      {"api_key", [&](const YAML::Node& v) {
+         nodes.api_key.emplace(v);
+         set_string(d, "api_key", v, p.api_key);
+       }},
+      {"api_key_file", [&](const YAML::Node& v) { read_api_key_file(d, v, p, nodes); }},
+      {"health", [&](const YAML::Node& v) { read_health(d, v, p.health, nodes); }},
+      {"stop", [&](const YAML::Node& v) { read_stop(d, v, p.stop, nodes); }},
       {"restart", [&](const YAML::Node& v) { read_restart(d, v, p.restart); }},
       {"shared_base", [&](const YAML::Node& v) { if (auto b = read_bool(d, "shared_base", v)) p.shared_base = *b; }},
       {"gpu", [&](const YAML::Node& v) {
@@ -271,7 +271,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
   if (!name_set && !valid_name(p.name))  // the name is an API model id: bytes of a path won't do
     d.error(p.loc, "profile name '" + printable(p.name) + "' comes from the file name and must be letters, "
                    "digits, '.', '_' or '-'; rename the file or set 'name:' in it");
-  check_backend(d, p, backend_node ? *backend_node : root, model_node);
+  check_backend(d, p, backend_node ? *backend_node : root, nodes);
   if (p.backend == Backend::llama_server) {  // the placement owns the device choice of a llama-server child
     for (const char* var : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
       if (p.env.count(var))

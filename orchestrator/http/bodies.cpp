@@ -97,7 +97,7 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora) {
-  const bool rename = !call.requested.empty() && call.requested != profile;
+  const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
   const bool keep = call.body.is_object() && call.body.contains("keep_alive");
   if (lora.empty() && !rename && !keep) return raw;
   json b = call.body;

@@ -38,8 +38,8 @@ Result<std::string> resolve_model(const config::Config& cfg, const std::string& 
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
-// sent), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive` is removed (it is
-// the door's, not the child's).
+// sent; "" = never renamed), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive`
+// is removed (it is the door's, not the child's).
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora);
 

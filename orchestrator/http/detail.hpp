@@ -179,6 +179,8 @@ void record_switch(const std::shared_ptr<Door>& d, const supervisor::SwitchRecor
 nlohmann::json failure_json(const supervisor::ChildFailure& f);
 nlohmann::json switch_json(const supervisor::SwitchRecord& s);
 nlohmann::json event_json(const supervisor::Event& e);
+nlohmann::json remote_json(const remote::Health& st);  // /status profiles[].remote
+nlohmann::json remote_event_json(const std::string& model, const remote::Health& st, std::int64_t at_ms);
 void on_event(const std::shared_ptr<Door>& d, const supervisor::Event& e);  // on the door strand
 void end_event_streams(Door& d);  // shutdown: every /events stream ends now
 void publish(Door& d, const nlohmann::json& event);  // one event to every /events client

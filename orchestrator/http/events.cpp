@@ -47,6 +47,20 @@ json switch_json(const supervisor::SwitchRecord& s) {
   return j;
 }
 
+json remote_json(const remote::Health& st) {
+  json j = {{"url", st.url}, {"state", remote::to_string(st.state)}, {"last_error", nullptr}};
+  if (!st.last_error.empty()) j["last_error"] = st.last_error;
+  if (!st.checked_path.empty()) j["checked_path"] = st.checked_path;
+  return j;
+}
+
+json remote_event_json(const std::string& model, const remote::Health& st, std::int64_t at_ms) {
+  json j = {{"type", "remote"}, {"model", model}, {"state", remote::to_string(st.state)}, {"url", st.url},
+            {"at_ms", at_ms}};
+  if (!st.last_error.empty()) j["error"] = st.last_error;
+  return j;
+}
+
 json event_json(const supervisor::Event& e) {
   const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch());
   if (e.type == supervisor::Event::Type::switch_done) {
@@ -59,6 +73,7 @@ json event_json(const supervisor::Event& e) {
   if (e.type == supervisor::Event::Type::unload)
     return {{"type", "unload"}, {"model", e.child}, {"reason", e.reason}, {"at_ms", at.count()},
             {"stop_ms", e.stop.stop_ms}, {"vram_wait_ms", e.stop.vram_wait_ms}};
+  if (e.type == supervisor::Event::Type::remote && e.remote) return remote_event_json(e.child, *e.remote, at.count());
   json j = {{"type", "phase"}, {"child", e.child}, {"from", supervisor::to_string(e.from)},
             {"to", supervisor::to_string(e.to)}, {"at_ms", at.count()}};
   if (e.failure) j["failure"] = failure_json(*e.failure);

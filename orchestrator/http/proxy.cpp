@@ -91,13 +91,23 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
 std::string forward_body(const Call& call, const Request& req, const Lease& lease) {
   const std::string& sent = call.body_text ? *call.body_text : req.body();
   if (call.raw) return sent;
-  return child_body(call, sent, lease.profile(), lease.lora_scales());
+  return child_body(call, sent, lease.upstream_model(), lease.lora_scales());
 }
 
 HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {
   return {{"X-Kevlaya-Model", model},
           {"X-Kevlaya-Queue-Ms", std::to_string(queue_ms)},
           {"X-Kevlaya-Swap-Ms", std::to_string(swap_ms)}};
+}
+
+// A lease's headers: the model figures, and for a remote profile where the call went.
+HeaderList lease_headers(const Lease& lease, std::int64_t queue_ms) {
+  HeaderList h = model_headers(lease.profile(), queue_ms, lease.switch_ms());
+  if (lease.remote()) {
+    h.emplace_back("X-Kevlaya-Backend", "remote");
+    h.emplace_back("X-Kevlaya-Remote", lease.endpoint().to_string() + lease.endpoint().base_path);
+  }
+  return h;
 }
 
 HeaderList sse_headers(HeaderList h) {
@@ -229,7 +239,7 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     if (status != 200) r.upstream_error = true;
     r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
     if (!r.streaming) co_return true;
-    const auto mh = model_headers(lease.profile(), queue_ms, lease.switch_ms());
+    const auto mh = lease_headers(lease, queue_ms);
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
       co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
                                  " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");
@@ -262,8 +272,12 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
 // (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
 Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res) {
   if (lease.crashed()) return lease.crash_error();
-  if (!res) return res.error();
-  return make_error(Errc::upstream_error, "incomplete response from " + lease.profile());
+  Error e = res ? make_error(Errc::upstream_error, "incomplete response from " + lease.profile()) : res.error();
+  if (lease.remote()) {  // say which remote failed, and how (502 refused/reset, 504 timed out)
+    e.message = lease.profile() + ": remote " + lease.endpoint().to_string() + ": " + e.message;
+    if (e.hint.empty()) e.hint = "the remote server failed or is down; GET /status shows its state";
+  }
+  return e;
 }
 
 // `gone`: cancelled when the client hangs up (the caller watches the connection for the whole call).
@@ -317,7 +331,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     rep.body = call.body_map(rep.body);
     rep.content_type = "application/json";
   }
-  rep.headers = model_headers(model, queue_ms, lease.switch_ms());
+  rep.headers = lease_headers(lease, queue_ms);
   co_await c.send(std::move(rep));
 }
 

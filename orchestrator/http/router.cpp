@@ -40,7 +40,9 @@ std::int64_t unix_now() {
 // One /v1/models entry: OpenAI's model object, its aliases (as llama-server lists them) and state.
 json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
   const auto* st = find_status(snap, prof.name);
-  json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias}};
+  json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias},
+            {"backend", config::to_string(prof.backend)}};
+  if (st && st->remote) k["remote"] = remote_json(*st->remote);
   if (st && st->state == Phase::failed && st->last_failure) {
     k["reason"] = st->last_failure->message;
     k["hint"] = st->last_failure->hint;
@@ -92,7 +94,8 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
   for (const auto& p : snap.profiles) {
-    if (p.state == Phase::ready || p.state == Phase::draining) resident.push_back(p.name);
+    const bool local = !p.remote;  // a remote holds no local residency
+    if (local && (p.state == Phase::ready || p.state == Phase::draining)) resident.push_back(p.name);
     by_model[p.name] = p.queued;
     json j = {{"name", p.name}, {"state", model_state(p.state)}, {"pid", p.pid}, {"port", p.port},
               {"in_flight", p.in_flight}, {"queued", p.queued},
@@ -105,7 +108,10 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
       j["load_progress"] = {{"stage", p.load_progress->stage},
                             {"pct", p.load_progress->pct ? json(*p.load_progress->pct) : json(nullptr)}};
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
-    if (const auto* prof = d.cfg->find_profile(p.name); prof && !prof->model.empty())
+    const auto* prof = d.cfg->find_profile(p.name);
+    if (prof) j["backend"] = config::to_string(prof->backend);
+    j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
+    if (prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
       j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
     if (p.last_failure) {
       j["last_failure"] = failure_json(*p.last_failure);
@@ -160,7 +166,10 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     Labels state = {{"model", p.name}, {"state", std::string(model_state(p.state))}};
     if (!p.gpus.empty()) state.emplace_back("gpu", gpu_label(p.gpus));  // "0", or "0,1" for a split child
     m.set("kevlaya_model_state", state, 1);
-    if (const auto* prof = d.cfg->find_profile(p.name); prof && !prof->model.empty())
+    if (p.remote)
+      m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
+    if (const auto* prof = d.cfg->find_profile(p.name);
+        prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
       m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
   }
   for (const auto& dev : snap.devices)
@@ -352,6 +361,7 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_model_queue_depth", T::gauge, "Requests queued in the supervisor, by model.");
   m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile (gpu: its devices).");
   m.describe("kevlaya_gpu_memory_bytes", T::gauge, "Memory of each GPU the plan uses (NVML or gpu.devices).");
+  m.describe("kevlaya_remote_up", T::gauge, "1 when a remote profile answered its last health check, else 0.");
   m.describe("kevlaya_requests_total", T::counter, "Model requests answered, by model and status.");
   m.describe("kevlaya_request_duration_seconds", T::histogram,
              "Model request latency at the door (queue + switch + generation).", secs);

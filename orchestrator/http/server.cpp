@@ -22,7 +22,7 @@ constexpr std::chrono::seconds kLingerTime{1};          // reading leftovers bef
 constexpr std::uint64_t kLingerBytes = 16ull << 20;     // ... at most this much
 constexpr const char* kServerName = "kevlaya-orch";
 // Response headers a page of an allowed origin may read.
-constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run";
+constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run, X-Kevlaya-Backend, X-Kevlaya-Remote";
 
 // Read failures that deserve an answer (the rest just close the connection).
 std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) {

@@ -44,6 +44,15 @@ Result<Gathered> gather(const config::Config& cfg) {
     if (s) store = std::move(*s);  // a corrupt store only loses the measured column
   }
   for (const auto& p : cfg.profiles) {
+    if (p.backend == config::Backend::command && p.vram_mib) {  // priced as declared; no file to read
+      ProfileInput in;
+      in.name = p.name;
+      in.declared_gpu = static_cast<std::uint64_t>(*p.vram_mib) * kMiB;
+      in.shared_base = false;
+      g.keys.emplace_back();
+      g.profiles.push_back(std::move(in));
+      continue;
+    }
     if (p.backend != config::Backend::llama_server || p.model.empty()) {
       g.skipped.push_back(p.name);
       continue;

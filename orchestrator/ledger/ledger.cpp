@@ -33,7 +33,7 @@ int int_or(const std::optional<std::string>& v, int fallback) {
 }  // namespace
 
 std::uint64_t Bill::total_gpu() const {
-  return weights_gpu + kv_gpu + compute_gpu + overhead_gpu + adapters_gpu;
+  return weights_gpu + kv_gpu + compute_gpu + overhead_gpu + adapters_gpu + declared_gpu;
 }
 
 bool Measured::empty() const {

@@ -57,6 +57,7 @@ struct Bill {
   std::uint64_t compute_gpu = 0, compute_cpu = 0;
   std::uint64_t overhead_gpu = 0;
   std::uint64_t adapters_gpu = 0;
+  std::uint64_t declared_gpu = 0;  // backend=command: the profile's vram_mib (nothing else is known)
   Offload offload;
   KvShape kv;
   std::uint64_t total_gpu() const;  // what the GPU budget must hold
@@ -89,6 +90,7 @@ struct ProfileInput {
   std::optional<bool> shared_base;      // false = opted out of shared-base grouping
   std::string share_key;                // flags that must match to share a child (see plan.cpp)
   std::optional<Measured> measured;     // calibration for exactly these flags
+  std::optional<std::uint64_t> declared_gpu;  // backend=command: vram_mib in bytes, the whole bill
   std::vector<int> gpu;                 // the profile's `gpu:` devices; empty = auto
   bool pin = false;                     // kept resident: a member of every allowed set
 };

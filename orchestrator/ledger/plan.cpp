@@ -22,9 +22,17 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
+// A command server's bill is what its profile declares, plus the usual per-child overhead.
+Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
+  Bill b;
+  b.declared_gpu = *p.declared_gpu;
+  b.overhead_gpu = overhead;
+  return b;
+}
 }  // namespace
 
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead) {
+  if (p.declared_gpu) return declared_bill(p, overhead);
   Bill b = estimate(p.model, p.output_tied, p.flags, adapters, overhead);
   if (p.measured) {
     b = apply_measured(b, *p.measured);
@@ -41,7 +49,8 @@ namespace {
 std::string biggest_line(const Bill& b) {
   const std::pair<const char*, std::uint64_t> lines[] = {
       {"weights", b.weights_gpu}, {"KV cache", b.kv_gpu}, {"compute buffer", b.compute_gpu},
-      {"runtime overhead", b.overhead_gpu}, {"LoRA adapters", b.adapters_gpu}};
+      {"runtime overhead", b.overhead_gpu}, {"LoRA adapters", b.adapters_gpu},
+      {"declared vram_mib", b.declared_gpu}};
   const auto* it = std::max_element(std::begin(lines), std::end(lines),
                                     [](const auto& x, const auto& y) { return x.second < y.second; });
   return std::string(it->first) + " (" + format_mib(it->second) + " MiB)";
@@ -85,13 +94,14 @@ std::string refusal(const ProfileBill& pb, std::uint64_t budget) {
 ProfileBill price_profile(const ProfileInput& p, const PlanOptions& opt) {
   ProfileBill pb;
   pb.name = p.name;
-  pb.estimate = estimate(p.model, p.output_tied, p.flags, p.adapters, opt.overhead);
+  pb.estimate = p.declared_gpu ? declared_bill(p, opt.overhead)
+                               : estimate(p.model, p.output_tied, p.flags, p.adapters, opt.overhead);
   pb.measured = p.measured;
   pb.effective = effective_bill(p, p.adapters, opt.overhead);
   pb.fits_alone = pb.effective.total_gpu() <= opt.budget;
   if (!pb.fits_alone) {
     pb.too_big = biggest_line(pb.effective);
-    suggest(p, opt, pb);
+    if (!p.declared_gpu) suggest(p, opt, pb);
   }
   return pb;
 }
@@ -327,6 +337,7 @@ std::string share_key(const config::Profile& p) {
 
 bool can_share(const ProfileInput& a, const ProfileInput& b) {
   if (a.shared_base == false || b.shared_base == false) return false;
+  if (a.declared_gpu || b.declared_gpu) return false;  // command servers: no adapters to share by
   return a.model.path == b.model.path && a.share_key == b.share_key;
 }
 

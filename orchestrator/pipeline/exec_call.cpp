@@ -31,12 +31,16 @@ Error http_error(int status, const std::string& body, const std::string& profile
 }
 
 // Shared-base mode: the lease's adapter scales go into the body's `lora` field (the child loads
-// every adapter of its group at scale 0; this selects the profile's own).
+// every adapter of its group at scale 0; this selects the profile's own). A remote profile: the
+// body names the model as the remote knows it.
 std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
   const auto& lora = lease.lora_scales();
-  if (lora.empty()) return body;
+  const bool rename = lease.remote();  // an alias or our name may mean nothing there
+  if (lora.empty() && !rename) return body;
   auto j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return body;
+  if (rename) j["model"] = lease.upstream_model();
+  if (lora.empty()) return dump_json(j);
   json arr = json::array();
   for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
   j["lora"] = std::move(arr);

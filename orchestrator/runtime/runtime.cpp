@@ -11,11 +11,15 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "remote/peers.hpp"
 #include "supervisor/process_effects.hpp"
 
 namespace kevlaya::runtime {
 
 namespace asio = boost::asio;
+
+// How long a starting door waits for its peers to list their models (they may start after it).
+constexpr auto kPeerWait = std::chrono::seconds(30);
 
 Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
   std::optional<StateLock> lock;
@@ -23,6 +27,10 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
     auto l = StateLock::acquire(cfg.orch.state_dir);
     if (!l) return l.error();
     lock.emplace(std::move(*l));
+  }
+  // Peers' models become remote profiles before anything is planned (they take no GPU here).
+  if (!cfg.orch.peers.empty()) {
+    if (auto st = remote::import_peers(cfg, kPeerWait); !st) return st.error();
   }
   // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
   auto residency = setup_residency(cfg);

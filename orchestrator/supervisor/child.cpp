@@ -23,9 +23,11 @@
 #include <boost/process/extend.hpp>
 #include <atomic>
 #include <deque>
+#include <map>
 
 #include "common/clock.hpp"
 #include "supervisor/state_file.hpp"
+#include "supervisor/stop_command.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::supervisor {
@@ -77,6 +79,13 @@ fs::path resolve_binary(const std::string& bin) {
   return bp::search_path(bin).string();
 }
 
+int signal_number(const std::string& name) {
+  static const std::map<std::string, int> sigs = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"QUIT", SIGQUIT},
+                                                  {"HUP", SIGHUP},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  const auto it = sigs.find(name);
+  return it == sigs.end() ? SIGTERM : it->second;
+}
+
 }  // namespace
 
 fs::path child_log_path(const fs::path& log_dir, const std::string& profile) {
@@ -91,6 +100,7 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
 
   asio::awaitable<StartOutcome> start();
   asio::awaitable<StopReport> stop();
+  asio::awaitable<void> run_stop_command(StopReport& rep);
   void kill_and_reap_sync();
   bool exited_now() const;
   void set(Phase to) { state_ = checked_transition(state_, to, opts_.profile.name); }
@@ -152,13 +162,17 @@ void Child::Impl::open_log() {
 
 std::optional<ChildFailure> Child::Impl::spawn() {
   config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), opts_.slot_save_path.string(), opts_.api_key};
+  // argv[0] is what runs, for every backend: the very words `kevlaya-orch args` prints.
   auto argv = config::build_argv(opts_.profile, spawn);
-  fs::path exe = resolve_binary(opts_.profile.binary);
+  const bool command = opts_.profile.backend == config::Backend::command;
+  fs::path exe = argv.empty() ? fs::path() : resolve_binary(argv.front());
   if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
     ChildFailure f;
     f.kind = FailureKind::binary_not_found;
-    f.message = "server binary not found or not executable: " + opts_.profile.binary;
-    f.hint = "set `binary` in the profile to the llama-server path";
+    f.message = (command ? "command not found or not executable: " : "server binary not found or not executable: ") +
+                (argv.empty() ? std::string("(none)") : argv.front());
+    f.hint = command ? "set the profile's `command` (its first word is the program)"
+                     : "set `binary` in the profile to the llama-server path";
     return f;
   }
   out_ = std::make_unique<bp::async_pipe>(ioc_);
@@ -189,7 +203,10 @@ std::optional<ChildFailure> Child::Impl::spawn() {
 void Child::Impl::on_line(std::string line) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   last_line_at_ = SClock::now();
-  if (!listening_at_ && line.find("listening on") != std::string::npos) {
+  const auto& ready_line = opts_.profile.health.ready_line;
+  const bool marker = ready_line.empty() ? line.find("listening on") != std::string::npos
+                                         : line.find(ready_line) != std::string::npos;
+  if (!listening_at_ && marker) {
     listening_at_ = last_line_at_;
     wake();  // probe at once instead of waiting for the next interval
   }
@@ -277,7 +294,7 @@ asio::awaitable<bool> Child::Impl::probe() {
   req.target = opts_.profile.health.path;
   req.timeout = milliseconds(opts_.profile.health.probe_timeout_ms);
   auto res = co_await upstream::fetch(strand_, ep, req);
-  co_return res.ok() && res->status == 200;  // 503 = still loading
+  co_return res.ok() && res->status == opts_.profile.health.status;  // llama-server: 503 = still loading
 }
 
 asio::awaitable<ChildFailure> Child::Impl::exit_failure() {
@@ -340,6 +357,11 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
       auto f = co_await fail_start(FailureKind::stalled, std::move(msg), std::move(hint));
       co_return StartOutcome{std::nullopt, std::move(f)};
     }
+    if (!h.ready_line.empty()) {  // a ready line instead of an HTTP probe (backend=command)
+      if (listening_at_) break;
+      co_await sleep_until(std::min(deadline, last_line_at_ + std::chrono::seconds(h.stall_timeout_s)));
+      continue;
+    }
     bool listening_now = listening_at_ && !probed_after_listening;
     if (now >= next_probe || listening_now) {
       probed_after_listening = probed_after_listening || listening_at_.has_value();
@@ -381,12 +403,15 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   if (state_ != Phase::stopped && state_ != Phase::failed) set(Phase::stopping);
   if (!reaped_) {
     auto t0 = SClock::now();
-    ::kill(-pid_, SIGTERM);
+    co_await run_stop_command(rep);
+    const auto& sig = opts_.profile.stop.signal;
+    if (!reaped_) ::kill(-pid_, signal_number(sig));
+    const auto t1 = SClock::now();
     auto grace = milliseconds(static_cast<std::int64_t>(opts_.profile.stop.grace_s * 1000));
-    while (!reaped_ && SClock::now() < t0 + grace) co_await sleep_until(t0 + grace);
+    while (!reaped_ && SClock::now() < t1 + grace) co_await sleep_until(t1 + grace);
     if (!reaped_) {
-      spdlog::warn("{}: still alive {:.1f} s after SIGTERM, sending SIGKILL", opts_.profile.name,
-                   opts_.profile.stop.grace_s);
+      spdlog::warn("{}: still alive {:.1f} s after SIG{}, sending SIGKILL", opts_.profile.name,
+                   opts_.profile.stop.grace_s, sig);
       ::kill(-pid_, SIGKILL);
       rep.killed = true;
       auto until = SClock::now() + kKillReapWait;
@@ -401,6 +426,22 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   if (err_) err_->close(ec);
   set(Phase::stopped);
   co_return rep;
+}
+
+// stop.command (backend=command), bounded by stop.timeout_s; the signal follows if the server lives on.
+asio::awaitable<void> Child::Impl::run_stop_command(StopReport& rep) {
+  const auto& st = opts_.profile.stop;
+  if (st.command.empty() || opts_.profile.backend != config::Backend::command) co_return;
+  const config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), {}, {}};
+  const auto timeout = milliseconds(static_cast<std::int64_t>(st.command_timeout_s * 1000));
+  // Named first: GCC 12 mishandles temporaries passed inside a co_await expression.
+  auto argv = config::build_stop_argv(opts_.profile, spawn, pid_);
+  auto env = opts_.profile.env;
+  auto r = co_await supervisor::run_stop_command(strand_, std::move(argv), std::move(env), timeout);
+  rep.stop_command = r.describe();
+  if (log_) log_->info("[kevlaya] stop command: {}", rep.stop_command);
+  if (!r.ran || r.timed_out || r.exit_code != 0)
+    spdlog::warn("{}: stop command {}; sending SIG{}", opts_.profile.name, rep.stop_command, st.signal);
 }
 
 // Exited now, reported or not: WNOWAIT leaves the zombie for the exit watcher to reap.

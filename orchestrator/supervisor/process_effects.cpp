@@ -63,6 +63,12 @@ ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
 
 asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, ExitCallback on_exit) {
+  if (p.backend == config::Backend::remote) {  // the Supervisor routes these without a child
+    StartOutcome bug;
+    bug.failure.kind = FailureKind::internal;
+    bug.failure.message = p.name + " is a remote profile: there is nothing to start";
+    co_return bug;
+  }
   seen_[p.name] = p;
   // Reading another model now would compete with this child's own load for the disk.
   if (prefetcher_ && !prefetching_.empty() && prefetching_ != p.name) prefetcher_->cancel();

@@ -47,17 +47,20 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
+  start_remotes();
 }
 
 // Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
+// Remote profiles have no child (remote_routes.cpp).
 std::map<std::string, const config::Profile*> SupervisorImpl::build_children() {
   child_of_.clear();
   lora_of_.clear();
-  for (const auto& p : cfg_->profiles) child_of_[p.name] = p.name;
+  for (const auto& p : cfg_->profiles)
+    if (p.backend != config::Backend::remote) child_of_[p.name] = p.name;
   std::map<std::string, const config::Profile*> out;
   add_shared_bases(out);
   for (const auto& p : cfg_->profiles) {
-    if (child_of_[p.name] == p.name) out[p.name] = &p;
+    if (child_of_.count(p.name) && child_of_[p.name] == p.name) out[p.name] = &p;
   }
   return out;
 }
@@ -109,6 +112,7 @@ asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::o
   if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_->find_profile(model);
   if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
+  if (p->backend == config::Backend::remote) co_return remote_lease(*p);  // never queued behind a switch
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
@@ -170,6 +174,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   s->profile = w->profile;
   s->child = ps.profile->name;
   s->endpoint = ps.endpoint;
+  if (ps.profile->backend != config::Backend::command) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;
   ++ps.in_flight;
@@ -463,6 +468,10 @@ void SupervisorImpl::on_crash(const std::string& name, ProfState& ps, ChildFailu
 
 bool SupervisorImpl::check_alive(const LeaseShared& lease) {
   if (lease.crashed.load(std::memory_order_acquire)) return true;
+  if (lease.remote) {
+    if (remotes_) remotes_->suspect(lease.profile);
+    return false;
+  }
   auto it = profs_.find(lease.child);
   if (it == profs_.end()) return false;
   auto& ps = it->second;
@@ -542,6 +551,7 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     fill_lifecycle(st, ps, now);
     s.profiles.push_back(std::move(st));
   }
+  add_remote_status(s);
   s.devices = opts_.devices;
   s.recent_switches.assign(switches_.begin(), switches_.end());
   co_return s;
@@ -551,6 +561,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
   auto self = shared_from_this();
   shutting_down_ = true;
   wake_.cancel();
+  if (remotes_) remotes_->stop();
   std::deque<std::shared_ptr<Waiter>> waiting;
   waiting.swap(queue_);
   for (auto& w : waiting) {

@@ -47,6 +47,8 @@ struct LeaseShared {
   std::string profile;
   std::string child;  // the child serving it: the profile, or a shared-base group's child
   upstream::Endpoint endpoint;
+  std::string upstream_model;  // the body's `model` upstream; "" = as the caller wrote it
+  bool remote = false;         // backend: remote (no child; the monitor is told of broken calls)
   std::atomic<bool> crashed{false};
   // The request's keep_alive in seconds (Lease::set_keep_alive); kNoKeepAlive = none given.
   static constexpr std::int64_t kNoKeepAlive = INT64_MIN;
@@ -69,6 +71,10 @@ class Lease {
 
   const upstream::Endpoint& endpoint() const { return s_->endpoint; }  // where to send requests
   const std::string& profile() const { return s_->profile; }           // profile name (not alias)
+  // The name to send as the body's `model`: the profile's (llama-server), the remote's own name
+  // for it (remote), or "" = the caller's word unchanged (command: e.g. vLLM picks a LoRA by it).
+  const std::string& upstream_model() const { return s_->upstream_model; }
+  bool remote() const { return s_->remote; }  // served by a remote server (backend: remote)
   std::int64_t queue_ms() const { return queue_ms_; }   // time spent waiting in the queue
   std::int64_t switch_ms() const { return switch_ms_; }  // part of queue_ms spent on a switch (0 = none)
   // Shared-base mode: (adapter name, scale) per adapter id of the child, to send as the request's
@@ -202,7 +208,7 @@ class Supervisor {
   asio::awaitable<void> shutdown();
 
   // A lease's child refused or reset a connection: if its process has exited, the child is marked
-  // crashed now (its leases cut, queued requests wait for the restart). True when the lease is
+  // crashed now (a remote lease: the remote is checked again at once, and false is returned) (its leases cut, queued requests wait for the restart). True when the lease is
   // crashed afterwards (then crash_error() says why). A child found alive is checked again for up
   // to 0.5 s (an exit can be reported a moment after the reset it caused).
   asio::awaitable<bool> check_alive(const Lease& lease);

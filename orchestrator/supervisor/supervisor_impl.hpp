@@ -8,6 +8,7 @@
 #include <list>
 #include <map>
 
+#include "remote/monitor.hpp"
 #include "supervisor/events.hpp"
 #include "supervisor/scheduler.hpp"
 #include "supervisor/supervisor.hpp"
@@ -76,6 +77,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s);
   void start_wanted();
   bool check_alive(const LeaseShared& lease);
+  // remote_routes.cpp: backend: remote profiles, served without a child or the scheduler.
+  void start_remotes();
+  Result<Lease> remote_lease(const config::Profile& p);
+  void add_remote_status(Snapshot& s) const;
 
   asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
@@ -133,6 +138,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::uint64_t next_id_ = 1;
   bool shutting_down_ = false;
   std::vector<std::string> preload_;  // child names to start once (start_wanted), then cleared
+  std::unique_ptr<remote::Monitor> remotes_;  // health of the remote profiles; on strand_
 };
 
 }  // namespace kevlaya::supervisor

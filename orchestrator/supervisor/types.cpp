@@ -28,6 +28,7 @@ std::string_view to_string(Event::Type t) {
     case Event::Type::switch_done: return "switch";
     case Event::Type::unload: return "unload";
     case Event::Type::reload: return "reload";
+    case Event::Type::remote: return "remote";
   }
   return "phase";
 }

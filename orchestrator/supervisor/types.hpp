@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "remote/status.hpp"
 #include "supervisor/phase.hpp"
 #include "upstream/client.hpp"
 
@@ -68,6 +69,7 @@ struct StopReport {
   bool killed = false;  // SIGKILL was needed after stop.grace_s
   std::int64_t save_ms = 0;  // KV slot save before SIGTERM (slot_cache.enabled), in stop_ms
   int slots_saved = 0;
+  std::string stop_command;  // how stop.command ended ("exit 0", "timed out (killed)"); "" = none
 };
 
 // One model switch, with the time each phase took.
@@ -92,7 +94,7 @@ struct SwitchRecord {
 
 // One event of the supervisor's stream (Supervisor::subscribe, GET /events).
 struct Event {
-  enum class Type { phase, switch_done, unload, reload };
+  enum class Type { phase, switch_done, unload, reload, remote };
   Type type = Type::phase;
   std::chrono::system_clock::time_point at;
   // phase: `child` (a profile, or a shared-base group's child) went `from` -> `to`; `failure` says
@@ -110,6 +112,8 @@ struct Event {
   StopReport stop;
   // reload: children whose profile changed (replaced once idle), new and removed profiles.
   std::vector<std::string> changed, added, removed;
+  // remote: `child` (a remote profile) became reachable or unreachable (backend: remote).
+  std::optional<remote::Health> remote;
 };
 std::string_view to_string(Event::Type t);
 
@@ -131,6 +135,9 @@ struct ProfileStatus {
   int crashes = 0;
   std::optional<ChildFailure> last_failure;
   int retry_after_s = 0;  // > 0 while failed (cooldown)
+  // backend: remote only (no child: pid and port stay 0). state: starting until the first check,
+  // then ready (reachable) or failed (unreachable).
+  std::optional<remote::Health> remote;
   std::vector<int> gpus;  // devices its child is placed on (ledger/placement); empty = none known
   bool pinned = false;
   // Seconds until an idle unload: counting down while ready and idle, the full idle time while

@@ -76,7 +76,7 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
 http::request<http::string_body> build_request(const Request& req, const Endpoint& ep) {
   http::request<http::string_body> msg;
   msg.method_string(req.method);
-  msg.target(req.target);
+  msg.target(ep.base_path.empty() ? req.target : ep.base_path + req.target);
   msg.version(11);
   msg.set(http::field::host, ep.to_string());
   msg.set(http::field::user_agent, "kevlaya-orch");

@@ -37,6 +37,8 @@ struct Endpoint {
   // Sent as "Authorization: Bearer <key>" on every request when set (a child's per-start
   // --api-key). A secret: to_string() and every message leave it out.
   std::string api_key;
+  // Put before every request target ("/prefix" of a remote's URL; "" for a child).
+  std::string base_path;
   // Keep-alive connections to this child (null: a fresh connection per request).
   std::shared_ptr<ConnectionPool> pool;
   std::string to_string() const;  // "host:port"

@@ -1,0 +1,134 @@
+#include "remote/peers.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "upstream/client.hpp"
+
+namespace kevlaya::remote {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+constexpr auto kRetryGap = std::chrono::seconds(1);
+constexpr auto kFetchTimeout = std::chrono::seconds(5);
+
+std::string names_in(const config::Profile& p) {
+  std::string s = p.name;
+  for (const auto& a : p.alias) s += ", " + a;
+  return s;
+}
+
+// One GET /v1/models of `peer`, on a private io_context (startup, before the door runs).
+Result<std::string> fetch_models(const config::PeerCfg& peer) {
+  const auto url = config::parse_http_url(peer.url, nullptr);
+  if (!url) return make_error(Errc::config_invalid, "peer " + peer.url + ": not an http:// URL");
+  upstream::Endpoint ep(url->host, static_cast<std::uint16_t>(url->port));
+  ep.base_path = url->base_path;
+  ep.api_key = peer.api_key;
+  asio::io_context ioc;
+  std::optional<Result<upstream::Response>> got;
+  auto task = [&]() -> asio::awaitable<void> {
+    upstream::Request req;
+    req.target = "/v1/models";
+    req.timeout = kFetchTimeout;
+    got.emplace(co_await upstream::fetch(ioc.get_executor(), ep, std::move(req)));
+  };
+  asio::co_spawn(ioc, task(), asio::detached);
+  ioc.run();
+  if (!got) return make_error(Errc::internal, "peer " + peer.url + ": no answer");
+  if (!*got) return got->error();
+  if ((*got)->status != 200)
+    return make_error(Errc::upstream_error, "GET /v1/models answered HTTP " + std::to_string((*got)->status) +
+                                                ((*got)->status == 401 ? " (check the peer's api_key)" : ""));
+  return std::move((*got)->body);
+}
+
+}  // namespace
+
+Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg& peer, std::string_view body) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
+    return make_error(Errc::upstream_error, "peer " + peer.url + ": /v1/models is not an OpenAI model list");
+  std::vector<config::Profile> out;
+  for (const auto& m : j["data"]) {
+    if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
+    const auto k = m.value("kevlaya", json::object());
+    if (k.is_object() && k.value("backend", "") == "remote") continue;  // the peer's own remotes
+    config::Profile p;
+    p.name = m["id"].get<std::string>();
+    p.loc = peer.loc;
+    p.backend = config::Backend::remote;
+    p.binary.clear();
+    p.url = peer.url;
+    p.api_key = peer.api_key;
+    p.peer = peer.url;
+    // Checked through the peer's own entry for it: a model the peer stops serving becomes
+    // unreachable here ("answered HTTP 404") at the next check, not silently misrouted.
+    p.health.path = "/v1/models/" + p.name;
+    if (m.contains("aliases") && m["aliases"].is_array())
+      for (const auto& a : m["aliases"])
+        if (a.is_string()) p.alias.push_back(a.get<std::string>());
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported) {
+  std::vector<config::Profile> all = cfg.profiles;  // appended one by one: a clash leaves cfg as it was
+  config::Config probe;
+  for (const auto& p : imported) {
+    probe.profiles = all;
+    std::vector<std::string> names = p.alias;
+    names.insert(names.begin(), p.name);
+    for (const auto& n : names) {
+      const config::Profile* owner = probe.find_profile(n);
+      if (!owner) continue;
+      const std::string where = owner->peer.empty() ? "profile '" + owner->name + "' (" + owner->loc.file + ")"
+                                                    : "model '" + owner->name + "' of peer " + owner->peer;
+      return make_error(Errc::config_invalid,
+                        "peer " + p.peer + " serves a model named '" + n + "', which " + where + " already uses",
+                        "rename one of them (a profile's name or alias, or the model on the peer)");
+    }
+    all.push_back(p);
+  }
+  cfg.profiles = std::move(all);
+  return ok_status();
+}
+
+Status import_peers(config::Config& cfg, std::chrono::milliseconds wait) {
+  for (const auto& peer : cfg.orch.peers) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    Result<std::string> body = make_error(Errc::internal, "not asked");
+    for (;;) {
+      body = fetch_models(peer);
+      if (body || std::chrono::steady_clock::now() + kRetryGap > until) break;
+      spdlog::info("peer {}: {}; retrying", peer.url, body.error().message);
+      std::this_thread::sleep_for(kRetryGap);
+    }
+    if (!body) {
+      Error e = body.error();
+      e.code = Errc::config_invalid;
+      e.message = "peer " + peer.url + " did not list its models: " + e.message;
+      e.hint = "start the peer first, or fix peers[].url / api_key in kevlaya.yaml";
+      return e;
+    }
+    auto imported = profiles_from_models(peer, *body);
+    if (!imported) return imported.error();
+    if (auto st = add_imported(cfg, *imported); !st) return st;
+    for (const auto& p : *imported) spdlog::info("peer {}: imported model {}", peer.url, names_in(p));
+  }
+  return ok_status();
+}
+
+}  // namespace kevlaya::remote

@@ -1,0 +1,29 @@
+// Peers (`peers:` in kevlaya.yaml): other kevlaya-orch doors whose models become remote profiles
+// of this one, so one front door serves the models of several machines while each machine keeps
+// its own one-at-a-time rotation. The list is read when the door starts.
+#pragma once
+#include <chrono>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+
+namespace kevlaya::remote {
+
+// Pure: a peer door's GET /v1/models body -> one remote profile per model it serves itself (its
+// own remote models are skipped: no second hop). Each profile is named like the model, points at
+// the peer with its key, and is checked through GET /v1/models/{name} on the peer (so a model the
+// peer no longer serves shows as unreachable).
+Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg& peer, std::string_view body);
+
+// Pure: appends `imported` to `cfg`; a name or alias that is already taken (by a profile of this
+// door or of an earlier peer) is an error naming both, and nothing is appended.
+Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported);
+
+// Asks every peer for its models (GET /v1/models, retried every second for up to `wait`: a node
+// may start after the front door) and adds them to `cfg`. Errors: a peer that never answers, a
+// bad answer, or a name clash. Blocking; called once at startup.
+Status import_peers(config::Config& cfg, std::chrono::milliseconds wait);
+
+}  // namespace kevlaya::remote
