@@ -46,7 +46,7 @@ kevlaya::config::Profile profile(const std::string& name, const std::string& bin
   kevlaya::config::Profile p;
   p.name = name;
   p.binary = bin;
-  p.model = std::filesystem::path(KEVLAYA_SHARED_MODELS) / "stories260K.gguf";
+  p.model = std::filesystem::path(KEVLAYA_BENCH_MODELS) / "stories260K.gguf";
   p.ngl = 0;
   p.ctx = 256;
   p.port = port;
@@ -131,7 +131,7 @@ std::vector<double> orchestrator_calls(const std::string& bin, int n, const std:
 std::vector<double> router_calls(const std::string& bin, int n, const std::string& tmp) {
   auto dir = std::filesystem::path(tmp) / "router-models";
   std::filesystem::create_directories(dir);
-  auto model = std::filesystem::path(KEVLAYA_SHARED_MODELS) / "stories260K.gguf";
+  auto model = std::filesystem::path(KEVLAYA_BENCH_MODELS) / "stories260K.gguf";
   std::filesystem::copy_file(model, dir / "a.gguf");
   std::filesystem::copy_file(model, dir / "b.gguf");
   int port = sv::pick_free_port("127.0.0.1");

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 3;
   const int big_mib = argc > 2 ? std::atoi(argv[2]) : 400;
   const char* real = std::getenv("KEVLAYA_LLAMA_SERVER");
-  const fs::path stories = fs::path(KEVLAYA_SHARED_MODELS) / "stories260K.gguf";
+  const fs::path stories = fs::path(KEVLAYA_BENCH_MODELS) / "stories260K.gguf";
   try {
     std::printf("(b) first token after a switch, long shared prefix, without vs with slot restore (%d runs)\n", runs);
     bench_restore("stand-in (1 ms/token prefill)", KEVLAYA_STANDIN_PATH, stories,
