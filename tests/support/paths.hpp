@@ -8,8 +8,11 @@ namespace kevlaya::test {
 
 inline std::filesystem::path source_dir() { return KEVLAYA_SOURCE_DIR; }
 inline std::filesystem::path binary_dir() { return KEVLAYA_BINARY_DIR; }
-inline std::filesystem::path shared_models() { return KEVLAYA_SHARED_MODELS; }
-inline std::filesystem::path stories260k() { return shared_models() / "stories260K.gguf"; }
+// llama2.c's stories260K, an optional extra: $KEVLAYA_STORIES260K (a path), else empty (tests skip).
+inline std::filesystem::path stories260k() {
+  const char* v = std::getenv("KEVLAYA_STORIES260K");
+  return v ? std::filesystem::path(v) : std::filesystem::path();
+}
 inline std::filesystem::path orch_binary() { return KEVLAYA_ORCH_PATH; }
 inline std::filesystem::path standin_binary() { return KEVLAYA_STANDIN_PATH; }
 inline std::filesystem::path tiny_gguf_tool() { return KEVLAYA_GGUF_TOOL_PATH; }
