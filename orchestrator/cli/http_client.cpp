@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <optional>
 #include <regex>
 
 namespace kevlaya::cli {
@@ -60,6 +61,22 @@ asio::awaitable<boost::system::error_code> connect(beast::tcp_stream& s, const C
   co_return ec;
 }
 
+// A failed exchange, as the caller reads it: the door's deadline passed, or it could not be reached.
+Error failed(const ClientOptions& o, const boost::system::error_code& ec) {
+  return ec == beast::error::timeout ? timed_out(o) : unreachable(o, ec);
+}
+
+// Connects and sends one request; the error when either step fails.
+asio::awaitable<std::optional<Error>> send(beast::tcp_stream& s, const ClientOptions& o, bhttp::verb method,
+                                           const std::string& path, const std::string& body) {
+  if (auto ec = co_await connect(s, o)) co_return unreachable(o, ec);
+  boost::system::error_code ec;
+  auto req = make_request(o, method, path, body);
+  co_await bhttp::async_write(s, req, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return failed(o, ec);
+  co_return std::nullopt;
+}
+
 }  // namespace
 
 Result<DoorUrl> parse_door_url(const std::string& url) {
@@ -85,19 +102,18 @@ Result<HttpAnswer> http_call(const ClientOptions& o, const std::string& method, 
   std::optional<Result<HttpAnswer>> out;
   auto task = [&]() -> asio::awaitable<void> {
     beast::tcp_stream s(ioc);
-    if (auto ec = co_await connect(s, o)) {
-      out.emplace(unreachable(o, ec));
+    const auto verb = method == "POST" ? bhttp::verb::post : bhttp::verb::get;
+    if (auto e = co_await send(s, o, verb, path, body)) {
+      out.emplace(std::move(*e));
       co_return;
     }
     boost::system::error_code ec;
-    auto req = make_request(o, method == "POST" ? bhttp::verb::post : bhttp::verb::get, path, body);
-    co_await bhttp::async_write(s, req, asio::redirect_error(asio::use_awaitable, ec));
     beast::flat_buffer buf;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(64 << 20);
-    if (!ec) co_await bhttp::async_read(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      out.emplace(ec == beast::error::timeout ? timed_out(o) : unreachable(o, ec));
+      out.emplace(failed(o, ec));
       co_return;
     }
     out.emplace(HttpAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()});
@@ -114,19 +130,17 @@ Result<HttpAnswer> http_stream(const ClientOptions& o, const std::string& path,
   std::optional<Result<HttpAnswer>> out;
   auto task = [&]() -> asio::awaitable<void> {
     beast::tcp_stream s(ioc);
-    if (auto ec = co_await connect(s, o)) {
-      out.emplace(unreachable(o, ec));
+    if (auto e = co_await send(s, o, bhttp::verb::get, path, "")) {
+      out.emplace(std::move(*e));
       co_return;
     }
     boost::system::error_code ec;
-    auto req = make_request(o, bhttp::verb::get, path, "");
-    co_await bhttp::async_write(s, req, asio::redirect_error(asio::use_awaitable, ec));
     beast::flat_buffer buf;
     bhttp::response_parser<bhttp::buffer_body> parser;
     parser.body_limit(boost::none);
-    if (!ec) co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      out.emplace(ec == beast::error::timeout ? timed_out(o) : unreachable(o, ec));
+      out.emplace(failed(o, ec));
       co_return;
     }
     HttpAnswer head{static_cast<int>(parser.get().result_int()), ""};

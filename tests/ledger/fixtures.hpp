@@ -87,4 +87,24 @@ inline gguf::ModelInfo adapter_info(const char* path, std::uint64_t bytes) {
   return m;
 }
 
+// The reference profiles' bills (profiles/kev.yaml: 7B Q4_K_S, ngl 32, ctx 2048; profiles/laya.yaml:
+// 3B Q4_K_S with tied output, ctx 4096).
+inline ledger::ProfileInput reference_kev() {
+  ledger::ProfileInput p;
+  p.name = "kev";
+  p.model = q4ks_7b_info();
+  p.flags.ngl = 32;
+  p.flags.ctx = 2048;
+  return p;
+}
+
+inline ledger::ProfileInput reference_laya() {
+  ledger::ProfileInput p;
+  p.name = "laya";
+  p.model = q4ks_3b_info();
+  p.output_tied = true;
+  p.flags.ctx = 4096;
+  return p;
+}
+
 }  // namespace kevlaya::test

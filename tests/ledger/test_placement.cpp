@@ -22,23 +22,8 @@ constexpr std::uint64_t kReserve = 256 * kMiB;
 using Sets = std::vector<std::vector<std::string>>;
 
 // The reference profiles (profiles/kev.yaml, profiles/laya.yaml).
-ProfileInput kev() {
-  ProfileInput p;
-  p.name = "kev";
-  p.model = q4ks_7b_info();
-  p.flags.ngl = 32;
-  p.flags.ctx = 2048;
-  return p;
-}
-
-ProfileInput laya() {
-  ProfileInput p;
-  p.name = "laya";
-  p.model = q4ks_3b_info();
-  p.output_tied = true;
-  p.flags.ctx = 4096;
-  return p;
-}
+ProfileInput kev() { return test::reference_kev(); }
+ProfileInput laya() { return test::reference_laya(); }
 
 // A third 7B with a long context: fits an 8 GB card alone, not a 6 GB one.
 ProfileInput judge() {

@@ -14,23 +14,12 @@ constexpr std::uint64_t kOverhead = 450 * kMiB;
 using Sets = std::vector<std::vector<std::string>>;
 
 ProfileInput kev() {
-  ProfileInput p;
-  p.name = "kev";
-  p.model = q4ks_7b_info();
-  p.flags.ngl = 32;
-  p.flags.ctx = 2048;
+  ProfileInput p = test::reference_kev();
   p.share_key = "ngl=32 c=2048";
   return p;
 }
 
-ProfileInput laya() {
-  ProfileInput p;
-  p.name = "laya";
-  p.model = q4ks_3b_info();
-  p.output_tied = true;
-  p.flags.ctx = 4096;
-  return p;
-}
+ProfileInput laya() { return test::reference_laya(); }
 
 std::uint64_t alone(const ProfileInput& p) {
   return estimate(p.model, p.output_tied, p.flags, p.adapters, kOverhead).total_gpu();
