@@ -1,6 +1,6 @@
 // Internals of the REST door shared by server.cpp, router.cpp, proxy.cpp and runs.cpp (Beast
 // types live here, never in a public header). Everything in Door and Connection runs on the
-// door's one strand, so none of it needs a lock.
+// door's strand (the supervisor's: admission needs no hop), so none of it needs a lock.
 #pragma once
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
@@ -37,7 +37,7 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 using Request = bhttp::request<bhttp::string_body>;
-using Strand = asio::strand<asio::io_context::executor_type>;
+using Strand = asio::strand<asio::any_io_executor>;  // the supervisor's (Supervisor::strand)
 
 class Connection;
 class RunQueue;

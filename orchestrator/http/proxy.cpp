@@ -315,24 +315,25 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, missing_route_reply(call, r.body), t0);
   if (r.upstream_error)
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
-  count(d, model, 200, t0);
   if (r.streaming) {
+    count(d, model, 200, t0);
     tps = note_timings(d, model, r.tail);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
     co_return;
   }
-  tps = note_timings(d, model, r.body);
+  // The answer first; the bookkeeping after it, off the caller's wait.
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
-  rep.body = std::move(r.body);
-  if (call.body_map) {
-    rep.body = call.body_map(rep.body);
-    rep.content_type = "application/json";
-  }
+  // `timings` sits near the end of the child's answer (as for a stream: its tail)
+  std::string tail = r.body.size() > kTailBytes ? r.body.substr(r.body.size() - kTailBytes) : r.body;
+  rep.body = call.body_map ? call.body_map(r.body) : std::move(r.body);
+  if (call.body_map) rep.content_type = "application/json";
   rep.headers = lease_headers(lease, queue_ms);
   co_await c.send(std::move(rep));
+  count(d, model, 200, t0);
+  tps = note_timings(d, model, tail);
 }
 
 }  // namespace

@@ -265,21 +265,17 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
   const auto gen = ++watch_gen_;
-  auto self = shared_from_this();
-  auto watcher = [self, gen, token]() -> asio::awaitable<void> {
-    error_code ec;
-    co_await self->stream_.socket().async_wait(tcp::socket::wait_read, ec_token(ec));
-    if (ec || gen != self->watch_gen_) co_return;  // unwatched (cancelled) or superseded
+  // A plain handler, not a coroutine: this runs on every model call, before its upstream request.
+  stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen, token](error_code ec) {
+    if (ec || gen != self->watch_gen_) return;  // unwatched (cancelled) or superseded
     char byte = 0;
-    const auto n = self->stream_.socket().receive(asio::buffer(&byte, 1),
-                                                  tcp::socket::message_peek, ec);
+    const auto n = self->stream_.socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
     if (n == 0 || (ec && ec != asio::error::would_block)) {
       spdlog::debug("http: client went away; cancelling its upstream request");
       token->cancel();
     }
     // Else: a pipelined next request; it stays in the socket for read_request().
-  };
-  asio::co_spawn(door_->strand, std::move(watcher), asio::detached);
+  });
 }
 
 void Connection::unwatch() {
@@ -292,7 +288,7 @@ void Connection::unwatch() {
 
 Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config& c,
            ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : ioc(io), strand(asio::make_strand(io)), sup(s), cfg(&c), opt(std::move(o)),
+    : ioc(io), strand(s.strand()), sup(s), cfg(&c), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);

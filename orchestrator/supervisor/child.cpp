@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,21 @@ constexpr auto kPipeDrainWait = milliseconds(300);   // exit -> last log lines r
 constexpr auto kExitPoll = milliseconds(20);         // fallback when pidfd_open is unavailable
 constexpr auto kKillReapWait = std::chrono::seconds(10);
 constexpr std::size_t kPipeReadBytes = 16 * 1024;
+// A serving child's output is read in batches, every kLogBatchMin, less often (up to kLogBatchMax)
+// while it prints nothing; the pipe holds kPipeBytes meanwhile (Linux's default maximum).
+constexpr auto kLogBatchMin = milliseconds(100);
+constexpr auto kLogBatchMax = milliseconds(800);
+constexpr int kPipeBytes = 1 << 20;
+constexpr std::size_t kBatchReadMax = 4u << 20;  // per batch: a flood of output cannot hog the thread
+constexpr std::size_t kMaxLineBytes = 64 * 1024;   // longer output without a newline is cut into lines
+
+// Closes a descriptor when the coroutine that owns it ends, however it ends.
+struct OwnedFd {
+  int fd;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 // Runs in the forked child before exec: own process group (so signals reach the whole tree) and
 // SIGKILL when the spawning thread dies (so a SIGKILLed orchestrator leaves nothing behind).
@@ -118,6 +134,8 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   int signal_ = 0;
   int open_pipes_ = 0;
   bool stop_requested_ = false;
+  bool logs_closed_ = false;                     // stop() ran: batch readers read once more and end
+  std::vector<asio::steady_timer*> batch_timers_;  // of the batch readers now waiting
   std::optional<SClock::time_point> listening_at_;
   SClock::time_point last_line_at_{};
   std::deque<std::string> tail_;
@@ -132,7 +150,12 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   std::optional<ChildFailure> spawn();
   void open_log();
   void on_line(std::string line);
+  void take_lines(std::string& buf);
   asio::awaitable<void> read_lines(bp::async_pipe* pipe);
+  asio::awaitable<void> read_batched(bp::async_pipe& pipe, std::string& buf);
+  void drain_logs() {  // batch readers read now (an exit: the last lines matter at once)
+    for (auto* t : batch_timers_) t->cancel();
+  }
   asio::awaitable<void> watch_exit();
   void record_exit(int status);
   asio::awaitable<void> sleep_until(SClock::time_point t);
@@ -219,26 +242,88 @@ void Child::Impl::on_line(std::string line) {
   while (tail_.size() > opts_.tail_lines) tail_.pop_front();
 }
 
+// Every complete line of `buf` to on_line; the rest stays for the next read.
+void Child::Impl::take_lines(std::string& buf) {
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = buf.find('\n', at)) != std::string::npos; at = nl + 1)
+    on_line(buf.substr(at, nl + 1 - at));
+  buf.erase(0, at);
+  if (buf.size() > kMaxLineBytes) {
+    on_line(std::move(buf));
+    buf.clear();
+  }
+  if (log_ && at > 0) log_->flush();  // the batch is in the file before the next wait
+}
+
+// Line by line while the child starts (the ready line and the stall timer need each one at once);
+// once it serves, in batches (read_batched): a pipe the reactor watches wakes the door for every
+// line a child prints, several per request, in the middle of the request's own work.
 asio::awaitable<void> Child::Impl::read_lines(bp::async_pipe* pipe) {
   auto self = shared_from_this();
   std::string buf;
   buf.reserve(kPipeReadBytes);  // a whole burst of lines per read, not 512 bytes at a time
-  for (;;) {
+  bool open = true;
+  while (open && state_ != Phase::ready) {
     boost::system::error_code ec;
-    std::size_t n = co_await asio::async_read_until(*pipe, asio::dynamic_buffer(buf), '\n',
-                                                    asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (!buf.empty()) on_line(std::move(buf));
-      break;
-    }
-    on_line(buf.substr(0, n));
-    buf.erase(0, n);
-    // Nothing more buffered: the batch is in the file before the next wait (a crash loses nothing).
-    if (log_ && buf.find('\n') == std::string::npos) log_->flush();
+    co_await asio::async_read_until(*pipe, asio::dynamic_buffer(buf), '\n',
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    open = !ec;
+    take_lines(buf);
   }
+  if (open) co_await read_batched(*pipe, buf);
+  if (!buf.empty()) on_line(std::move(buf));
   if (log_) log_->flush();
   --open_pipes_;
   wake();
+}
+
+namespace {
+
+// Reads all there is, up to kBatchReadMax; false once the pipe has closed (or failed).
+bool read_available(int fd, std::string& buf, std::size_t& got) {
+  char chunk[kPipeReadBytes];
+  while (got < kBatchReadMax) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n > 0) {
+      buf.append(chunk, static_cast<std::size_t>(n));
+      got += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// The pipe leaves the reactor (a duplicate descriptor keeps it open) and is read on a timer until
+// it closes or stop() ran; drain_logs() reads it at once.
+asio::awaitable<void> Child::Impl::read_batched(bp::async_pipe& pipe, std::string& buf) {
+  OwnedFd fd{::dup(pipe.native_source())};
+  boost::system::error_code ec;
+  pipe.close(ec);
+  if (fd.fd < 0) co_return;
+  ::fcntl(fd.fd, F_SETFL, ::fcntl(fd.fd, F_GETFL) | O_NONBLOCK);
+  ::fcntl(fd.fd, F_SETPIPE_SZ, kPipeBytes);  // best effort: room for a chatty child between batches
+  asio::steady_timer timer(strand_);
+  batch_timers_.push_back(&timer);
+  struct Unregister {
+    std::vector<asio::steady_timer*>& timers;
+    asio::steady_timer* t;
+    ~Unregister() { timers.erase(std::remove(timers.begin(), timers.end(), t), timers.end()); }
+  } unregister{batch_timers_, &timer};
+  auto every = kLogBatchMin;
+  for (bool open = true; open;) {
+    timer.expires_after(every);
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    const bool last = logs_closed_;
+    std::size_t got = 0;
+    open = read_available(fd.fd, buf, got) && !last;
+    take_lines(buf);
+    every = got > 0 ? kLogBatchMin : std::min(every * 2, kLogBatchMax);
+  }
 }
 
 void Child::Impl::record_exit(int status) {
@@ -265,6 +350,7 @@ asio::awaitable<void> Child::Impl::watch_exit() {
     }
   }
   record_exit(status);
+  drain_logs();
   bool unexpected = state_ == Phase::ready && !stop_requested_;
   if (unexpected) {
     set(Phase::failed);  // at once: the process is gone
@@ -421,6 +507,8 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   }
   rep.exit_code = exit_code_;
   rep.signal = signal_;
+  logs_closed_ = true;
+  drain_logs();
   boost::system::error_code ec;
   if (out_) out_->close(ec);
   if (err_) err_->close(ec);

@@ -77,6 +77,14 @@ asio::awaitable<std::optional<T>> wrap(asio::awaitable<T> a) {
 asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias,
                                                    std::optional<Clock::time_point> deadline,
                                                    std::shared_ptr<upstream::CancelToken> cancel) {
+  if (impl_->strand_.running_in_this_thread()) {  // a caller on our strand (the door): no hop to admit
+    auto admitted = impl_->admit(std::move(model_or_alias), deadline, cancel);
+    if (auto* now = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*now);
+    auto r = co_await asio::co_spawn(
+        impl_->strand_, wrap(impl_->wait(std::get<std::shared_ptr<Waiter>>(std::move(admitted)), std::move(cancel))),
+        asio::use_awaitable);
+    co_return std::move(*r);
+  }
   auto r = co_await asio::co_spawn(
       impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline, std::move(cancel))),
       asio::use_awaitable);
@@ -99,6 +107,8 @@ asio::awaitable<Status> Supervisor::unload(std::optional<std::string> model) {
 void Supervisor::start_wanted() {
   asio::post(impl_->strand_, [impl = impl_] { impl->start_wanted(); });
 }
+
+const asio::strand<asio::any_io_executor>& Supervisor::strand() const { return impl_->strand_; }
 
 asio::awaitable<Snapshot> Supervisor::snapshot() {
   co_return co_await asio::co_spawn(impl_->strand_, impl_->snapshot(), asio::use_awaitable);

@@ -105,55 +105,69 @@ const std::string& SupervisorImpl::child_of(const std::string& profile) const {
 
 // ---- queue ---------------------------------------------------------------------------------
 
-asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::optional<Clock::time_point> until,
-                                                       std::shared_ptr<upstream::CancelToken> cancel) {
-  auto self = shared_from_this();
-  if (cancel && cancel->cancelled()) co_return make_error(Errc::unavailable, "client disconnected while waiting");
-  if (shutting_down_) co_return make_error(Errc::unavailable, "shutting down");
+// The one admission point: the checks, the queue, and a grant when a slot is free now (reschedule).
+Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_point> until,
+                                std::shared_ptr<upstream::CancelToken> cancel) {
+  if (cancel && cancel->cancelled()) return make_error(Errc::unavailable, "client disconnected while waiting");
+  if (shutting_down_) return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_->find_profile(model);
-  if (!p) co_return make_error(Errc::not_found, "unknown model '" + model + "'");
-  if (p->backend == config::Backend::remote) co_return remote_lease(*p);  // never queued behind a switch
+  if (!p) return make_error(Errc::not_found, "unknown model '" + model + "'");
+  if (p->backend == config::Backend::remote) return remote_lease(*p);  // never queued behind a switch
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
-  const auto deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
   if (now < ps.failed_until) {
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
     e.code = Errc::profile_failed;
     e.message = p->name + ": failed after repeated crashes; cooling down (last: " + e.message + ")";
     e.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.failed_until - now).count());
-    co_return e;
+    return e;
   }
   if (cfg_->orch.queue.max_depth > 0 && queue_.size() >= static_cast<std::size_t>(cfg_->orch.queue.max_depth))
-    co_return make_error(Errc::queue_full,
-                         "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
-                         "retry later");
+    return make_error(Errc::queue_full,
+                      "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
+                      "retry later");
   auto w = std::make_shared<Waiter>(strand_);
   w->id = next_id_++;
   w->profile = p->name;
   w->child = child;
   w->enqueued = now;
-  w->deadline = deadline;
+  w->deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
   queue_.push_back(w);
+  reschedule();
+  if (w->result) return std::move(*w->result);  // a free slot of a ready child: granted at once
   if (cancel) {  // the caller left: leave the queue now, so nobody loads a model for nobody
     cancel->set_hook([weak = weak_from_this(), w] {
       if (auto s = weak.lock()) asio::post(s->strand_, [s, w] { s->abandon(w); });
     });
   }
-  reschedule();
+  return w;
+}
+
+asio::awaitable<Result<Lease>> SupervisorImpl::wait(std::shared_ptr<Waiter> w,
+                                                    std::shared_ptr<upstream::CancelToken> cancel) {
+  auto self = shared_from_this();
   while (!w->result) {
     boost::system::error_code ec;
-    w->timer.expires_at(deadline);
+    w->timer.expires_at(w->deadline);
     co_await w->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!w->result && Clock::now() >= deadline) {
+    if (!w->result && Clock::now() >= w->deadline) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
-      w->result.emplace(make_error(Errc::timeout, "no free slot of '" + p->name + "' before the deadline",
+      w->result.emplace(make_error(Errc::timeout, "no free slot of '" + w->profile + "' before the deadline",
                                    "the model is busy or still loading; raise the deadline"));
       reschedule();
     }
   }
   if (cancel) cancel->clear_hook();
   co_return std::move(*w->result);
+}
+
+asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::optional<Clock::time_point> until,
+                                                       std::shared_ptr<upstream::CancelToken> cancel) {
+  auto self = shared_from_this();
+  auto admitted = admit(std::move(model), until, cancel);
+  if (auto* r = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*r);
+  co_return co_await wait(std::get<std::shared_ptr<Waiter>>(std::move(admitted)), std::move(cancel));
 }
 
 void SupervisorImpl::abandon(const std::shared_ptr<Waiter>& w) {

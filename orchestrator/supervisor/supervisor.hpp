@@ -15,6 +15,7 @@
 #pragma once
 #include <utility>  // before asio: awaitable.hpp uses std::exchange
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <atomic>
@@ -187,6 +188,10 @@ class Supervisor {
   asio::awaitable<Result<Lease>> acquire(std::string model_or_alias,
                                          std::optional<Clock::time_point> deadline = std::nullopt,
                                          std::shared_ptr<upstream::CancelToken> cancel = nullptr);
+
+  // The strand the supervisor's state lives on. A caller running on it (the HTTP door) is
+  // admitted without a hop: acquire() grants a free slot synchronously.
+  const asio::strand<asio::any_io_executor>& strand() const;
 
   // Admin load: makes `model_or_alias` resident (switching if needed) without holding a slot.
   asio::awaitable<Status> ensure_ready(std::string model_or_alias,

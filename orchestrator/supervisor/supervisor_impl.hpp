@@ -7,6 +7,7 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <variant>
 
 #include "remote/monitor.hpp"
 #include "supervisor/events.hpp"
@@ -56,6 +57,9 @@ struct Waiter {
   std::optional<Result<Lease>> result;
 };
 
+// What admission decided: an error or a lease now, or the queued waiter.
+using Admission = std::variant<Result<Lease>, std::shared_ptr<Waiter>>;
+
 struct PendingSwitch {
   SwitchRecord rec;
   Clock::time_point started{};
@@ -69,6 +73,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
 
   asio::awaitable<Result<Lease>> acquire(std::string model, std::optional<Clock::time_point> deadline,
                                          std::shared_ptr<upstream::CancelToken> cancel);
+  // acquire's synchronous part: an error or a lease now, or the queued waiter to wait() on.
+  Admission admit(std::string model, std::optional<Clock::time_point> deadline,
+                  std::shared_ptr<upstream::CancelToken> cancel);
+  asio::awaitable<Result<Lease>> wait(std::shared_ptr<Waiter> w, std::shared_ptr<upstream::CancelToken> cancel);
   void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
   asio::awaitable<Status> unload(std::optional<std::string> model);
   asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);

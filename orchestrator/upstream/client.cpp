@@ -30,6 +30,7 @@ using boost::system::error_code;
 constexpr std::uint64_t kMaxFetchBody = 64ull << 20;  // a chat completion is far smaller
 constexpr std::uint32_t kMaxHeader = 64u << 10;
 constexpr std::size_t kReadBytes = 16u << 10;  // first read from a child: head + typical body
+constexpr auto kTrustIdle = std::chrono::milliseconds(250);  // pooled, idle: no liveness peek below this
 
 auto ec_token(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
@@ -143,7 +144,10 @@ struct ConnectionPool::Impl {
       const auto now = Clock::now();
       for (auto it = idle.end(); it != idle.begin() && !out;) {
         --it;
-        if (now - it->since > max_age || unusable(*it->s)) {
+        const auto idle_for = now - it->since;
+        // The peek costs a syscall per request; a connection idle this briefly is taken on trust
+        // (a child that closed it anyway is caught by stale(): the request goes out again).
+        if (idle_for > max_age || (idle_for > kTrustIdle && unusable(*it->s))) {
           drop.push_back(std::move(it->s));
           it = idle.erase(it);
         } else if (it->s->get_executor() == ex) {

@@ -1,5 +1,6 @@
 // Child / ProcessEffects / Supervisor against the stand-in server's fault flags (real processes).
 #include <catch2/catch.hpp>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -162,6 +163,52 @@ upstream::Request tiny_completion() {
   return req;
 }
 }  // namespace
+
+// Regression (issue 15): a serving child's output is read in batches, off the request path (the
+// default verbosity prints ~35 lines per request). The lines still reach the log file, and on an
+// unexpected exit the reader drains the pipe at once: the failure carries the last lines although
+// the batch reader had backed off to its longest wait (longer than the exit's drain wait).
+TEST_CASE("supervisor: a serving child's lines reach its log in batches and its crash report at once") {
+  test::TempDir dir("sup-batchlog");
+  asio::io_context ioc;
+  auto p = standin("batchlog");
+  auto c = Child::create(ioc, child_opts(p, dir));
+  std::optional<ChildFailure> failure;
+  c->on_unexpected_exit([&](ChildFailure f) { failure = std::move(f); });
+  auto out = start_child(ioc, c);
+  REQUIRE(out.ok());
+  const auto file = child_log_path(dir / "logs", "batchlog");
+  const std::string line = "| processing task";  // the stand-in's line per task at verbosity 4
+  auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
+    return n;
+  };
+  std::size_t before = 0;  // lines of the start
+  std::size_t per = 0;     // lines of one request
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    const auto ex = co_await asio::this_coro::executor;
+    co_await test::sleep_for(300ms);  // the start's last lines are in the file
+    before = count(test::read_text(file));
+    for (int i = 0; i < 2; ++i) {  // each request's lines arrive with the next batch
+      REQUIRE((co_await upstream::fetch(ex, out.report->endpoint, tiny_completion())).ok());
+      for (int t = 0; t < 300 && count(test::read_text(file)) == before + i * per; ++t) co_await test::sleep_for(10ms);
+      co_await test::sleep_for(250ms);  // and all of them: the child printed them before it answered
+      if (i == 0) per = count(test::read_text(file)) - before;
+    }
+    REQUIRE(per > 0);
+    CHECK(count(test::read_text(file)) == before + 2 * per);
+    co_await test::sleep_for(1600ms);  // nothing printed: the reader backs off to its longest wait
+    REQUIRE((co_await upstream::fetch(ex, out.report->endpoint, tiny_completion())).ok());
+    ::kill(c->pid(), SIGKILL);
+    for (int i = 0; i < 300 && !failure; ++i) co_await test::sleep_for(10ms);
+  });
+  REQUIRE(failure);
+  std::string tail;
+  for (const auto& l : failure->log_tail) tail += l + "\n";
+  CHECK(count(tail) == before + 3 * per);
+  CHECK(count(test::read_text(file)) == before + 3 * per);
+}
 
 TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; next request restarts") {
   test::TempDir dir("sup-crash");
