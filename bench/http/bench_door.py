@@ -4,13 +4,15 @@ directly (same binary, model and flags, no key) and through `kevlaya-orch serve`
 answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
-                           [--baseline ORCH]
+                           [--baseline ORCH] [--nginx]
 
 Prints median added latency (non-streaming), added time to first SSE chunk, throughput at 16
 concurrent clients as ratios door/direct, and the door's own CPU time per request (from
 /proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Uses the stand-in server unless
 --server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
-build, e.g. before a change) in the same run, interleaved, so before/after share the machine state."""
+build, e.g. before a change) in the same run, interleaved, so before/after share the machine state.
+--nginx adds nginx (from PATH: one worker, `proxy_pass` with an upstream keep-alive pool) in front of
+the direct child as a reference row: what a lean proxy's extra hop costs on this machine."""
 import argparse, http.client, json, os, re, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +74,32 @@ def start_direct(server, model, clients):
     raise RuntimeError("direct child did not start")
 
 
+def start_nginx(d, child):
+    """nginx proxying to the direct child over keep-alive connections (no buffering: SSE passes)."""
+    port = free_port()
+    with open(f"{d}/nginx.conf", "w") as f:
+        f.write(f"""worker_processes 1; daemon off; master_process off; pid {d}/nginx.pid; error_log {d}/nginx.err;
+events {{ worker_connections 1024; }}
+http {{ access_log off;
+  upstream child {{ server 127.0.0.1:{child}; keepalive 32; }}
+  server {{ listen 127.0.0.1:{port};
+    location / {{ proxy_pass http://child; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; }} }} }}
+""")
+    p = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return p, port
+        except OSError:
+            pass
+        time.sleep(0.05)
+    p.kill()
+    raise RuntimeError("nginx did not start")
+
+
 def cpu_s(pid):
     """CPU time of all of `pid`'s threads so far, in seconds (schedstat: nanoseconds)."""
     total = 0
@@ -108,6 +136,7 @@ def main():
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
+    ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
     a = ap.parse_args()
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
     orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"),
@@ -131,10 +160,13 @@ def main():
                         g.write(f.read().replace(f"{d}/state", f"{d}/state-{name}").replace(f"{d}/logs", f"{d}/logs-{name}"))
                 procs.append((name, *start_door(bin_, cfg)))
             direct, child = start_direct(server, os.path.abspath(a.model), a.clients)
+            if a.nginx:
+                procs.append(("nginx", *start_nginx(d, child)))
             procs.append(("direct", direct, child))
             run(a, procs[:-1], child)
             for name, p, _ in procs[:-1]:
-                print(f"  {name} RSS after the run: {rss_mib(p.pid):.1f} MiB (target < 20 MiB)")
+                if name != "nginx":
+                    print(f"  {name} RSS after the run: {rss_mib(p.pid):.1f} MiB (target < 20 MiB)")
         finally:
             for _, p, _ in procs:
                 p.terminate(); p.wait(30)
@@ -142,7 +174,9 @@ def main():
 
 def run(a, doors, child):
     """`doors`: (name, process, port) of each door; every measure interleaves them with direct."""
-    for _, _, port in doors:
+    for name, _, port in doors:
+        if name == "nginx":
+            continue  # not a door: it forwards to the running child
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
         r = c.getresponse(); r.read()
@@ -176,7 +210,7 @@ def run(a, doors, child):
         mv, fv = statistics.median(lat[name]), statistics.median(first[name])
         tv = tput[name][0] / statistics.mean(tput["direct"])
         print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
-              f"throughput {tv:.2f}x direct, door CPU {cpu[name]*1e6:.0f} us/request")
+              f"throughput {tv:.2f}x direct, {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request")
 
 
 if __name__ == "__main__":
