@@ -152,8 +152,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> write_done(boost::system::error_code ec);
   void add_cors(bhttp::fields& f) const;
 
+  // One timer per connection, not one per operation as Beast's tcp_stream arms: an operation sets
+  // `deadline_` (a store) and clears it when done; the watchdog closes the socket once a deadline
+  // passes with its operation still pending, and is re-armed only for a deadline earlier than its own.
+  void expire_after(std::chrono::seconds s);
+  void op_done() { deadline_ = Clock::time_point::max(); }
+  void arm(Clock::time_point at);
+  void on_watchdog(boost::system::error_code ec, std::uint64_t gen);
+
   std::shared_ptr<Door> door_;
-  beast::tcp_stream stream_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer watchdog_;
+  Clock::time_point deadline_ = Clock::time_point::max();  // of the pending operation; max = none
+  Clock::time_point armed_ = Clock::time_point::max();     // the watchdog's expiry; max = not armed
+  std::uint64_t watchdog_gen_ = 0;
   beast::flat_buffer buffer_;
   unsigned version_ = 11;
   bool keep_alive_ = true;

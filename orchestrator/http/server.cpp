@@ -66,7 +66,7 @@ Reply json_reply(int status, const nlohmann::json& body, HeaderList headers) {
 // ---- Connection ---------------------------------------------------------------------------
 
 Connection::Connection(std::shared_ptr<Door> door, tcp::socket socket)
-    : door_(std::move(door)), stream_(std::move(socket)) {
+    : door_(std::move(door)), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {
   door_->conns.insert(this);
 }
 
@@ -88,7 +88,30 @@ void Connection::close_if_idle() {
 
 void Connection::close() {
   error_code ec;
-  stream_.socket().close(ec);
+  socket_.close(ec);
+  ++watchdog_gen_;
+  watchdog_.cancel();  // its handler holds this connection
+}
+
+void Connection::expire_after(std::chrono::seconds s) {
+  deadline_ = Clock::now() + s;
+  if (deadline_ < armed_) arm(deadline_);  // else the watchdog fires first and looks again
+}
+
+void Connection::arm(Clock::time_point at) {
+  armed_ = at;
+  const auto gen = ++watchdog_gen_;
+  watchdog_.expires_at(at);  // cancels an earlier wait, whose handler then sees an old generation
+  watchdog_.async_wait([self = shared_from_this(), gen](error_code ec) { self->on_watchdog(ec, gen); });
+}
+
+void Connection::on_watchdog(error_code ec, std::uint64_t gen) {
+  if (ec || gen != watchdog_gen_) return;  // re-armed, or the connection ended
+  armed_ = Clock::time_point::max();
+  if (deadline_ == Clock::time_point::max()) return;  // nothing pending: nothing to bound
+  if (Clock::now() < deadline_) return arm(deadline_);
+  spdlog::debug("http: closing a connection whose read or write timed out");
+  close();  // the pending operation fails; the request loop ends
 }
 
 asio::awaitable<void> Connection::run() {
@@ -118,8 +141,8 @@ asio::awaitable<void> Connection::run() {
     if (crashed || failed_ || !keep_alive_) break;
   }
   error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-  stream_.socket().close(ec);
+  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  close();
 }
 
 asio::awaitable<std::optional<Request>> Connection::read_request() {
@@ -127,8 +150,9 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   const auto& opt = door_->opt;
   const auto header_timeout = std::chrono::seconds(opt.limits.header_timeout_s);
   if (requests_ > 0 && buffer_.size() == 0) {  // between requests: the idle timeout applies
-    stream_.expires_after(std::chrono::seconds(opt.limits.idle_timeout_s));
-    auto n = co_await stream_.async_read_some(buffer_.prepare(kReadChunk), ec_token(ec));
+    expire_after(std::chrono::seconds(opt.limits.idle_timeout_s));
+    auto n = co_await socket_.async_read_some(buffer_.prepare(kReadChunk), ec_token(ec));
+    op_done();
     if (ec) co_return std::nullopt;
     buffer_.commit(n);
   }
@@ -139,12 +163,10 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
   parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
-  stream_.expires_after(header_timeout);
-  co_await bhttp::async_read_header(stream_, buffer_, parser, ec_token(ec));
-  if (!ec) {
-    busy_ = true;  // not evictable while its body arrives and it is answered
-    stream_.expires_after(std::chrono::seconds(opt.limits.read_timeout_s));
-  }
+  expire_after(header_timeout);
+  co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
+  op_done();
+  if (!ec) busy_ = true;  // not evictable while its body arrives and it is answered
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
   std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
   if (!ec) framing = framing_problem(parser.get());
@@ -156,9 +178,15 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   }
   if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    co_await asio::async_write(stream_, asio::buffer(kContinue), ec_token(ec));
+    expire_after(std::chrono::seconds(opt.limits.read_timeout_s));
+    co_await asio::async_write(socket_, asio::buffer(kContinue), ec_token(ec));
+    op_done();
   }
-  if (!ec && !parser.is_done()) co_await bhttp::async_read(stream_, buffer_, parser, ec_token(ec));
+  if (!ec && !parser.is_done()) {
+    expire_after(std::chrono::seconds(opt.limits.read_timeout_s));
+    co_await bhttp::async_read(socket_, buffer_, parser, ec_token(ec));
+    op_done();
+  }
   if (ec) {
     if (auto err = read_error(ec, opt)) {
       keep_alive_ = false;
@@ -174,13 +202,14 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
 // closing does not reset the connection before it has read our answer.
 asio::awaitable<void> Connection::linger_close() {
   error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream_.expires_after(kLingerTime);
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  expire_after(kLingerTime);
   std::uint64_t total = 0;
   std::array<char, kReadChunk> sink{};
   while (!ec && total < kLingerBytes) {
-    total += co_await stream_.async_read_some(asio::buffer(sink), ec_token(ec));
+    total += co_await socket_.async_read_some(asio::buffer(sink), ec_token(ec));
   }
+  op_done();
   failed_ = true;
 }
 
@@ -212,8 +241,9 @@ asio::awaitable<bool> Connection::send(Reply r) {
   status_ = r.status;
   head_sent_ = true;
   error_code ec;
-  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await bhttp::async_write(stream_, res, ec_token(ec));
+  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await bhttp::async_write(socket_, res, ec_token(ec));
+  op_done();
   if (!res.keep_alive()) keep_alive_ = false;
   co_return co_await write_done(ec);
 }
@@ -233,8 +263,9 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   if (!res.keep_alive()) keep_alive_ = false;
   bhttp::response_serializer<bhttp::empty_body> sr{res};
   error_code ec;
-  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await bhttp::async_write_header(stream_, sr, ec_token(ec));
+  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await bhttp::async_write_header(socket_, sr, ec_token(ec));
+  op_done();
   co_return co_await write_done(ec);
 }
 
@@ -243,33 +274,35 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   if (data.empty()) co_return true;  // an empty chunk would end the body
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
-  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await asio::async_write(stream_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
+  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  co_await asio::async_write(socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
                              ec_token(ec));
+  op_done();
   co_return co_await write_done(ec);
 }
 
 asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   if (failed_) co_return false;
   error_code ec;
-  stream_.expires_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   if (trailers.empty()) {
-    co_await asio::async_write(stream_, bhttp::make_chunk_last(), ec_token(ec));
+    co_await asio::async_write(socket_, bhttp::make_chunk_last(), ec_token(ec));
   } else {
     bhttp::fields f;
     for (const auto& [k, v] : trailers) f.set(k, v);
-    co_await asio::async_write(stream_, bhttp::make_chunk_last(f), ec_token(ec));
+    co_await asio::async_write(socket_, bhttp::make_chunk_last(f), ec_token(ec));
   }
+  op_done();
   co_return co_await write_done(ec);
 }
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
   const auto gen = ++watch_gen_;
   // A plain handler, not a coroutine: this runs on every model call, before its upstream request.
-  stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen, token](error_code ec) {
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen, token](error_code ec) {
     if (ec || gen != self->watch_gen_) return;  // unwatched (cancelled) or superseded
     char byte = 0;
-    const auto n = self->stream_.socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
+    const auto n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
     if (n == 0 || (ec && ec != asio::error::would_block)) {
       spdlog::debug("http: client went away; cancelling its upstream request");
       token->cancel();
@@ -281,7 +314,7 @@ void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) 
 void Connection::unwatch() {
   ++watch_gen_;
   error_code ec;
-  stream_.socket().cancel(ec);  // ends the pending async_wait; no other operation is pending now
+  socket_.cancel(ec);  // ends the pending async_wait; no other operation is pending now
 }
 
 // ---- Door and Server ----------------------------------------------------------------------
@@ -392,6 +425,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
         Error e = make_error(Errc::unavailable, "too many connections");
         e.retry_after_s = 1;
         co_await conn->send(error_reply(e));
+        conn->close();
       };
       asio::co_spawn(d->strand, std::move(refuse), asio::detached);
       continue;

@@ -73,6 +73,38 @@ TEST_CASE("a connection that sends nothing is closed after header_timeout_s, not
   CHECK(c.wait_closed(10s));
 }
 
+// Regression (issue 15: one watchdog per connection instead of Beast's timer per operation): the
+// body still has read_timeout_s to arrive ...
+TEST_CASE("a body that stops arriving is cut at read_timeout_s", "[http]") {
+  DoorOptions o;
+  o.read_timeout_s = 1;
+  Door door(o);
+  RawClient c(door.port());
+  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Content-Length: 100\r\n\r\n{\"model\":");  // 10 of the 100 bytes, then nothing
+  CHECK(c.wait_closed(10s));
+}
+
+// ... and a deadline bounds only its own read or write: a model call that takes longer than
+// read_timeout_s (the child holds it for 2.5 s) is answered, not cut while the door waits.
+TEST_CASE("a model call longer than read_timeout_s is answered: a deadline bounds only its own read or write",
+          "[http]") {
+  DoorOptions o;
+  o.read_timeout_s = 1;
+  o.header_timeout_s = 1;
+  Door door(o);
+  std::thread release([&] {
+    if (door.upstream().wait_held(1)) std::this_thread::sleep_for(2500ms);
+    door.upstream().release_hold();
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() { t.join(); }
+  } join{release};
+  const auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "hold"));
+  CHECK(r.status == 200);
+}
+
 namespace {
 
 std::string post_raw(const std::string& target, const std::string& body) {
