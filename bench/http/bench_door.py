@@ -61,7 +61,12 @@ def start_direct(server, model, clients):
     p = subprocess.Popen([server, "-m", model, "-ngl", "0", "-c", "2048", "-np", str(clients),
                           "--host", "127.0.0.1", "--port", str(port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
+    return wait_healthy(p, port, "direct child", 600)
+
+
+def wait_healthy(p, port, what, tries):
+    """(p, port) once GET /health answers 200; kills p and raises after `tries` × 50 ms."""
+    for _ in range(tries):
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             c.request("GET", "/health")
@@ -71,7 +76,7 @@ def start_direct(server, model, clients):
             pass
         time.sleep(0.05)
     p.kill()
-    raise RuntimeError("direct child did not start")
+    raise RuntimeError(f"{what} did not start")
 
 
 def start_nginx(d, child):
@@ -87,17 +92,7 @@ http {{ access_log off;
                  proxy_buffering off; }} }} }}
 """)
     p = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                return p, port
-        except OSError:
-            pass
-        time.sleep(0.05)
-    p.kill()
-    raise RuntimeError("nginx did not start")
+    return wait_healthy(p, port, "nginx", 100)
 
 
 def cpu_s(pid):
