@@ -11,7 +11,8 @@
 //   auto sub = sup.subscribe([](const Event& e) { ... });  // every phase change and switch record
 //
 // Thread-safety: every public method may be called from any thread/executor; they post to the
-// supervisor's strand. Leases may be destroyed anywhere (release is posted).
+// supervisor's strand (acquire admits at once a caller already on it: strand()). Leases may be
+// destroyed anywhere (release is posted).
 #pragma once
 #include <utility>  // before asio: awaitable.hpp uses std::exchange
 #include <boost/asio/any_io_executor.hpp>
