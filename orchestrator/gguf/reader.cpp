@@ -13,6 +13,7 @@
 #include <limits>
 #include <set>
 
+#include "common/fd.hpp"
 #include "gguf/gguf.hpp"
 
 namespace kevlaya::gguf {
@@ -364,13 +365,6 @@ struct Mapping {
   }
 };
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 Error with_path(const std::filesystem::path& path, Error e) {
   e.message = path.string() + ": " + e.message;
   return e;
@@ -384,7 +378,7 @@ Result<File> read_buffer(const std::uint8_t* data, std::size_t size) {
 }
 
 Result<File> read_file(const std::filesystem::path& path) {
-  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) {
     return make_error(Errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno));
   }

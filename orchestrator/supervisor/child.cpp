@@ -27,6 +27,7 @@
 #include <map>
 
 #include "common/clock.hpp"
+#include "common/fd.hpp"
 #include "supervisor/state_file.hpp"
 #include "supervisor/stop_command.hpp"
 #include "upstream/client.hpp"
@@ -53,14 +54,6 @@ constexpr auto kLogBatchMax = milliseconds(800);
 constexpr int kPipeBytes = 1 << 20;
 constexpr std::size_t kBatchReadMax = 4u << 20;  // per batch: a flood of output cannot hog the thread
 constexpr std::size_t kMaxLineBytes = 64 * 1024;   // longer output without a newline is cut into lines
-
-// Closes a descriptor when the coroutine that owns it ends, however it ends.
-struct OwnedFd {
-  int fd;
-  ~OwnedFd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Runs in the forked child before exec: own process group (so signals reach the whole tree) and
 // SIGKILL when the spawning thread dies (so a SIGKILLed orchestrator leaves nothing behind).
@@ -301,7 +294,7 @@ bool read_available(int fd, std::string& buf, std::size_t& got) {
 // The pipe leaves the reactor (a duplicate descriptor keeps it open) and is read on a timer until
 // it closes or stop() ran; drain_logs() reads it at once.
 asio::awaitable<void> Child::Impl::read_batched(bp::async_pipe& pipe, std::string& buf) {
-  OwnedFd fd{::dup(pipe.native_source())};
+  UniqueFd fd{::dup(pipe.native_source())};
   boost::system::error_code ec;
   pipe.close(ec);
   if (fd.fd < 0) co_return;

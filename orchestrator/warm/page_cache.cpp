@@ -11,20 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "common/fd.hpp"
+
 namespace kevlaya::warm {
 
 namespace {
-
-// Closes a file descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
 
 Error io_error(const std::filesystem::path& p, const char* what) {
   return make_error(Errc::io_error, std::string(what) + " " + p.string() + ": " + std::strerror(errno));
@@ -53,7 +44,7 @@ bool count_resident(const unsigned char* map, std::uint64_t page, std::uint64_t 
 }  // namespace
 
 Result<Residency> residency(const std::filesystem::path& path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) return io_error(path, "cannot open");
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) return io_error(path, "cannot stat");
@@ -94,7 +85,7 @@ double resident_pct(const std::filesystem::path& path) {
 }
 
 Status drop_from_cache(const std::filesystem::path& path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) return io_error(path, "cannot open");
   int rc = ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
   if (rc != 0) {
