@@ -152,11 +152,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> write_done(boost::system::error_code ec);
   void add_cors(bhttp::fields& f) const;
 
-  // One timer per connection, not one per operation as Beast's tcp_stream arms: an operation sets
-  // `deadline_` (a store) and clears it when done; the watchdog closes the socket once a deadline
+  // One timer per connection, not one per operation as Beast's tcp_stream arms: bound() sets
+  // `deadline_` (a store) for the reads and writes until its guard goes out of scope, which clears
+  // it (the wait for a model is never bounded); the watchdog closes the socket once a deadline
   // passes with its operation still pending, and is re-armed only for a deadline earlier than its own.
-  void expire_after(std::chrono::seconds s);
-  void op_done() { deadline_ = Clock::time_point::max(); }
+  struct [[nodiscard]] Bounded {
+    Connection& c;
+    ~Bounded() { c.deadline_ = Clock::time_point::max(); }
+  };
+  Bounded bound(std::chrono::seconds s);
   void arm(Clock::time_point at);
   void on_watchdog(boost::system::error_code ec, std::uint64_t gen);
 

@@ -93,9 +93,10 @@ void Connection::close() {
   watchdog_.cancel();  // its handler holds this connection
 }
 
-void Connection::expire_after(std::chrono::seconds s) {
+Connection::Bounded Connection::bound(std::chrono::seconds s) {
   deadline_ = Clock::now() + s;
   if (deadline_ < armed_) arm(deadline_);  // else the watchdog fires first and looks again
+  return Bounded{*this};
 }
 
 void Connection::arm(Clock::time_point at) {
@@ -150,9 +151,8 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   const auto& opt = door_->opt;
   const auto header_timeout = std::chrono::seconds(opt.limits.header_timeout_s);
   if (requests_ > 0 && buffer_.size() == 0) {  // between requests: the idle timeout applies
-    expire_after(std::chrono::seconds(opt.limits.idle_timeout_s));
+    const auto bounded = bound(std::chrono::seconds(opt.limits.idle_timeout_s));
     auto n = co_await socket_.async_read_some(buffer_.prepare(kReadChunk), ec_token(ec));
-    op_done();
     if (ec) co_return std::nullopt;
     buffer_.commit(n);
   }
@@ -163,9 +163,10 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
   parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
-  expire_after(header_timeout);
-  co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
-  op_done();
+  {
+    const auto bounded = bound(header_timeout);
+    co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
+  }
   if (!ec) busy_ = true;  // not evictable while its body arrives and it is answered
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
   std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
@@ -176,16 +177,13 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     co_await linger_close();
     co_return std::nullopt;
   }
-  if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
-    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    expire_after(std::chrono::seconds(opt.limits.read_timeout_s));
-    co_await asio::async_write(socket_, asio::buffer(kContinue), ec_token(ec));
-    op_done();
-  }
-  if (!ec && !parser.is_done()) {
-    expire_after(std::chrono::seconds(opt.limits.read_timeout_s));
-    co_await bhttp::async_read(socket_, buffer_, parser, ec_token(ec));
-    op_done();
+  if (!ec) {  // the rest of the request, within read_timeout_s of its header
+    const auto bounded = bound(std::chrono::seconds(opt.limits.read_timeout_s));
+    if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      co_await asio::async_write(socket_, asio::buffer(kContinue), ec_token(ec));
+    }
+    if (!ec && !parser.is_done()) co_await bhttp::async_read(socket_, buffer_, parser, ec_token(ec));
   }
   if (ec) {
     if (auto err = read_error(ec, opt)) {
@@ -203,13 +201,12 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
 asio::awaitable<void> Connection::linger_close() {
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
-  expire_after(kLingerTime);
+  const auto bounded = bound(kLingerTime);
   std::uint64_t total = 0;
   std::array<char, kReadChunk> sink{};
   while (!ec && total < kLingerBytes) {
     total += co_await socket_.async_read_some(asio::buffer(sink), ec_token(ec));
   }
-  op_done();
   failed_ = true;
 }
 
@@ -241,9 +238,8 @@ asio::awaitable<bool> Connection::send(Reply r) {
   status_ = r.status;
   head_sent_ = true;
   error_code ec;
-  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   co_await bhttp::async_write(socket_, res, ec_token(ec));
-  op_done();
   if (!res.keep_alive()) keep_alive_ = false;
   co_return co_await write_done(ec);
 }
@@ -263,9 +259,8 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   if (!res.keep_alive()) keep_alive_ = false;
   bhttp::response_serializer<bhttp::empty_body> sr{res};
   error_code ec;
-  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   co_await bhttp::async_write_header(socket_, sr, ec_token(ec));
-  op_done();
   co_return co_await write_done(ec);
 }
 
@@ -274,17 +269,16 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   if (data.empty()) co_return true;  // an empty chunk would end the body
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
-  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   co_await asio::async_write(socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
                              ec_token(ec));
-  op_done();
   co_return co_await write_done(ec);
 }
 
 asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   if (failed_) co_return false;
   error_code ec;
-  expire_after(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   if (trailers.empty()) {
     co_await asio::async_write(socket_, bhttp::make_chunk_last(), ec_token(ec));
   } else {
@@ -292,7 +286,6 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
     for (const auto& [k, v] : trailers) f.set(k, v);
     co_await asio::async_write(socket_, bhttp::make_chunk_last(f), ec_token(ec));
   }
-  op_done();
   co_return co_await write_done(ec);
 }
 
