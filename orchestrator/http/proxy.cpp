@@ -326,14 +326,15 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   // The answer first; the bookkeeping after it, off the caller's wait.
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
-  // `timings` sits near the end of the child's answer (as for a stream: its tail)
-  std::string tail = r.body.size() > kTailBytes ? r.body.substr(r.body.size() - kTailBytes) : r.body;
+  // Kept for after the answer: from the child's last `timings` key on (a few hundred bytes).
+  const auto at = r.body.rfind("\"timings\"");
+  std::string timings = at == std::string::npos ? std::string() : r.body.substr(at);
   rep.body = call.body_map ? call.body_map(r.body) : std::move(r.body);
   if (call.body_map) rep.content_type = "application/json";
   rep.headers = lease_headers(lease, queue_ms);
   co_await c.send(std::move(rep));
   count(d, model, 200, t0);
-  tps = note_timings(d, model, tail);
+  tps = note_timings(d, model, timings);
 }
 
 }  // namespace
