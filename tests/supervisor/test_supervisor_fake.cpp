@@ -197,34 +197,25 @@ TEST_CASE("supervisor: grouping serves queued requests of the resident model bef
 // synchronous path): the same admission as any caller, at once only when a slot is free now.
 TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any other, at once only with a free slot") {
   Fixture f;
-  std::exception_ptr err;
-  asio::co_spawn(
-      f.sup.strand(),
-      [&]() -> asio::awaitable<void> {
-        REQUIRE(f.sup.strand().running_in_this_thread());
-        auto a = co_await f.sup.acquire("decider", in(2s));  // not started: queued until kev is up
-        REQUIRE(a.ok());
-        CHECK(a->profile() == "kev");
-        CHECK(f.world.events == std::vector<std::string>{"start kev"});
-        auto busy = co_await f.sup.acquire("kev", in(50ms));  // parallel 1, held: waits, then times out
-        REQUIRE_FALSE(busy.ok());
-        CHECK(busy.error().code == Errc::timeout);
-        a->release();
-        co_await sleep_for(10ms);  // the release is posted
-        auto b = co_await f.sup.acquire("kev", in(2s));  // ready with a free slot: granted now
-        REQUIRE(b.ok());
-        CHECK(b->switch_ms() == 0);
-        CHECK(f.world.events == std::vector<std::string>{"start kev"});
-        auto unknown = co_await f.sup.acquire("nobody", in(2s));
-        REQUIRE_FALSE(unknown.ok());
-        CHECK(unknown.error().code == Errc::not_found);
-        b->release();
-        co_await f.sup.shutdown();
-      },
-      [&](std::exception_ptr e) {
-        err = e;
-        f.ioc.stop();
-      });
-  f.ioc.run();
-  if (err) std::rethrow_exception(err);
+  test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
+    REQUIRE(f.sup.strand().running_in_this_thread());
+    auto a = co_await f.sup.acquire("decider", in(2s));  // not started: queued until kev is up
+    REQUIRE(a.ok());
+    CHECK(a->profile() == "kev");
+    CHECK(f.world.events == std::vector<std::string>{"start kev"});
+    auto busy = co_await f.sup.acquire("kev", in(50ms));  // parallel 1, held: waits, then times out
+    REQUIRE_FALSE(busy.ok());
+    CHECK(busy.error().code == Errc::timeout);
+    a->release();
+    co_await sleep_for(10ms);  // the release is posted
+    auto b = co_await f.sup.acquire("kev", in(2s));  // ready with a free slot: granted now
+    REQUIRE(b.ok());
+    CHECK(b->switch_ms() == 0);
+    CHECK(f.world.events == std::vector<std::string>{"start kev"});
+    auto unknown = co_await f.sup.acquire("nobody", in(2s));
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().code == Errc::not_found);
+    b->release();
+    co_await f.sup.shutdown();
+  });
 }
