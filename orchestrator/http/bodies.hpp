@@ -43,9 +43,14 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view b
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora);
 
-// The last `"timings":{...}` object in a llama-server answer or a stream's tail, parsed alone
-// (the answer itself is relayed as bytes); nullopt when absent or malformed. Metrics only.
-std::optional<nlohmann::json> timings_of(std::string_view text);
+// The speeds llama-server reports (tokens/s) in its `"timings"` object; a field absent or not a number is empty.
+struct Timings {
+  std::optional<double> predicted_per_second, prompt_per_second;
+};
+// The last `"timings":{...}` object in a llama-server answer or a stream's tail, read alone (the
+// answer itself is relayed as bytes, and the object is not built: a SAX pass picks the two speeds);
+// nullopt when absent or malformed. Metrics only.
+std::optional<Timings> timings_of(std::string_view text);
 
 // Parses a pipeline run's body: a JSON object with "input". Errors: 400.
 Result<nlohmann::json> parse_run_body(std::string_view body);

@@ -37,7 +37,7 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 using Request = bhttp::request<bhttp::string_body>;
-using Strand = asio::strand<asio::any_io_executor>;  // the supervisor's (Supervisor::strand)
+using Strand = asio::any_io_executor;  // the supervisor's (Supervisor::strand)
 
 class Connection;
 class RunQueue;
@@ -53,6 +53,16 @@ struct Ewma {
   }
 };
 
+// A model call's outcome, for the recent-requests ring and a `request` event (queue_ms / swap_ms
+// -1 when it never held a lease; tokens_per_s -1 = unknown). Kept as is: JSON only when asked for.
+struct RequestNote {
+  std::string model, endpoint;
+  int status = 0;
+  std::int64_t queue_ms = -1, swap_ms = -1, total_ms = 0;
+  double tokens_per_s = -1;
+  std::int64_t at_ms = 0;  // set by note_request
+};
+
 // What the status page shows beyond the supervisor's snapshot (feed.cpp): the last model calls
 // and pipeline runs (bounded rings, also published on /events) and each model's load at the door.
 struct Feed {
@@ -60,7 +70,7 @@ struct Feed {
     int waiting = 0;    // door requests for the model without a lease yet
     int in_flight = 0;  // holding a lease
   };
-  std::deque<nlohmann::json> recent_requests;  // oldest first, at most kRecent
+  std::deque<RequestNote> recent_requests;  // oldest first, at most kRecent
   std::deque<nlohmann::json> recent_runs;
   std::map<std::string, Load> load;
   std::map<std::string, std::int64_t> since_ms;  // when each child entered its phase (unix ms)
@@ -257,14 +267,7 @@ class RunQueue {
   std::uint64_t next_ = 1;
 };
 
-// feed.cpp: the status page's extras. A model call's outcome, for the recent-requests ring and a
-// `request` event (queue_ms / swap_ms -1 when it never held a lease; tokens_per_s -1 = unknown).
-struct RequestNote {
-  std::string model, endpoint;
-  int status = 0;
-  std::int64_t queue_ms = -1, swap_ms = -1, total_ms = 0;
-  double tokens_per_s = -1;
-};
+// feed.cpp: the status page's extras (RequestNote: above Feed).
 void note_request(Door& d, const RequestNote& n);
 void note_run(Door& d, nlohmann::json run);  // a finished pipeline run (id, pipeline, verdict, ms)
 // A door request's place in its model's load, published as coalesced `queue` events.

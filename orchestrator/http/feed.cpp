@@ -101,15 +101,23 @@ json read_log(const std::filesystem::path& path, std::int64_t after, std::int64_
           {"skipped", skipped}};
 }
 
+json request_json(const RequestNote& n) {
+  const auto or_null = [](auto v) { return v >= 0 ? json(v) : json(nullptr); };
+  return {{"model", n.model},         {"endpoint", n.endpoint},     {"status", n.status},
+          {"total_ms", n.total_ms},   {"at_ms", n.at_ms},           {"queue_ms", or_null(n.queue_ms)},
+          {"swap_ms", or_null(n.swap_ms)}, {"tokens_per_s", n.tokens_per_s > 0 ? json(n.tokens_per_s) : json(nullptr)}};
+}
+
 }  // namespace
 
+// On every model call: the record is kept as a struct, and made JSON only for /status and for
+// /events subscribers (none, usually).
 void note_request(Door& d, const RequestNote& n) {
-  json j = {{"model", n.model}, {"endpoint", n.endpoint}, {"status", n.status}, {"total_ms", n.total_ms},
-            {"at_ms", now_ms()}};
-  j["queue_ms"] = n.queue_ms >= 0 ? json(n.queue_ms) : json(nullptr);
-  j["swap_ms"] = n.swap_ms >= 0 ? json(n.swap_ms) : json(nullptr);
-  j["tokens_per_s"] = n.tokens_per_s > 0 ? json(n.tokens_per_s) : json(nullptr);
-  push_bounded(d.feed.recent_requests, j);
+  d.feed.recent_requests.push_back(n);
+  d.feed.recent_requests.back().at_ms = now_ms();
+  while (d.feed.recent_requests.size() > kRecent) d.feed.recent_requests.pop_front();
+  if (d.event_clients.empty()) return;
+  json j = request_json(d.feed.recent_requests.back());
   j["type"] = "request";
   publish(d, j);
 }
@@ -142,7 +150,7 @@ ModelLoad::~ModelLoad() {
 
 json feed_status_json(const Door& d) {
   json j = {{"recent_requests", json::array()}, {"recent_runs", json::array()}};
-  for (const auto& r : d.feed.recent_requests) j["recent_requests"].push_back(r);
+  for (const auto& r : d.feed.recent_requests) j["recent_requests"].push_back(request_json(r));
   for (const auto& r : d.feed.recent_runs) j["recent_runs"].push_back(r);
   j["gpu"] = d.opt.gpu_plan;
   return j;

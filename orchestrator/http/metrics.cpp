@@ -57,21 +57,21 @@ void Metrics::describe(const std::string& name, Type type, std::string help,
   f.buckets = std::move(buckets);
 }
 
-Metrics::Family& Metrics::family(const std::string& name) {
+Metrics::Family& Metrics::family(std::string_view name) {
   auto it = families_.find(name);
-  if (it == families_.end()) throw std::logic_error("metric not described: " + name);
+  if (it == families_.end()) throw std::logic_error("metric not described: " + std::string(name));
   return it->second;
 }
 
-void Metrics::inc(const std::string& name, const Labels& labels, double by) {
+void Metrics::inc(std::string_view name, const Labels& labels, double by) {
   family(name).series[labels].value += by;
 }
 
-void Metrics::set(const std::string& name, const Labels& labels, double value) {
+void Metrics::set(std::string_view name, const Labels& labels, double value) {
   family(name).series[labels].value = value;
 }
 
-void Metrics::observe(const std::string& name, const Labels& labels, double value) {
+void Metrics::observe(std::string_view name, const Labels& labels, double value) {
   Family& f = family(name);
   Series& s = f.series[labels];
   if (s.bucket_counts.empty()) s.bucket_counts.assign(f.buckets.size() + 1, 0);
@@ -81,7 +81,7 @@ void Metrics::observe(const std::string& name, const Labels& labels, double valu
   ++s.count;
 }
 
-void Metrics::clear(const std::string& name) { family(name).series.clear(); }
+void Metrics::clear(std::string_view name) { family(name).series.clear(); }
 
 std::string Metrics::escape_label(std::string_view v) {
   std::string out;

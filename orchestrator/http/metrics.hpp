@@ -3,6 +3,7 @@
 // _count, escaped label values. Not synchronised: the door touches it only on its strand.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -20,11 +21,12 @@ class Metrics {
   // Declares a family (once, before use). Histograms need ascending finite bucket bounds.
   void describe(const std::string& name, Type type, std::string help,
                 std::vector<double> buckets = {});
-  void inc(const std::string& name, const Labels& labels, double by = 1.0);  // counter
-  void set(const std::string& name, const Labels& labels, double value);     // gauge (or counter
-                                                                             // mirrored from a source)
-  void observe(const std::string& name, const Labels& labels, double value);  // histogram
-  void clear(const std::string& name);  // drops every series of a family (e.g. state gauges)
+  // (Names are views: the door updates a few families per request, without a string per call.)
+  void inc(std::string_view name, const Labels& labels, double by = 1.0);  // counter
+  void set(std::string_view name, const Labels& labels, double value);     // gauge (or counter
+                                                                           // mirrored from a source)
+  void observe(std::string_view name, const Labels& labels, double value);  // histogram
+  void clear(std::string_view name);  // drops every series of a family (e.g. state gauges)
 
   std::string render() const;  // the whole exposition, families in name order
 
@@ -44,8 +46,8 @@ class Metrics {
     std::vector<double> buckets;
     std::map<Labels, Series> series;
   };
-  Family& family(const std::string& name);
-  std::map<std::string, Family> families_;
+  Family& family(std::string_view name);
+  std::map<std::string, Family, std::less<>> families_;
 };
 
 }  // namespace kevlaya::http

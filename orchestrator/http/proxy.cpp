@@ -127,15 +127,11 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
 double note_timings(Door& d, const std::string& model, std::string_view text) {
   const auto t = timings_of(text);
   if (!t) return -1;
-  for (const auto& [field, metric] :
-       {std::pair{"predicted_per_second", "kevlaya_generation_tokens_per_second"},
-        std::pair{"prompt_per_second", "kevlaya_prompt_tokens_per_second"}}) {
-    const auto v = t->find(field);
-    if (v != t->end() && v->is_number() && v->get<double>() > 0)
-      d.metrics.observe(metric, {{"model", model}}, v->get<double>());
-  }
-  const auto g = t->find("predicted_per_second");
-  return g != t->end() && g->is_number() ? g->get<double>() : -1;
+  if (t->predicted_per_second > 0)
+    d.metrics.observe("kevlaya_generation_tokens_per_second", {{"model", model}}, *t->predicted_per_second);
+  if (t->prompt_per_second > 0)
+    d.metrics.observe("kevlaya_prompt_tokens_per_second", {{"model", model}}, *t->prompt_per_second);
+  return t->predicted_per_second.value_or(-1);
 }
 
 // An error for a model call, in the caller's API shape: a JSON error response, or an error event

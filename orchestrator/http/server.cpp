@@ -10,6 +10,7 @@
 
 #include "http/detail.hpp"
 #include "http/framing.hpp"
+#include "upstream/wire.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -238,8 +239,9 @@ asio::awaitable<bool> Connection::send(Reply r) {
   status_ = r.status;
   head_sent_ = true;
   error_code ec;
+  const auto head = upstream::flat_head(res.base());
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await bhttp::async_write(socket_, res, ec_token(ec));
+  co_await upstream::async_write_flat(socket_, res, head, ec_token(ec));
   if (!res.keep_alive()) keep_alive_ = false;
   co_return co_await write_done(ec);
 }

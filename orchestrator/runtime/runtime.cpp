@@ -42,8 +42,10 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
   rt->stale_killed_ = effects->stale_killed();
   if (rt->stale_killed_ > 0)
     spdlog::warn("killed {} leftover child(ren) of a previous run", rt->stale_killed_);
+  auto opts = rt->residency_.options;
+  opts.serial_executor = true;  // ioc_ is run by one thread (run() below)
   rt->sup_ = std::make_unique<supervisor::Supervisor>(rt->ioc_.get_executor(), rt->cfg_, std::move(effects),
-                                                      rt->residency_.options);
+                                                      std::move(opts));
   return rt;
 }
 

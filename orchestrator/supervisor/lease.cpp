@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -74,10 +75,16 @@ asio::awaitable<std::optional<T>> wrap(asio::awaitable<T> a) {
 
 }  // namespace
 
+bool SupervisorImpl::on_strand() const {
+  if (const auto* s = strand_.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+  if (const auto* e = strand_.target<asio::io_context::executor_type>()) return e->running_in_this_thread();
+  return false;  // another kind of executor: callers hop onto it
+}
+
 asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias,
                                                    std::optional<Clock::time_point> deadline,
                                                    std::shared_ptr<upstream::CancelToken> cancel) {
-  if (impl_->strand_.running_in_this_thread()) {  // a caller on our strand (the door): no hop to admit
+  if (impl_->on_strand()) {  // a caller on our strand (the door): no hop to admit
     auto admitted = impl_->admit(std::move(model_or_alias), deadline, cancel);
     if (auto* now = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*now);
     auto r = co_await asio::co_spawn(
@@ -108,7 +115,7 @@ void Supervisor::start_wanted() {
   asio::post(impl_->strand_, [impl = impl_] { impl->start_wanted(); });
 }
 
-const asio::strand<asio::any_io_executor>& Supervisor::strand() const { return impl_->strand_; }
+const asio::any_io_executor& Supervisor::strand() const { return impl_->strand_; }
 
 asio::awaitable<Snapshot> Supervisor::snapshot() {
   co_return co_await asio::co_spawn(impl_->strand_, impl_->snapshot(), asio::use_awaitable);

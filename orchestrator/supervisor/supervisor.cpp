@@ -43,7 +43,7 @@ Error prefixed(Error e, const std::string& profile) {
 
 SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
                                SupervisorOptions opts)
-    : strand_(asio::make_strand(ex)), effects_(std::move(effects)), opts_(std::move(opts)), wake_(strand_) {
+    : strand_(opts.serial_executor ? ex : asio::make_strand(ex)), effects_(std::move(effects)), opts_(std::move(opts)), wake_(strand_) {
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
@@ -290,13 +290,18 @@ void SupervisorImpl::reschedule() {
     const auto it = profs_.find(child_of(queue_.front()->profile));
     if (it != profs_.end() && !is_alive(it->second.phase)) effects_->likely_next(queue_.front()->profile);
   }
-  if (wake_at) {
+  // Re-armed only for an earlier deadline: a wake that comes early (the deadline moved later, or
+  // nothing is due any more) just decides again. This runs twice per request; re-arming each time
+  // cost a cancelled wait and its handler.
+  if (wake_at && (!wake_armed_ || *wake_at < *wake_armed_)) {
+    wake_armed_ = *wake_at;
     wake_.expires_at(*wake_at);
     wake_.async_wait([w = weak_from_this()](boost::system::error_code ec) {
-      if (auto self = w.lock(); self && !ec) self->reschedule();
+      auto self = w.lock();
+      if (!self || ec) return;  // gone, or re-armed (the new wait owns wake_armed_)
+      self->wake_armed_.reset();
+      self->reschedule();
     });
-  } else {
-    wake_.cancel();
   }
 }
 
@@ -352,7 +357,7 @@ Effects::ExitCallback SupervisorImpl::exit_callback(const std::string& name, std
 // time a stop may take), as a classified failure.
 asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& name, std::uint64_t gen) {
   struct Pending {
-    explicit Pending(asio::strand<asio::any_io_executor> s) : timer(std::move(s)) {}
+    explicit Pending(asio::any_io_executor s) : timer(std::move(s)) {}
     std::optional<StartOutcome> out;
     asio::steady_timer timer;  // cancelled when `out` is set
   };

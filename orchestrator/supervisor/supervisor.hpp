@@ -164,6 +164,10 @@ struct SupervisorOptions {
   std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
   std::vector<DeviceStatus> devices;  // the machine's GPUs, for status (placement is on each Profile)
+  // The executor given runs one handler at a time already (an io_context run by one thread, as
+  // the runtime's is): the supervisor uses it as its strand instead of wrapping it in one. A strand
+  // inside an any_io_executor is a heap object, so every async operation's work guard allocated.
+  bool serial_executor = false;
 };
 
 // What Supervisor::reload changed, by profile name (config order).
@@ -190,9 +194,9 @@ class Supervisor {
                                          std::optional<Clock::time_point> deadline = std::nullopt,
                                          std::shared_ptr<upstream::CancelToken> cancel = nullptr);
 
-  // The strand the supervisor's state lives on. A caller running on it (the HTTP door) is
-  // admitted without a hop: acquire() grants a free slot synchronously.
-  const asio::strand<asio::any_io_executor>& strand() const;
+  // The strand the supervisor's state lives on (the executor itself with serial_executor). A caller
+  // running on it (the HTTP door) is admitted without a hop: acquire() grants a free slot synchronously.
+  const asio::any_io_executor& strand() const;
 
   // Admin load: makes `model_or_alias` resident (switching if needed) without holding a slot.
   asio::awaitable<Status> ensure_ready(std::string model_or_alias,

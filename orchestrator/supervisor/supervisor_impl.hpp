@@ -89,8 +89,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void start_remotes();
   Result<Lease> remote_lease(const config::Profile& p);
   void add_remote_status(Snapshot& s) const;
+  bool on_strand() const;  // the calling thread is running a handler on strand_
 
-  asio::strand<asio::any_io_executor> strand_;
+  // Declared before opts_: initialised from the constructor's `opts` (serial_executor) before it moves.
+  asio::any_io_executor strand_;
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
 
  private:
@@ -138,6 +140,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::map<std::string, std::vector<std::pair<std::string, double>>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
   asio::steady_timer wake_;
+  std::optional<Clock::time_point> wake_armed_;  // when wake_ fires (none: not waiting)
   std::list<asio::steady_timer*> watchers_;
   // Switches in progress, one per device (the child's first GPU; -1 = no placement known): the
   // GPUs of a multi-device machine switch at the same time, each with its own record.

@@ -1,6 +1,7 @@
 // Beast implementation of the upstream client. Timeouts use beast::tcp_stream's own timer
 // (expiry closes the socket, pending operations fail with beast::error::timeout).
 #include "upstream/client.hpp"
+#include "upstream/wire.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -252,7 +253,8 @@ asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::s
   parser.body_limit(kMaxFetchBody);
   phase = "write";
   s.expires_at(deadline);
-  co_await http::async_write(s, msg, ec_token(ec));
+  const auto head = flat_head(msg.base());
+  co_await async_write_flat(s, msg, head, ec_token(ec));
   if (ec) co_return ec;
   phase = "read";
   beast::flat_buffer buf;
@@ -373,7 +375,8 @@ asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::s
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   phase = "write";
   conn_->s->expires_at(deadline_);
-  co_await http::async_write(*conn_->s, msg, ec_token(ec));
+  const auto head = flat_head(msg.base());
+  co_await async_write_flat(*conn_->s, msg, head, ec_token(ec));
   if (ec) co_return ec;
   phase = "read header";
   arm_timer();

@@ -11,6 +11,7 @@
 // Must never crash, hang or grow without bound; traps on a broken invariant: a refusal other than
 // 400/413, no progress, a body past the depth limit accepted or one within it refused, an alias
 // rewrite whose output does not name the profile.
+#include <cmath>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -62,7 +63,8 @@ const kh::GatePolicy& policy() {
 void route_body(kh::Route route, const std::string& body) {
   static const std::vector<std::pair<std::string, double>> lora = {{"a", 0.5}};
   if (route == kh::Route::model_api) {
-    if (const auto t = kh::timings_of(body); t && !t->is_object()) __builtin_trap();
+    if (const auto t = kh::timings_of(body); t && t->predicted_per_second && std::isnan(*t->predicted_per_second))
+      __builtin_trap();  // JSON has no NaN
     auto call = kh::parse_model_call(config(), body);
     if (!call) return;
     const auto out = kh::child_body(*call, body, call->profile, call->requested.size() % 2 ? lora

@@ -246,6 +246,7 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.runs = o.runs;
   cfg_.orch.listen.port = 0;
   supervisor::SupervisorOptions so_sup;
+  so_sup.serial_executor = true;  // like the runtime's: ioc_ is run by thread_ alone
   if (o.two_gpus) {  // what runtime::setup_residency gives for a 6 + 8 GB machine
     cfg_.profiles[0].placement = {{0}, "0", {}, 0};
     cfg_.profiles[1].placement = {{1}, "1", {}, 0};

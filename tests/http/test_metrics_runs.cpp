@@ -177,18 +177,26 @@ TEST_CASE("a streamed answer's timings reach /metrics too", "[http]") {
 
 TEST_CASE("timings_of takes the answer's last timings object, never one quoted in content", "[http]") {
   using kevlaya::http::timings_of;
-  const auto t = timings_of(R"({"content":"x \"timings\":{\"predicted_per_second\":9}","timings" : {"predicted_per_second":12.5,"n":{"a":"}"}}})");
+  const auto t = timings_of(R"({"content":"x \"timings\":{\"predicted_per_second\":9}","timings" : {"predicted_per_second":12.5,"n":{"a":"}","prompt_per_second":7}}})");
   REQUIRE(t);
-  CHECK(t->at("predicted_per_second") == 12.5);
+  CHECK(t->predicted_per_second == 12.5);
+  CHECK_FALSE(t->prompt_per_second);  // nested: not the object's own field
   // A stream's tail: the last event with timings wins.
   const auto s = timings_of("data: {\"timings\":{\"prompt_per_second\":1}}\n\ndata: {\"timings\":{\"prompt_per_second\":2}}\n\n");
   REQUIRE(s);
-  CHECK(s->at("prompt_per_second") == 2);
+  CHECK(s->prompt_per_second == 2);
+  CHECK_FALSE(s->predicted_per_second);
   // "timings" as a value is skipped; an earlier key still counts.
-  CHECK(timings_of(R"({"timings":{"a":1},"label":"timings"})")->at("a") == 1);
+  CHECK(timings_of(R"({"timings":{"predicted_per_second":1,"prompt_per_second":3},"label":"timings"})")->prompt_per_second == 3);
+  // Not a number: absent. Integers count.
+  const auto odd = timings_of(R"({"timings":{"predicted_per_second":"fast","prompt_per_second":40}})");
+  REQUIRE(odd);
+  CHECK_FALSE(odd->predicted_per_second);
+  CHECK(odd->prompt_per_second == 40);
   CHECK_FALSE(timings_of(R"({"content":"no timings here"})"));
   CHECK_FALSE(timings_of(R"({"timings":{"a":1)"));  // cut off
   CHECK_FALSE(timings_of(R"({"timings":[1,2]})"));
+  CHECK_FALSE(timings_of(R"({"timings":{"a":tru}})"));  // malformed
 }
 
 namespace {

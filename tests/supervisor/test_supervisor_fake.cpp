@@ -29,8 +29,8 @@ struct Fixture {
   asio::io_context ioc;
   FakeWorld world;
   Supervisor sup;
-  explicit Fixture(config::Config cfg = two_profiles())
-      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world)) {}
+  explicit Fixture(config::Config cfg = two_profiles(), SupervisorOptions opts = {})
+      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), std::move(opts)) {}
 };
 
 }  // namespace
@@ -194,11 +194,19 @@ TEST_CASE("supervisor: grouping serves queued requests of the resident model bef
 }
 
 // The door runs on the supervisor's strand and is admitted without a hop (Supervisor::acquire's
-// synchronous path): the same admission as any caller, at once only when a slot is free now.
+// synchronous path): the same admission as any caller, at once only when a slot is free now. With
+// serial_executor (the runtime's single-threaded io_context) the strand is the executor itself.
 TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any other, at once only with a free slot") {
-  Fixture f;
+  const bool serial = GENERATE(false, true);
+  CAPTURE(serial);
+  SupervisorOptions opts;
+  opts.serial_executor = serial;
+  Fixture f(two_profiles(), opts);
+  const auto* own = f.sup.strand().target<asio::strand<asio::any_io_executor>>();
+  const auto* ioc = f.sup.strand().target<asio::io_context::executor_type>();
+  REQUIRE((serial ? ioc != nullptr : own != nullptr));
   test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
-    REQUIRE(f.sup.strand().running_in_this_thread());
+    REQUIRE((serial ? ioc->running_in_this_thread() : own->running_in_this_thread()));
     auto a = co_await f.sup.acquire("decider", in(2s));  // not started: queued until kev is up
     REQUIRE(a.ok());
     CHECK(a->profile() == "kev");
