@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <boost/asio/co_spawn.hpp>
@@ -104,6 +105,15 @@ Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imp
   }
   cfg.profiles = std::move(all);
   return ok_status();
+}
+
+Status carry_imported(config::Config& next, const config::Config& running) {
+  std::vector<config::Profile> kept;
+  for (const auto& p : running.profiles) {
+    const auto still = [&p](const config::PeerCfg& peer) { return peer.url == p.peer; };
+    if (!p.peer.empty() && std::any_of(next.orch.peers.begin(), next.orch.peers.end(), still)) kept.push_back(p);
+  }
+  return add_imported(next, kept);
 }
 
 Status import_peers(config::Config& cfg, std::chrono::milliseconds wait) {

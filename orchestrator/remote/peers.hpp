@@ -21,6 +21,12 @@ Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg&
 // door or of an earlier peer) is an error naming both, and nothing is appended.
 Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported);
 
+// Pure: for a reloaded configuration `next`, the models imported from peers at start (profiles of
+// `running` with a `peer`) whose peer `next` still lists, added back: a reload does not ask the peers
+// again (a peer added by the reload needs a restart). Errors: a reloaded profile now takes the name
+// of an imported model (as at start).
+Status carry_imported(config::Config& next, const config::Config& running);
+
 // Asks every peer for its models (GET /v1/models, retried every second for up to `wait`: a node
 // may start after the front door) and adds them to `cfg`. Errors: a peer that never answers, a
 // bad answer, or a name clash. Blocking; called once at startup.

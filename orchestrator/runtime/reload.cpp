@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 
+#include "remote/peers.hpp"
 #include "runtime/plan_setup.hpp"
 #include "runtime/runtime.hpp"
 
@@ -37,6 +38,17 @@ void stamp_dir(std::string& out, const fs::path& dir) {
   for (const auto& l : lines) out += l + "\n";
 }
 
+// As at start (Runtime::open): the peers' models, the plan (and its refusals), each child's
+// placement. Without the first and last a reload dropped the peers' models and restarted a changed
+// child without its devices (no CUDA_VISIBLE_DEVICES: every GPU).
+Result<supervisor::SupervisorOptions> prepare(config::Config& next, const config::Config& running) {
+  if (auto st = remote::carry_imported(next, running); !st) return st.error();
+  auto residency = setup_residency(next);
+  if (residency.refused) return *residency.refused;
+  apply_placements(next, residency);
+  return std::move(residency.options);
+}
+
 }  // namespace
 
 std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const config::OrchestratorCfg& b) {
@@ -49,6 +61,12 @@ std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const c
   note("log_dir", a.log_dir.string(), b.log_dir.string());
   note("prefetch", std::to_string(a.prefetch.enabled) + "/" + std::to_string(a.prefetch.min_available_mib),
        std::to_string(b.prefetch.enabled) + "/" + std::to_string(b.prefetch.min_available_mib));
+  // A removed peer's models go at once (carry_imported); a new one is asked only at start.
+  for (const auto& p : b.peers) {
+    const auto known = [&p](const config::PeerCfg& q) { return q.url == p.url; };
+    if (std::none_of(a.peers.begin(), a.peers.end(), known))
+      out.push_back("peers: " + p.url + " added (needs a restart to import its models)");
+  }
   return out;
 }
 
@@ -87,16 +105,16 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   if (loaded.ok()) {
     if (overrides_) overrides_(loaded.config);
-    auto residency = setup_residency(loaded.config);
-    if (residency.refused) {
-      rep.errors.push_back(residency.refused->message);
-      spdlog::error("reload: {}", residency.refused->message);
+    const auto& running = versions_.empty() ? rt_.config() : versions_.back();
+    auto options = prepare(loaded.config, running);
+    if (!options) {
+      rep.errors.push_back(options.error().message);
+      spdlog::error("reload: {}", options.error().message);
     } else {
-      const auto& running = versions_.empty() ? rt_.config() : versions_.back();
       rep.needs_restart = needs_restart(running.orch, loaded.config.orch);
       for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
       versions_.push_back(loaded.config);
-      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(residency.options));
+      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(options.value()));
       if (applied_) applied_(versions_.back());
       rep.ok = true;
     }

@@ -20,6 +20,7 @@ std::string child_key(const config::Profile& p) {
   std::string k = config::shell_join(config::build_argv(p, "h", 0));
   k += "|" + std::to_string(static_cast<int>(p.backend)) + "|" + p.url + "|" + config::shell_join(p.command);
   for (const auto& [n, v] : p.env) k += "|" + n + "=" + v;
+  for (const auto& [n, v] : config::placement_env(p.placement)) k += "|" + n + "=" + v;  // its devices
   k += "|port=" + (p.port ? std::to_string(*p.port) : std::string("-"));
   const auto& h = p.health;
   k += "|" + h.path + "," + std::to_string(h.first_probe_ms) + "," + std::to_string(h.interval_ms) + "," +
@@ -71,6 +72,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
   ReloadDiff diff;
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
+  opts.serial_executor = opts_.serial_executor;  // a property of the executor, fixed at construction
   opts_ = std::move(opts);
   const auto next = build_children();
   for (auto& [name, ps] : profs_) {

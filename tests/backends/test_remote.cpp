@@ -226,6 +226,13 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     CHECK(status_code(r.output) == 200);
     CHECK(r.output.find("X-Kevlaya-Backend: remote") != std::string::npos);
     CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("laya")).output) == 200);
+    // A reload keeps the peer's models (the peer is not asked again); it used to drop them.
+    auto reload = run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(front.port()) +
+                              " 2>&1");
+    INFO(reload.output);
+    CHECK(reload.exit_code == 0);
+    CHECK(reload.output.find("removed 0") != std::string::npos);
+    CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("kev")).output) == 200);
     CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
   }
   write_text(dir / "profiles/kev.yaml", command_profile_yaml("kev"));  // clashes with the node's kev

@@ -78,7 +78,7 @@ TEST_CASE("door keys: API keys from a file (one per line) and an environment var
         std::vector<std::string>{"sk-inline", "sk-file-1", "sk-file-2", "sk-env-1", "sk-env-2"});
 }
 
-TEST_CASE("door keys: a missing key file, an empty one or an unset variable is an error; a shared file warns",
+TEST_CASE("door keys: a missing key file, an empty one or an unset variable is an error, a shared file warns",
           "[config]") {
   TempDir d("door-keys-missing");
   write_text(d / "empty.txt", "# nothing\n");

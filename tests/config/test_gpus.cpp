@@ -81,7 +81,7 @@ TEST_CASE("gpus: env CUDA_VISIBLE_DEVICES and extra_args --tensor-split are refu
   CHECK_FALSE(load_with(dir, "", "extra_args: [--device, CUDA1]\n").ok());
 }
 
-TEST_CASE("gpus: a split placement adds --main-gpu and --tensor-split; the environment names the devices", "[config]") {
+TEST_CASE("gpus: a split placement adds --main-gpu and --tensor-split, the environment names the devices", "[config]") {
   cfg::Profile p;
   p.name = "big";
   p.model = "/m/big.gguf";

@@ -101,7 +101,7 @@ TEST_CASE("paths are bytes: a config in a Latin-1 directory loads with its paths
   CHECK(r.config.orch.state_dir.string().find(kLatin1Dir) != std::string::npos);
 }
 
-TEST_CASE("paths are bytes: a profile file named k\\xffv.yaml needs a name: (check says where)", "[config][bytes]") {
+TEST_CASE("paths are bytes: a profile file named k<0xff>v.yaml needs a name: (check says where)", "[config][bytes]") {
   TempDir d("cfg-badstem");
   const auto f = write_profile(d, "k\xffv.yaml", "model: m.gguf\n");
   const auto r = cfg::load_profile_file(f);

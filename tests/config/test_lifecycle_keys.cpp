@@ -31,7 +31,7 @@ TEST_CASE("lifecycle keys: defaults and per-profile idle_unload_s", "[config]") 
   CHECK(c.idle_unload_s(*c.find_profile("laya")) == 120);
 }
 
-TEST_CASE("lifecycle keys: the built-in default is 600 s; a pin is never idle-unloaded", "[config]") {
+TEST_CASE("lifecycle keys: the built-in default is 600 s, a pin is never idle-unloaded", "[config]") {
   TempDir d("cfg-life-default");
   write_tree(d, "gpu: {vram_mib: 6144}\n", "pin: true\n");
   const auto r = cfg::load(d / "kevlaya.yaml");

@@ -117,7 +117,7 @@ TEST_CASE("a streaming Anthropic client waiting on a swap gets `event: ping`, th
   CHECK(all.find("chunk-2") != std::string::npos);
 }
 
-TEST_CASE("a Responses stream waiting on a swap gets SSE comments; a stream error is `event: error`", "[http]") {
+TEST_CASE("a Responses stream waiting on a swap gets SSE comments, a stream error is `event: error`", "[http]") {
   CHECK(kevlaya::http::keepalive_event(kevlaya::http::ApiShape::responses, "m").rfind(": loading m", 0) == 0);
   const json err = {{"error", {{"message", "boom"}, {"code", "child_crashed"}}}};
   const auto ev = kevlaya::http::error_event(kevlaya::http::ApiShape::responses, 502, err);

@@ -110,7 +110,7 @@ TEST_CASE("async pipeline runs past runs.max_queued get 429 with Retry-After, sh
   CHECK(http_request(door.port(), "POST", "/v1/pipelines/decide-verify/runs?async=1", run_body(10)).status == 202);
 }
 
-TEST_CASE("pipeline runs past runs.max_queued_bytes get 429; one body over it is 413", "[http]") {
+TEST_CASE("pipeline runs past runs.max_queued_bytes get 429, one body over it is 413", "[http]") {
   auto runner = std::make_shared<HeldRunner>();
   DoorOptions o;
   o.runner = runner;

@@ -107,7 +107,7 @@ TEST_CASE("GET /events sends keep-alive comments while nothing happens", "[http]
   CHECK(count_of(raw, ": keep-alive\n\n") >= 2);
 }
 
-TEST_CASE("GET /events drops a subscriber that falls too far behind; the door keeps serving", "[http]") {
+TEST_CASE("GET /events drops a subscriber that falls too far behind, the door keeps serving", "[http]") {
   DoorOptions o;
   o.events_buffer = 1;  // a switch publishes two events at once: past this at the first switch
   Door door(o);

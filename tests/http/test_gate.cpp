@@ -88,7 +88,7 @@ TEST_CASE("the door's own origin is served", "[http]") {
   CHECK(r.status == 200);
 }
 
-TEST_CASE("an allowed origin gets exactly its origin back; its preflight carries no credentials", "[http]") {
+TEST_CASE("an allowed origin gets exactly its origin back, its preflight carries no credentials", "[http]") {
   DoorOptions o;
   o.allowed_origins = {"http://localhost:3000"};
   Door door(o);
@@ -128,7 +128,7 @@ TEST_CASE("a text/plain POST is refused with 415 before it reaches a child (cros
                      {{"Content-Type", "Application/JSON; charset=utf-8"}}).status == 200);
 }
 
-TEST_CASE("an unknown method on a known path is 405 with Allow; OPTIONS lists it", "[http]") {
+TEST_CASE("an unknown method on a known path is 405 with Allow, OPTIONS lists it", "[http]") {
   Door door;
   auto del = http_request(door.port(), "DELETE", "/v1/chat/completions");
   CHECK(del.status == 405);

@@ -109,7 +109,7 @@ TEST_CASE("ollama: /api/chat streams NDJSON (stream defaults to true), after a s
   CHECK(all.find("\"done\":true") != std::string::npos);
 }
 
-TEST_CASE("ollama: tags, ps, show, version; pull and create are refused Ollama-shaped", "[http]") {
+TEST_CASE("ollama: tags, ps, show, version, pull and create are refused Ollama-shaped", "[http]") {
   Door door;
   auto tags = http_request(door.port(), "GET", "/api/tags").json_body();
   REQUIRE(tags["models"].size() == 2);

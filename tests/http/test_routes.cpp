@@ -120,7 +120,7 @@ TEST_CASE("/v1/models lists each profile once, with its aliases and state", "[ht
   CHECK(j["data"][0]["created"].is_number_integer());
 }
 
-TEST_CASE("/v1/models/{id} answers the profile an id or alias names; 404 otherwise", "[http]") {
+TEST_CASE("/v1/models/{id} answers the profile an id or alias names, 404 otherwise", "[http]") {
   Door door;
   auto r = http_request(door.port(), "GET", "/v1/models/k");
   REQUIRE(r.status == 200);

@@ -200,7 +200,7 @@ TEST_CASE("placement: 4x8 GB: a model no card holds is split over two, the other
   CHECK(spawn_placement(pp.placement.at("kev"), devs).split.empty());
 }
 
-TEST_CASE("placement: a split child rotates alone on its devices; others there take turns with it") {
+TEST_CASE("placement: a split child rotates alone on its devices, others there take turns with it") {
   const std::vector<Device> devs = {gpu(0, 6144), gpu(1, 6144)};
   const auto pp = place({big(), kev()}, devs, opts());
   CHECK(pp.plan.ok());

@@ -48,7 +48,7 @@ TEST_CASE("plan CLI: two profiles on the stories-shaped model are co-resident an
   CHECK(kev["overhead_gpu"] == 450ULL * 1048576ULL);
 }
 
-TEST_CASE("plan CLI: same model and flags -> one shared-base child; text output lists the group") {
+TEST_CASE("plan CLI: same model and flags -> one shared-base child, text output lists the group") {
   test::TempDir dir("plan-cli-shared");
   write_config(dir, test::tiny_llama(), "", "");
   const auto r = plan(dir, "");

@@ -38,7 +38,7 @@ TEST_CASE("client: one line per event, by type") {
             .find("reload changed: laya; added: none; removed: old") != std::string::npos);
 }
 
-TEST_CASE("client: SSE frames split across reads give whole payloads; comments are skipped") {
+TEST_CASE("client: SSE frames split across reads give whole payloads, comments are skipped") {
   SseSplitter s;
   CHECK(s.feed("retry: 2000\n\nid: 1\ndata: {\"a\"").empty());
   const auto got = s.feed(":1}\n\n: keep-alive\n\nid: 2\r\ndata: x\r\n\r\n");

@@ -93,7 +93,7 @@ double idle_unload(const std::string& binary) {
 
 }  // namespace
 
-TEST_CASE("lifecycle e2e: an idle child is unloaded after idle_unload_s; events show the unload", "[lifecycle][e2e]") {
+TEST_CASE("lifecycle e2e: an idle child is unloaded after idle_unload_s, events show the unload", "[lifecycle][e2e]") {
   idle_unload(standin_binary().string());
 }
 
@@ -180,7 +180,7 @@ TEST_CASE("lifecycle e2e: the client commands against a door that is down fail w
   CHECK(bad.output.find("plain HTTP") != std::string::npos);
 }
 
-TEST_CASE("lifecycle e2e: reload restarts only the changed child; an invalid edit changes nothing",
+TEST_CASE("lifecycle e2e: reload restarts only the changed child, an invalid edit changes nothing",
           "[lifecycle][e2e]") {
   TempDir dir("life-reload");
   write_config(dir, standin_binary().string(), "residency: co-resident\ngpu: {vram_mib: 65536}\n", "",
@@ -225,6 +225,34 @@ TEST_CASE("lifecycle e2e: reload restarts only the changed child; an invalid edi
   ::kill(serve.proc().pid(), SIGHUP);
   CHECK(eventually([&] { return post_chat(serve, chat_body("laya")).output == "404"; }, 30s));
   CHECK(profile(status_json(serve), "kev").value("pid", 0) == kev_pid);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+// A reload plans as the start does: a child restarted by it keeps the devices its profile names
+// (it used to come back without CUDA_VISIBLE_DEVICES, i.e. on every GPU), and an unchanged plan
+// restarts nothing.
+TEST_CASE("lifecycle e2e: a child restarted by a reload keeps its GPU placement", "[lifecycle][e2e]") {
+  TempDir dir("life-reload-gpu");
+  write_config(dir, standin_binary().string(), "", "gpu: [1]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const std::string u = " --url " + url(serve);
+  REQUIRE(cli("load kev" + u).exit_code == 0);
+  const int first = profile(status_json(serve), "kev").value("pid", 0);
+  REQUIRE(first > 0);
+  CHECK(environ_of(first)["CUDA_VISIBLE_DEVICES"] == "1");
+  auto same = cli("reload" + u);
+  INFO(same.output << serve.proc().log());
+  CHECK(same.output.find("changed 0") != std::string::npos);
+  const auto kev_yaml = dir / "profiles/kev.yaml";
+  write_text(kev_yaml, replaced(read_text(kev_yaml), "ctx: 256", "ctx: 512"));
+  auto edited = cli("reload" + u);
+  INFO(edited.output);
+  CHECK(edited.output.find("changed: kev") != std::string::npos);
+  REQUIRE(cli("load kev" + u).exit_code == 0);
+  const int second = profile(status_json(serve), "kev").value("pid", 0);
+  REQUIRE(second > 0);
+  CHECK(second != first);
+  CHECK(environ_of(second)["CUDA_VISIBLE_DEVICES"] == "1");
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 

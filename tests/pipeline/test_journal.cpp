@@ -103,7 +103,7 @@ TEST_CASE("journal resume rejects a line [1,2] (valid JSON, not a record) naming
   }
 }
 
-TEST_CASE("journal resume of a missing file starts empty; a later error record reopens a task", "[journal]") {
+TEST_CASE("journal resume of a missing file starts empty, a later error record reopens a task", "[journal]") {
   TempDir dir("journal-missing");
   const auto path = dir / "sub" / "run.jsonl";
   auto j = Journal::open(path, Journal::Mode::resume);

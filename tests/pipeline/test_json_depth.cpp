@@ -43,7 +43,7 @@ TEST_CASE("parse_json_bounded: a 1,000,000-deep document is refused without a de
   CHECK(r.error().message == json_depth_message());
 }
 
-TEST_CASE("parse_json_bounded: syntax errors keep nlohmann's position message; trailing bytes are errors", "[json]") {
+TEST_CASE("parse_json_bounded: syntax errors keep nlohmann's position message, trailing bytes are errors", "[json]") {
   auto bad = parse_json_bounded("{\"a\":");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.rfind("not valid JSON: ", 0) == 0);

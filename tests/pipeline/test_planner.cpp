@@ -28,7 +28,7 @@ void drive(Planner& p, const std::function<bool(std::size_t, int)>& verdict, std
 }
 }  // namespace
 
-TEST_CASE("stage-major: 50 tasks cost 2 switches plus 2 per retry round; task-major 2 per task", "[planner]") {
+TEST_CASE("stage-major: 50 tasks cost 2 switches plus 2 per retry round, task-major 2 per task", "[planner]") {
   auto verdict = [](std::size_t task, int round) { return task % 10 != 0 || round > 1; };  // 5 retried
   Planner stage_major(kDecideVerify, 3, 50, Order::stage_major);
   std::vector<std::string> models;

@@ -82,7 +82,7 @@ TEST_CASE("chat_body for a schema stage uses response_format json_schema", "[req
   CHECK_FALSE(b->contains("top_p"));
 }
 
-TEST_CASE("chat_body without seed anywhere omits it; bad schema is a config error", "[request]") {
+TEST_CASE("chat_body without seed anywhere omits it, bad schema is a config error", "[request]") {
   auto s = decide_stage();
   auto b = chat_body(s, {}, std::nullopt);
   CHECK_FALSE(b->contains("seed"));

@@ -23,7 +23,7 @@ const json& scenario(const json& profile, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("eval: stability is the share of the most common decision; --min-stability gates the exit code") {
+TEST_CASE("eval: stability is the share of the most common decision, --min-stability gates the exit code") {
   RunProject p(eval_script(), {}, dv_pipeline(), standin_binary().string(), {"kev", "laya", "kev2"});
   p.tasks("sc.jsonl", {task_line("stable", "always cache this"), task_line("varies", "a situation")});
 

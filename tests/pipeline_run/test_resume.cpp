@@ -76,7 +76,7 @@ TEST_CASE("journal: kill -9 mid-run, then --resume runs exactly the missing task
   check_resume_completes(p, before);
 }
 
-TEST_CASE("Ctrl-C: the run exits 130 with a valid journal and stops its children; --resume finishes") {
+TEST_CASE("Ctrl-C: the run exits 130 with a valid journal and stops its children, --resume finishes") {
   auto p = slow_project();
   write_tasks(p);
   const int rc = interrupt_mid_run(p, "INT");

@@ -96,7 +96,7 @@ TEST_CASE("malformed input lines are reported with their line numbers and skippe
   CHECK(p.journal("strict.jsonl").empty());
 }
 
-TEST_CASE("stage-major batching switches about twice for N tasks; task-major twice per task") {
+TEST_CASE("stage-major batching switches about twice for N tasks, task-major twice per task") {
   RunProject p(disk_script());
   std::vector<std::string> lines;
   for (int i = 1; i <= 6; ++i) lines.push_back(task_line("t" + std::to_string(i), "case " + std::to_string(i)));
@@ -125,7 +125,7 @@ TEST_CASE("stage-major batching switches about twice for N tasks; task-major twi
   }
 }
 
-TEST_CASE("a child crash mid-call is retried once after the restart; a crash loop ends tasks in error, the run goes on") {
+TEST_CASE("a child crash mid-call is retried once after the restart, a crash loop ends tasks in error, the run goes on") {
   SECTION("one crash: retried, every task accepted") {
     RunProject p(disk_script(), {{"kev", "--fake-crash-after 2"}});
     p.tasks("tasks.jsonl", {task_line("a", "1"), task_line("b", "2"), task_line("c", "3"), task_line("d", "4")});

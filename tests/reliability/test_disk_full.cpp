@@ -30,7 +30,7 @@ long summary_count(const std::string& out, const std::string& label) {
 
 }  // namespace
 
-TEST_CASE("disk full: the run summary counts only tasks durably journaled; --resume finishes the rest",
+TEST_CASE("disk full: the run summary counts only tasks durably journaled, --resume finishes the rest",
           "[reliability][journal]") {
   if (run_command("unshare -rm true").exit_code != 0) KEVLAYA_SKIP("no user+mount namespace for a small tmpfs");
   const auto pass = json::array({{{"model", "laya"}, {"reply", R"({"verdict": "pass", "reason": "fits"})"}}});

@@ -7,7 +7,7 @@
 using namespace kevlaya;
 using namespace kevlaya::test;
 
-TEST_CASE("reload: the listen address and directories need a restart; the rest does not") {
+TEST_CASE("reload: the listen address and directories need a restart, the rest does not") {
   config::OrchestratorCfg a, b;
   CHECK(runtime::needs_restart(a, b).empty());
   b.listen.port = 9090;

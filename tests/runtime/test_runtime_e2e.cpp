@@ -29,7 +29,7 @@ void write_config(const TempDir& dir, const std::string& kev_extra = "") {
 
 }  // namespace
 
-TEST_CASE("state_dir lock: a second instance is refused while the first streams; the first's child survives",
+TEST_CASE("state_dir lock: a second instance is refused while the first streams, the first's child survives",
           "[runtime][e2e]") {
   TempDir dir("runtime-lock");
   write_config(dir);

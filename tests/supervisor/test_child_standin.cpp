@@ -50,7 +50,7 @@ StartOutcome start_child(asio::io_context& ioc, std::shared_ptr<Child>& c) {
 
 }  // namespace
 
-TEST_CASE("supervisor: stand-in starts, answers, stops on SIGTERM; state file lifecycle") {
+TEST_CASE("supervisor: stand-in starts, answers, stops on SIGTERM, state file lifecycle") {
   test::TempDir dir("sup-basic");
   asio::io_context ioc;
   auto p = standin("basic");
@@ -119,7 +119,7 @@ TEST_CASE("supervisor: SIGTERM ignored -> SIGKILL after grace") {
   CHECK_FALSE(test::alive(c->pid()));
 }
 
-TEST_CASE("supervisor: port in use is classified; allocated ports are retried") {
+TEST_CASE("supervisor: port in use is classified, allocated ports are retried") {
   test::TempDir dir("sup-port");
   asio::io_context ioc;
   SECTION("a fixed port held by someone else") {
@@ -210,7 +210,7 @@ TEST_CASE("supervisor: a serving child's lines reach its log in batches and its 
   CHECK(count(test::read_text(file)) == before + 3 * per);
 }
 
-TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed; next request restarts") {
+TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed, next request restarts") {
   test::TempDir dir("sup-crash");
   asio::io_context ioc;
   auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
@@ -389,7 +389,7 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
   CHECK(std::filesystem::exists(state / "notes-1.json"));
 }
 
-TEST_CASE("child api key: the child refuses requests without the per-start key; the door's endpoint sends it") {
+TEST_CASE("child api key: the child refuses requests without the per-start key, the door's endpoint sends it") {
   test::TempDir dir("sup-key");
   asio::io_context ioc;
   config::OrchestratorCfg orch;

@@ -12,6 +12,7 @@
 #include "runtime/plan_setup.hpp"
 #include "support/models.hpp"
 #include "support/paths.hpp"
+#include "support/process.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/state_file.hpp"
 #include "supervisor/support.hpp"
@@ -20,24 +21,11 @@
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
 using namespace std::chrono_literals;
+using kevlaya::test::environ_of;
 using kevlaya::test::in;
 using kevlaya::test::run_co;
 
 namespace {
-
-// The variables of a process's environment.
-std::map<std::string, std::string> environ_of(int pid) {
-  std::map<std::string, std::string> out;
-  const std::string raw = read_proc(pid, "environ");
-  for (std::size_t at = 0; at < raw.size();) {
-    const auto end = raw.find('\0', at);
-    const std::string kv = raw.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (const auto eq = kv.find('='); eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
-    if (end == std::string::npos) break;
-    at = end + 1;
-  }
-  return out;
-}
 
 // Four stand-in profiles, a0/b0 asking for gpu 0 and a1/b1 for gpu 1, on two simulated 700 MiB
 // GPUs: each child's bill (450 MiB overhead + compute) fits a device alone, never two together.
@@ -130,7 +118,7 @@ TEST_CASE("devices: a switch on gpu 1 does not wait for a switch on gpu 0 held b
   });
 }
 
-TEST_CASE("devices: both GPUs rotate at once; one child per device at every switch; CUDA_VISIBLE_DEVICES") {
+TEST_CASE("devices: both GPUs rotate at once, one child per device at every switch, CUDA_VISIBLE_DEVICES") {
   TwoGpus m;
   asio::io_context ioc;
   Supervisor sup(ioc.get_executor(), m.cfg, std::make_unique<ProcessEffects>(ioc, m.cfg.orch), m.setup.options);

@@ -178,7 +178,7 @@ TEST_CASE("supervisor: a caller that leaves while queued causes no load") {
 
 // Regression (issue 14 item 5): a child that crashed stayed "ready" until its exit was reported,
 // and the requests sent to it meanwhile got "connection refused".
-TEST_CASE("supervisor: check_alive marks a dead child crashed at once; queued requests wait for the restart") {
+TEST_CASE("supervisor: check_alive marks a dead child crashed at once, queued requests wait for the restart") {
   Fixture f;
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto k = co_await f.sup.acquire("kev", in(2s));
@@ -206,7 +206,7 @@ TEST_CASE("supervisor: check_alive marks a dead child crashed at once; queued re
 }
 
 // Issue 15: admission lived in the door and the supervisor with different rules; now only here.
-TEST_CASE("supervisor: admission: queue.max_depth waiters, then queue_full; the wait defaults to queue.max_wait_s") {
+TEST_CASE("supervisor: admission: queue.max_depth waiters, then queue_full, the wait defaults to queue.max_wait_s") {
   auto cfg = two_profiles();
   cfg.orch.queue.max_depth = 1;
   cfg.orch.queue.max_wait_s = 1;

@@ -90,7 +90,7 @@ TEST_CASE("lifecycle: idle_unload_s 0 never unloads") {
   CHECK(f.unload_reasons().empty());
 }
 
-TEST_CASE("lifecycle: keep_alive 0 unloads right after the answer; the next request starts it again") {
+TEST_CASE("lifecycle: keep_alive 0 unloads right after the answer, the next request starts it again") {
   Fixture f(lifecycle_config(600));
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await f.sup.acquire("kev", in(2s));

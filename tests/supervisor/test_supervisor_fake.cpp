@@ -96,7 +96,7 @@ TEST_CASE("supervisor: parallel=1 serves one lease at a time, FIFO") {
   CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev"});
 }
 
-TEST_CASE("supervisor: unknown model is not_found; after shutdown unavailable") {
+TEST_CASE("supervisor: unknown model is not_found, after shutdown unavailable") {
   Fixture f;
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await f.sup.acquire("nope", in(1s));
@@ -124,7 +124,7 @@ TEST_CASE("supervisor: a start failure reaches the waiting request with its hint
   });
 }
 
-TEST_CASE("supervisor: a crash cuts the lease; the next request restarts the child") {
+TEST_CASE("supervisor: a crash cuts the lease, the next request restarts the child") {
   Fixture f;
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await f.sup.acquire("kev", in(2s));

@@ -16,6 +16,19 @@ namespace fs = std::filesystem;
 
 void poll_pause() { std::this_thread::sleep_for(20ms); }
 
+std::map<std::string, std::string> environ_of(pid_t pid) {
+  std::map<std::string, std::string> out;
+  const std::string raw = read_text("/proc/" + std::to_string(pid) + "/environ");
+  for (std::size_t at = 0; at < raw.size();) {
+    const auto end = raw.find('\0', at);
+    const std::string kv = raw.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (const auto eq = kv.find('='); eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return out;
+}
+
 // ---- Proc -----------------------------------------------------------------------------------
 
 Proc::Proc(std::vector<std::string> argv, fs::path log_file, std::map<std::string, std::string> env)

@@ -17,6 +17,9 @@ using namespace std::chrono_literals;
 
 void poll_pause();  // 20 ms
 
+// The variables of a running process's environment (/proc/PID/environ); empty if it is gone.
+std::map<std::string, std::string> environ_of(pid_t pid);
+
 // Polls `pred` every 20 ms until it is true or `timeout` passes; returns the last value.
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {

@@ -449,7 +449,7 @@ TEST_CASE("pool: consecutive requests (fetch and stream) reuse one keep-alive co
   CHECK(pool->idle() == 1);  // back after the stream, for the next request
 }
 
-TEST_CASE("pool: a connection the child closed while idle is not reused; the request goes out fresh",
+TEST_CASE("pool: a connection the child closed while idle is not reused, the request goes out fresh",
           "[upstream]") {
   asio::io_context io;
   TestServer srv(io);

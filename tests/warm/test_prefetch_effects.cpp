@@ -57,7 +57,7 @@ TEST_CASE("prefetch: the next pipeline stage's model is read while the first one
   test::stop(ioc, fx, "laya");
 }
 
-TEST_CASE("prefetch: a hinted profile is prefetched; a cold start reports its low residency", "[warm]") {
+TEST_CASE("prefetch: a hinted profile is prefetched, a cold start reports its low residency", "[warm]") {
   TempDir dir("warm-prefetch-hint");
   auto cfg = two_models(dir, 0);
   cfg.pipelines.clear();
