@@ -1,10 +1,12 @@
 // Supervisor::reload (docs/lifecycle.md): a new configuration applied on the supervisor's strand.
 // Children whose settings did not change keep running untouched (same pid); changed ones drain and
 // are started again with the new profile when next needed; removed ones drain and stop, and what
-// was queued for them fails with not_found; new profiles are routable at once.
+// was queued for them fails with not_found; new profiles are routable at once. Remote profiles
+// (no child) are diffed alike, and their health monitor is rebuilt when one of them changed.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -29,6 +31,26 @@ std::string child_key(const config::Profile& p) {
   k += "|grace=" + std::to_string(p.stop.grace_s);
   k += "|slots=" + std::to_string(p.slot_cache.enabled) + "," + std::to_string(p.slot_cache.max_bytes);
   return k;
+}
+
+// Remote profiles have no child: they are compared by the same key, and their monitor is rebuilt
+// when one of them changed (a new URL must be checked and used, a new remote must be monitored).
+std::map<std::string, std::string> remote_keys(const config::Config& c) {
+  std::map<std::string, std::string> out;
+  for (const auto& p : c.profiles)
+    if (p.backend == config::Backend::remote) out[p.name] = child_key(p);
+  return out;
+}
+
+void diff_remotes(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after,
+                  ReloadDiff& diff) {
+  for (const auto& [name, key] : before) {
+    const auto it = after.find(name);
+    if (it == after.end()) diff.removed.push_back(name);
+    else (it->second == key ? diff.unchanged : diff.changed).push_back(name);
+  }
+  for (const auto& [name, key] : after)
+    if (!before.count(name)) diff.added.push_back(name);
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -70,6 +92,7 @@ void SupervisorImpl::requeue() {
 asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, SupervisorOptions opts) {
   auto self = shared_from_this();
   ReloadDiff diff;
+  const auto remotes_before = remote_keys(*cfg_);
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
   opts.serial_executor = opts_.serial_executor;  // a property of the executor, fixed at construction
@@ -100,6 +123,13 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
     ps.removed = false;
     ps.stale = is_alive(ps.phase);  // a removed child still stopping is replaced, not reused
     ps.profile = p;
+  }
+  const auto remotes_after = remote_keys(*cfg_);
+  diff_remotes(remotes_before, remotes_after, diff);
+  if (remotes_after != remotes_before) {  // in-flight remote calls keep their endpoint copy
+    if (remotes_) remotes_->stop();
+    remotes_.reset();
+    start_remotes();
   }
   requeue();
   spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", join(diff.changed), join(diff.added),

@@ -95,6 +95,41 @@ TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /
   CHECK(remote_door.proc().signal_and_wait(SIGTERM) == 0);
 }
 
+// A reload applies remote profiles like local ones: an added remote is monitored and served (it
+// used to answer 500 "remote profile without a monitor"), a changed url is the one checked and
+// called (the old monitor kept the old one).
+TEST_CASE("remote: a reload serves an added remote profile and moves a changed one to its new url", "[backends]") {
+  TempDir dir("be-remote-reload");
+  Node node(dir, 0);
+  Serve remote_door(node.config);
+  const std::string url = "http://127.0.0.1:" + std::to_string(remote_door.port());
+  write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", url, "model: kev\n"));
+  write_door_config(dir);
+  Serve front(dir / "kevlaya.yaml");
+  REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "reachable"; }));
+  write_text(dir / "profiles/more.yaml", remote_profile_yaml("more", url, "model: kev\n"));
+  const int nobody = supervisor::pick_free_port("127.0.0.1");  // nobody listens there
+  write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", "http://127.0.0.1:" + std::to_string(nobody),
+                                                            "model: kev\n"));
+  auto reload = run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(front.port()) +
+                            " 2>&1");
+  INFO(reload.output);
+  CHECK(reload.exit_code == 0);
+  CHECK(reload.output.find("changed: big") != std::string::npos);
+  CHECK(reload.output.find("added: more") != std::string::npos);
+  REQUIRE(eventually([&] { return remote_state(front.port(), "more") == "reachable"; }));
+  auto added = curl(front.port(), "/v1/chat/completions", chat("more"));
+  INFO(added.output);
+  CHECK(status_code(added.output) == 200);
+  REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "unreachable"; }));
+  const auto big = profile_in(status_of(front.port()), "big");
+  REQUIRE(big);
+  CHECK((*big)["remote"]["url"] == "http://127.0.0.1:" + std::to_string(nobody));
+  CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("big")).output) == 503);
+  CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
+  CHECK(remote_door.proc().signal_and_wait(SIGTERM) == 0);
+}
+
 TEST_CASE("remote down: a clear error in the caller's API shape, then recovery when it returns", "[backends]") {
   TempDir dir("be-remote-down");
   const int node_port = supervisor::pick_free_port("127.0.0.1");
