@@ -184,6 +184,7 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       co_await asio::async_write(socket_, asio::buffer(kContinue), ec_token(ec));
     }
+    if (!ec) upstream::parse_buffered(parser, buffer_, ec);  // the body that came with the header
     if (!ec && !parser.is_done()) co_await bhttp::async_read(socket_, buffer_, parser, ec_token(ec));
   }
   if (ec) {

@@ -432,9 +432,13 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
   // Content-Length responses under Boost 1.74 in this setup; string_body does not.)
   while (!parser_->is_done()) {
     if ((result_.cancelled = cancelled())) co_return ended();
-    arm_timer();
     error_code ec;
-    co_await http::async_read_some(*conn_->s, buf_, *parser_, ec_token(ec));
+    const auto buffered = buf_.size();
+    if (buffered > 0) parse_buffered(*parser_, buf_, ec);  // e.g. a whole answer read with its head
+    if (!ec && buf_.size() == buffered) {  // nothing parsed from the buffer: read more
+      arm_timer();
+      co_await http::async_read_some(*conn_->s, buf_, *parser_, ec_token(ec));
+    }
     if ((result_.cancelled = cancelled())) co_return ended();
     std::string& body = parser_->get().body();
     if (!body.empty()) {

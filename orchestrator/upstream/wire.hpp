@@ -1,3 +1,5 @@
+// Hot-path helpers for HTTP/1.1 messages, shared by the door and the upstream client.
+//
 // A message whose whole body is in memory, written as two buffers: its head, flattened once, and
 // its body. Beast's serializer walks a many-part buffer sequence (start line pieces, each field,
 // chunk framing) on every write; on the door's request path that walk was the largest user-space
@@ -12,6 +14,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -57,6 +60,24 @@ auto async_write_flat(Stream& s, const boost::beast::http::message<isRequest, bo
                       const std::string& head, Token&& token) {
   const std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(head), boost::asio::buffer(msg.body())};
   return boost::asio::async_write(s, bufs, std::forward<Token>(token));
+}
+
+// Parses what `buf` already holds into `p` without an I/O operation: Beast's read operations post
+// their completion even when the bytes are already buffered (a scheduler round and a coroutine
+// resumption per call; a request's body usually arrives with its header, an answer's with its head).
+// Stops when the message is done, the buffer is empty or the parser needs more bytes; `ec` is a
+// parse error (body_limit included), as the read operation would have reported it.
+template <class Parser, class DynamicBuffer>
+void parse_buffered(Parser& p, DynamicBuffer& buf, boost::system::error_code& ec) {
+  while (!p.is_done() && buf.size() > 0) {
+    const auto n = p.put(buf.data(), ec);
+    buf.consume(n);
+    if (ec == boost::beast::http::error::need_more) {
+      ec = {};
+      return;
+    }
+    if (ec || n == 0) return;
+  }
 }
 
 }  // namespace kevlaya::upstream

@@ -8,6 +8,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cstring>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -105,4 +106,62 @@ TEST_CASE("async_write_flat sends head and body in one gather write that a Beast
   CHECK(got.result_int() == 200);
   CHECK(got.body() == res.body());
   CHECK(got[bhttp::field::content_type] == "text/plain");
+}
+
+namespace {
+
+// Appends `text` to `buf` (what a read would have put there).
+void arrive(boost::beast::flat_buffer& buf, const std::string& text) {
+  auto b = buf.prepare(text.size());
+  std::memcpy(b.data(), text.data(), text.size());
+  buf.commit(text.size());
+}
+
+}  // namespace
+
+TEST_CASE("parse_buffered reads what is buffered, stops for more without losing bytes, and reports limits", "[upstream]") {
+  using kevlaya::upstream::parse_buffered;
+  boost::system::error_code ec;
+  SECTION("a request body that came with its header, then its rest") {
+    bhttp::request_parser<bhttp::string_body> p;
+    boost::beast::flat_buffer buf;
+    arrive(buf, "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello");
+    parse_buffered(p, buf, ec);  // the header, then the first body bytes
+    CHECK_FALSE(ec);
+    CHECK_FALSE(p.is_done());
+    CHECK(buf.size() == 0);
+    arrive(buf, " world");
+    parse_buffered(p, buf, ec);
+    CHECK_FALSE(ec);
+    REQUIRE(p.is_done());
+    CHECK(p.get().body() == "hello world");
+  }
+  SECTION("a chunked answer split inside a chunk header, and bytes past its end left in the buffer") {
+    bhttp::response_parser<bhttp::string_body> p;
+    boost::beast::flat_buffer buf;
+    arrive(buf, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab");
+    parse_buffered(p, buf, ec);
+    CHECK_FALSE(ec);
+    CHECK_FALSE(p.is_done());
+    arrive(buf, "cde\r\n");
+    parse_buffered(p, buf, ec);
+    arrive(buf, "0");  // a chunk header cut short: needs more, keeps the byte
+    parse_buffered(p, buf, ec);
+    CHECK_FALSE(ec);
+    CHECK(boost::beast::buffers_to_string(buf.data()).back() == '0');  // kept for the next read
+    arrive(buf, "\r\n\r\nNEXT");
+    parse_buffered(p, buf, ec);
+    CHECK_FALSE(ec);
+    REQUIRE(p.is_done());
+    CHECK(p.get().body() == "abcde");
+    CHECK(boost::beast::buffers_to_string(buf.data()) == "NEXT");
+  }
+  SECTION("a body over the limit is the parser's error, as a read would report it") {
+    bhttp::request_parser<bhttp::string_body> p;
+    p.body_limit(4);
+    boost::beast::flat_buffer buf;
+    arrive(buf, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n0123456789");
+    parse_buffered(p, buf, ec);
+    CHECK(ec == bhttp::error::body_limit);
+  }
 }
