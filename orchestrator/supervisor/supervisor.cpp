@@ -43,7 +43,10 @@ Error prefixed(Error e, const std::string& profile) {
 
 SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
                                SupervisorOptions opts)
-    : strand_(opts.serial_executor ? ex : asio::make_strand(ex)), effects_(std::move(effects)), opts_(std::move(opts)), wake_(strand_) {
+    : strand_(opts.serial_executor ? ex : asio::make_strand(ex)),
+      effects_(std::move(effects)),
+      opts_(std::move(opts)),
+      wake_(strand_) {
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
@@ -290,9 +293,7 @@ void SupervisorImpl::reschedule() {
     const auto it = profs_.find(child_of(queue_.front()->profile));
     if (it != profs_.end() && !is_alive(it->second.phase)) effects_->likely_next(queue_.front()->profile);
   }
-  // Re-armed only for an earlier deadline: a wake that comes early (the deadline moved later, or
-  // nothing is due any more) just decides again. This runs twice per request; re-arming each time
-  // cost a cancelled wait and its handler.
+  // Re-armed only for an earlier deadline (this runs twice per request): an early wake decides again.
   if (wake_at && (!wake_armed_ || *wake_at < *wake_armed_)) {
     wake_armed_ = *wake_at;
     wake_.expires_at(*wake_at);
