@@ -14,6 +14,7 @@
 #include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
+#include "supervisor/process_effects.hpp"
 
 using namespace kevlaya::test;
 
@@ -76,4 +77,25 @@ TEST_CASE("the status page follows the real llama-server live in headless chromi
   if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
   // An argument llama-server refuses: every start exits at once with its usage error.
   run_browser(real, "--no-such-flag", "exited|bad_model|crashed", "no-such-flag|invalid argument|error");
+}
+
+// The page across a door restart: offline and retrying while it is gone, live again and repainted
+// from the new door when it returns (tests/ui/reconnect.mjs starts and stops the door itself).
+TEST_CASE("the status page goes offline when the door stops and is live and repainted when it returns",
+          "[http][ui][e2e][browser]") {
+  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  TempDir dir("http-ui-reconnect");
+  write_api_config(dir.path(), standin_binary().string());
+  std::filesystem::remove(dir / "profiles/emb.yaml");
+  const int port = kevlaya::supervisor::pick_free_port("127.0.0.1");  // the same URL after the restart
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\nlisten: {port: " +
+                                       std::to_string(port) + "}\n");
+  auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(port) + " KEVLAYA_KEY=ui-test-key CHROMIUM=" +
+                       chromium() + " KEVLAYA_ORCH=" + orch_binary().string() + " KEVLAYA_CONFIG=" +
+                       (dir / "kevlaya.yaml").string() + " timeout 180 node " +
+                       (source_dir() / "tests/ui/reconnect.mjs").string() + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("UI_RECONNECT ok") != std::string::npos);
 }
