@@ -61,6 +61,12 @@ std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const c
   note("log_dir", a.log_dir.string(), b.log_dir.string());
   note("prefetch", std::to_string(a.prefetch.enabled) + "/" + std::to_string(a.prefetch.min_available_mib),
        std::to_string(b.prefetch.enabled) + "/" + std::to_string(b.prefetch.min_available_mib));
+  const auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ",") + n;
+    return "[" + s + "]";
+  };
+  note("preload", names(a.preload), names(b.preload));  // started when the door starts
   // A removed peer's models go at once (carry_imported); a new one is asked only at start.
   for (const auto& p : b.peers) {
     const auto known = [&p](const config::PeerCfg& q) { return q.url == p.url; };

@@ -16,6 +16,17 @@ TEST_CASE("reload: the listen address and directories need a restart, the rest d
   const auto n = runtime::needs_restart(a, b);
   REQUIRE(n.size() == 1);
   CHECK(n[0] == "listen: 127.0.0.1:8080 -> 127.0.0.1:9090 (needs a restart)");
+  // The preload list is read when the door starts; a new peer is asked only then (a removed one's
+  // models go at once, so removing one is not listed).
+  config::OrchestratorCfg c = b;
+  c.preload = {"kev", "laya"};
+  c.peers.push_back({});
+  c.peers.back().url = "http://10.0.0.2:8080";
+  const auto m = runtime::needs_restart(b, c);
+  REQUIRE(m.size() == 2);
+  CHECK(m[0] == "preload: [] -> [kev,laya] (needs a restart)");
+  CHECK(m[1] == "peers: http://10.0.0.2:8080 added (needs a restart to import its models)");
+  CHECK(runtime::needs_restart(c, b) == std::vector<std::string>{"preload: [kev,laya] -> [] (needs a restart)"});
 }
 
 TEST_CASE("reload: the configuration files' stamp changes when a profile is edited, added or removed") {
