@@ -8,10 +8,12 @@ namespace kevlaya {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Whole milliseconds from `a` to `b` (truncated; negative when b is before a).
-inline std::int64_t ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+// Whole milliseconds of a duration (truncated).
+inline std::int64_t whole_ms(SteadyClock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
+// Whole milliseconds from `a` to `b` (truncated; negative when b is before a).
+inline std::int64_t ms_between(SteadyClock::time_point a, SteadyClock::time_point b) { return whole_ms(b - a); }
 // Whole milliseconds from `t` to now.
 inline std::int64_t ms_since(SteadyClock::time_point t) { return ms_between(t, SteadyClock::now()); }
 // Fractional milliseconds from `t` to now.

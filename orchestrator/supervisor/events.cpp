@@ -7,15 +7,10 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "common/clock.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
-
-namespace {
-
-std::int64_t ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
-
-}  // namespace
 
 std::shared_ptr<Subscription::Sub> EventHub::add(std::function<void(const Event&)> fn) {
   auto s = std::make_shared<Subscription::Sub>();
@@ -117,7 +112,7 @@ void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& ou
   auto started = pending->second.started;
   switch_.erase(pending);
   rec.to = to;
-  rec.total_ms = ms(now - started);
+  rec.total_ms = whole_ms(now - started);
   rec.ok = out.ok();
   if (out.ok()) {
     rec.spawn_to_listening_ms = out.report->spawn_to_listening_ms;

@@ -6,15 +6,10 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/clock.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
-
-namespace {
-
-std::int64_t ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
-
-}  // namespace
 
 // nullopt = never unloaded when idle: pinned, idle_unload_s 0, or keep_alive "forever".
 std::optional<Clock::duration> SupervisorImpl::idle_limit(const ProfState& ps) const {
@@ -129,7 +124,7 @@ asio::awaitable<Status> SupervisorImpl::unload(std::optional<std::string> model)
   };
   const auto t0 = Clock::now();
   while (busy()) co_await wait_change();
-  if (!mine.empty()) spdlog::info("admin unload: {} child(ren) stopped in {} ms", mine.size(), ms(Clock::now() - t0));
+  if (!mine.empty()) spdlog::info("admin unload: {} child(ren) stopped in {} ms", mine.size(), whole_ms(Clock::now() - t0));
   co_return ok_status();
 }
 

@@ -1,0 +1,143 @@
+// The one admission point (docs/supervisor.md): SupervisorImpl::admit checks a request, queues it
+// and grants a free slot through the scheduler at once when there is one; wait() lets a queued one
+// wait until its grant, deadline or cancel; leases are granted and released here.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/clock.hpp"
+#include "supervisor/supervisor_impl.hpp"
+
+namespace kevlaya::supervisor {
+
+// The one admission point: the checks, the queue, and a grant when a slot is free now (reschedule).
+Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_point> until,
+                                std::shared_ptr<upstream::CancelToken> cancel) {
+  if (cancel && cancel->cancelled()) return make_error(Errc::unavailable, "client disconnected while waiting");
+  if (shutting_down_) return make_error(Errc::unavailable, "shutting down");
+  const config::Profile* p = cfg_->find_profile(model);
+  if (!p) return make_error(Errc::not_found, "unknown model '" + model + "'");
+  if (p->backend == config::Backend::remote) return remote_lease(*p);  // never queued behind a switch
+  const std::string& child = child_of(p->name);
+  auto& ps = profs_[child];
+  auto now = Clock::now();
+  if (now < ps.failed_until) {
+    Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
+    e.code = Errc::profile_failed;
+    e.message = p->name + ": failed after repeated crashes; cooling down (last: " + e.message + ")";
+    e.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.failed_until - now).count());
+    return e;
+  }
+  if (cfg_->orch.queue.max_depth > 0 && queue_.size() >= static_cast<std::size_t>(cfg_->orch.queue.max_depth))
+    return make_error(Errc::queue_full,
+                      "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
+                      "retry later");
+  auto w = std::make_shared<Waiter>(strand_);
+  w->id = next_id_++;
+  w->profile = p->name;
+  w->child = child;
+  w->enqueued = now;
+  w->deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
+  queue_.push_back(w);
+  reschedule();
+  if (w->result) return std::move(*w->result);  // a free slot of a ready child: granted at once
+  if (cancel) {  // the caller left: leave the queue now, so nobody loads a model for nobody
+    cancel->set_hook([weak = weak_from_this(), w] {
+      if (auto s = weak.lock()) asio::post(s->strand_, [s, w] { s->abandon(w); });
+    });
+  }
+  return w;
+}
+
+asio::awaitable<Result<Lease>> SupervisorImpl::wait(std::shared_ptr<Waiter> w,
+                                                    std::shared_ptr<upstream::CancelToken> cancel) {
+  auto self = shared_from_this();
+  while (!w->result) {
+    boost::system::error_code ec;
+    w->timer.expires_at(w->deadline);
+    co_await w->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!w->result && Clock::now() >= w->deadline) {
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
+      w->result.emplace(make_error(Errc::timeout, "no free slot of '" + w->profile + "' before the deadline",
+                                   "the model is busy or still loading; raise the deadline"));
+      reschedule();
+    }
+  }
+  if (cancel) cancel->clear_hook();
+  co_return std::move(*w->result);
+}
+
+asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::optional<Clock::time_point> until,
+                                                       std::shared_ptr<upstream::CancelToken> cancel) {
+  auto self = shared_from_this();
+  auto admitted = admit(std::move(model), until, cancel);
+  if (auto* r = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*r);
+  co_return co_await wait(std::get<std::shared_ptr<Waiter>>(std::move(admitted)), std::move(cancel));
+}
+
+void SupervisorImpl::abandon(const std::shared_ptr<Waiter>& w) {
+  if (w->result) return;  // served or failed meanwhile; a lease is released by its owner
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
+  w->result.emplace(make_error(Errc::unavailable, "client disconnected while waiting"));
+  w->timer.cancel();
+  reschedule();
+}
+
+void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now) {
+  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const auto& w) { return w->id == waiter_id; });
+  if (it == queue_.end()) return;
+  auto w = *it;
+  queue_.erase(it);
+  auto s = std::make_shared<LeaseShared>();
+  s->id = next_id_++;
+  s->profile = w->profile;
+  s->child = ps.profile->name;
+  s->endpoint = ps.endpoint;
+  if (ps.profile->backend != config::Backend::command) s->upstream_model = w->profile;
+  s->owner = weak_from_this();
+  ps.leases[s->id] = s;
+  ++ps.in_flight;
+  // The part of the wait spent bringing the child up (0 when it was already ready).
+  std::int64_t switch_ms = ps.became_ready_at > w->enqueued ? whole_ms(ps.became_ready_at - w->enqueued) : 0;
+  const auto lora = lora_of_.find(w->profile);
+  w->result.emplace(Lease(std::move(s), whole_ms(now - w->enqueued), switch_ms,
+                          lora != lora_of_.end() ? lora->second : std::vector<std::pair<std::string, double>>{}));
+  w->timer.cancel();
+}
+
+void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s) {
+  auto it = profs_.find(child);
+  if (it == profs_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
+  auto& ps = it->second;
+  note_keep_alive(ps, keep_alive_s);
+  if (--ps.in_flight == 0) ps.idle_since = Clock::now();
+  reschedule();
+}
+
+void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
+  std::deque<std::shared_ptr<Waiter>> keep;
+  for (auto& w : queue_) {
+    if (w->child == child) {
+      w->result.emplace(e);
+      w->timer.cancel();
+    } else {
+      keep.push_back(w);
+    }
+  }
+  queue_.swap(keep);
+}
+
+void SupervisorImpl::cut_leases(ProfState& ps, const Error& e) {
+  for (auto& [id, weak] : ps.leases) {
+    if (auto s = weak.lock()) {
+      s->crash = e;
+      s->crashed.store(true, std::memory_order_release);
+    }
+  }
+  ps.leases.clear();
+  ps.in_flight = 0;
+}
+
+}  // namespace kevlaya::supervisor
