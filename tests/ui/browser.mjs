@@ -7,7 +7,7 @@
 // switch's numbers; no console errors; no layout shift after the first paint. Saves screenshots
 // (light/dark x wide/narrow) to $KEVLAYA_ARTIFACTS and prints the figures (UI_* lines).
 // Exit 0 = pass; any failed check throws (exit 1).
-import puppeteer from 'puppeteer-core';
+import { launchBrowser, doorCalls, phaseOf, waitPhase } from './page.mjs';
 import { mkdirSync } from 'node:fs';
 import assert from 'node:assert/strict';
 
@@ -16,30 +16,8 @@ const key = process.env.KEVLAYA_KEY;
 const out = process.env.KEVLAYA_ARTIFACTS;
 mkdirSync(out, { recursive: true });
 
-const auth = { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' };
-async function chat(model) {
-  const r = await fetch(url + '/v1/chat/completions', {
-    method: 'POST', headers: auth,
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
-  });
-  await r.text();
-  return r.status;
-}
-async function adminLoad(model) {
-  const r = await fetch(url + '/admin/load/' + model, { method: 'POST', headers: auth, body: '{}' });
-  await r.text();
-  return r.status;
-}
-const phaseOf = (page, m) => page.$eval(`[data-model="${m}"]`, (e) => e.dataset.phase);
-const waitPhase = (page, m, phase) =>
-  page.waitForFunction((m, p) => document.querySelector(`[data-model="${m}"]`)?.dataset.phase === p,
-    { timeout: 60000 }, m, phase);
-
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check'],
-});
+const { chat, adminLoad } = doorCalls(url, key);
+const browser = await launchBrowser();
 const problems = [];
 try {
   const page = await browser.newPage();

@@ -3,13 +3,13 @@
 // loads kev, stops the door (SIGTERM), checks the page says it is offline and keeps retrying, starts
 // the door again and checks the page is live again and repainted from the new door (kev stopped,
 // its phase changes followed live). Started by tests/http/test_ui_browser.cpp. Exit 0 = pass.
-import puppeteer from 'puppeteer-core';
+import { launchBrowser, doorCalls, waitPhase } from './page.mjs';
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 
 const url = process.env.KEVLAYA_URL;
 const key = process.env.KEVLAYA_KEY;
-const auth = { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' };
+const { adminLoad } = doorCalls(url, key);
 
 // `kevlaya-orch serve`, resolved once it listens.
 function startDoor() {
@@ -25,23 +25,11 @@ function startDoor() {
   });
 }
 const stopDoor = (p) => new Promise((resolve) => { p.on('exit', resolve); p.kill('SIGTERM'); });
-async function adminLoad(model) {
-  const r = await fetch(url + '/admin/load/' + model, { method: 'POST', headers: auth, body: '{}' });
-  await r.text();
-  return r.status;
-}
 const liveText = (page, text, timeout = 30000) =>
   page.waitForFunction((t) => document.getElementById('live-text').textContent === t, { timeout }, text);
-const waitPhase = (page, m, phase) =>
-  page.waitForFunction((m, p) => document.querySelector(`[data-model="${m}"]`)?.dataset.phase === p,
-    { timeout: 60000 }, m, phase);
 
 let door = await startDoor();
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check'],
-});
+const browser = await launchBrowser();
 const problems = [];
 try {
   const page = await browser.newPage();
