@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include "backends/backend_fixture.hpp"
@@ -46,6 +47,26 @@ std::string remote_state(int port, const std::string& model) {
   return p && (*p)["remote"].is_object() ? (*p)["remote"]["state"].get<std::string>() : "";
 }
 
+// A node door serving kev, and a front door whose remote profile `big` points at it, reachable.
+struct FrontAndNode {
+  FrontAndNode(const TempDir& dir, const std::string& big_more) : node(dir, 0), remote_door(node.config) {
+    url = "http://127.0.0.1:" + std::to_string(remote_door.port());
+    write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", url, big_more));
+    write_door_config(dir);
+    front.emplace(dir / "kevlaya.yaml");
+    REQUIRE(eventually([&] { return remote_state(front->port(), "big") == "reachable"; }));
+  }
+  Node node;
+  Serve remote_door;
+  std::string url;  // the node door's
+  std::optional<Serve> front;
+};
+
+// `kevlaya-orch reload` against the door on `port`.
+CmdResult reload_door(int port) {
+  return run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(port) + " 2>&1");
+}
+
 int status_code(const std::string& curl_i_output) {
   std::smatch m;
   return std::regex_search(curl_i_output, m, std::regex("HTTP/1.1 (\\d{3})")) ? std::stoi(m[1]) : 0;
@@ -55,13 +76,10 @@ int status_code(const std::string& curl_i_output) {
 
 TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /v1/models, metrics", "[backends]") {
   TempDir dir("be-remote");
-  Node node(dir, 0);
-  Serve remote_door(node.config);
-  const std::string url = "http://127.0.0.1:" + std::to_string(remote_door.port());
-  write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", url, "model: kev\nalias: [large]\n"));
-  write_door_config(dir);
-  Serve front(dir / "kevlaya.yaml");
-  REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "reachable"; }));
+  FrontAndNode doors(dir, "model: kev\nalias: [large]\n");
+  Serve& front = *doors.front;
+  Serve& remote_door = doors.remote_door;
+  const std::string& url = doors.url;
   auto r = curl(front.port(), "/v1/chat/completions", chat("large"));  // an alias: renamed for the remote
   INFO(r.output);
   CHECK(status_code(r.output) == 200);
@@ -100,19 +118,14 @@ TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /
 // called (the old monitor kept the old one).
 TEST_CASE("remote: a reload serves an added remote profile and moves a changed one to its new url", "[backends]") {
   TempDir dir("be-remote-reload");
-  Node node(dir, 0);
-  Serve remote_door(node.config);
-  const std::string url = "http://127.0.0.1:" + std::to_string(remote_door.port());
-  write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", url, "model: kev\n"));
-  write_door_config(dir);
-  Serve front(dir / "kevlaya.yaml");
-  REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "reachable"; }));
+  FrontAndNode doors(dir, "model: kev\n");
+  Serve& front = *doors.front;
+  const std::string& url = doors.url;
   write_text(dir / "profiles/more.yaml", remote_profile_yaml("more", url, "model: kev\n"));
   const int nobody = supervisor::pick_free_port("127.0.0.1");  // nobody listens there
   write_text(dir / "profiles/big.yaml", remote_profile_yaml("big", "http://127.0.0.1:" + std::to_string(nobody),
                                                             "model: kev\n"));
-  auto reload = run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(front.port()) +
-                            " 2>&1");
+  auto reload = reload_door(front.port());
   INFO(reload.output);
   CHECK(reload.exit_code == 0);
   CHECK(reload.output.find("changed: big") != std::string::npos);
@@ -127,7 +140,7 @@ TEST_CASE("remote: a reload serves an added remote profile and moves a changed o
   CHECK((*big)["remote"]["url"] == "http://127.0.0.1:" + std::to_string(nobody));
   CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("big")).output) == 503);
   CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
-  CHECK(remote_door.proc().signal_and_wait(SIGTERM) == 0);
+  CHECK(doors.remote_door.proc().signal_and_wait(SIGTERM) == 0);
 }
 
 TEST_CASE("remote down: a clear error in the caller's API shape, then recovery when it returns", "[backends]") {
@@ -262,8 +275,7 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     CHECK(r.output.find("X-Kevlaya-Backend: remote") != std::string::npos);
     CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("laya")).output) == 200);
     // A reload keeps the peer's models (the peer is not asked again); it used to drop them.
-    auto reload = run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(front.port()) +
-                              " 2>&1");
+    auto reload = reload_door(front.port());
     INFO(reload.output);
     CHECK(reload.exit_code == 0);
     CHECK(reload.output.find("removed 0") != std::string::npos);
