@@ -268,7 +268,7 @@ class RunQueue {
 };
 
 // feed.cpp: the status page's extras (RequestNote: above Feed).
-void note_request(Door& d, const RequestNote& n);
+void note_request(Door& d, RequestNote n);
 void note_run(Door& d, nlohmann::json run);  // a finished pipeline run (id, pipeline, verdict, ms)
 // A door request's place in its model's load, published as coalesced `queue` events.
 class ModelLoad {

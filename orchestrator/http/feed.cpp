@@ -20,8 +20,9 @@ constexpr auto kQueueTick = std::chrono::milliseconds(200);  // at most 5 `queue
 constexpr std::int64_t kLogMaxBytes = 64 * 1024;          // one /logs answer reads at most this
 constexpr int kLogMaxLines = 500;
 
-void push_bounded(std::deque<json>& ring, json j) {
-  ring.push_back(std::move(j));
+template <class T>
+void push_bounded(std::deque<T>& ring, T item) {
+  ring.push_back(std::move(item));
   while (ring.size() > kRecent) ring.pop_front();
 }
 
@@ -103,19 +104,23 @@ json read_log(const std::filesystem::path& path, std::int64_t after, std::int64_
 
 json request_json(const RequestNote& n) {
   const auto or_null = [](auto v) { return v >= 0 ? json(v) : json(nullptr); };
-  return {{"model", n.model},         {"endpoint", n.endpoint},     {"status", n.status},
-          {"total_ms", n.total_ms},   {"at_ms", n.at_ms},           {"queue_ms", or_null(n.queue_ms)},
-          {"swap_ms", or_null(n.swap_ms)}, {"tokens_per_s", n.tokens_per_s > 0 ? json(n.tokens_per_s) : json(nullptr)}};
+  return {{"model", n.model},
+          {"endpoint", n.endpoint},
+          {"status", n.status},
+          {"total_ms", n.total_ms},
+          {"at_ms", n.at_ms},
+          {"queue_ms", or_null(n.queue_ms)},
+          {"swap_ms", or_null(n.swap_ms)},
+          {"tokens_per_s", n.tokens_per_s > 0 ? json(n.tokens_per_s) : json(nullptr)}};
 }
 
 }  // namespace
 
 // On every model call: the record is kept as a struct, and made JSON only for /status and for
 // /events subscribers (none, usually).
-void note_request(Door& d, const RequestNote& n) {
-  d.feed.recent_requests.push_back(n);
-  d.feed.recent_requests.back().at_ms = now_ms();
-  while (d.feed.recent_requests.size() > kRecent) d.feed.recent_requests.pop_front();
+void note_request(Door& d, RequestNote n) {
+  n.at_ms = now_ms();
+  push_bounded(d.feed.recent_requests, std::move(n));
   if (d.event_clients.empty()) return;
   json j = request_json(d.feed.recent_requests.back());
   j["type"] = "request";

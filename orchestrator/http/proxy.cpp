@@ -124,8 +124,7 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
 }
 
 // Records the child's reported speeds; returns the generation speed (tokens/s), -1 when none.
-double note_timings(Door& d, const std::string& model, std::string_view text) {
-  const auto t = timings_of(text);
+double note_timings(Door& d, const std::string& model, const std::optional<Timings>& t) {
   if (!t) return -1;
   if (t->predicted_per_second > 0)
     d.metrics.observe("kevlaya_generation_tokens_per_second", {{"model", model}}, *t->predicted_per_second);
@@ -313,7 +312,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   if (r.streaming) {
     count(d, model, 200, t0);
-    tps = note_timings(d, model, r.tail);
+    tps = note_timings(d, model, timings_of(r.tail));
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
@@ -322,15 +321,13 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   // The answer first; the bookkeeping after it, off the caller's wait.
   Reply rep;
   if (!r.content_type.empty()) rep.content_type = r.content_type;
-  // Kept for after the answer: from the child's last `timings` key on (a few hundred bytes).
-  const auto at = r.body.rfind("\"timings\"");
-  std::string timings = at == std::string::npos ? std::string() : r.body.substr(at);
+  const auto speeds = timings_of(r.body);  // a SAX pass over the timings object alone
   rep.body = call.body_map ? call.body_map(r.body) : std::move(r.body);
   if (call.body_map) rep.content_type = "application/json";
   rep.headers = lease_headers(lease, queue_ms);
   co_await c.send(std::move(rep));
   count(d, model, 200, t0);
-  tps = note_timings(d, model, timings);
+  tps = note_timings(d, model, speeds);
 }
 
 }  // namespace

@@ -48,6 +48,12 @@ void exercise(const std::string& server_binary) {
   CHECK(s.output.find("[DONE]") != std::string::npos);
   auto m = run_command("curl -sS --max-time 30 " + base + "/v1/models");
   CHECK(m.output.find("\"ready\"") != std::string::npos);
+  // The child's own timings (read from the answer and from the stream's tail) reach /metrics.
+  auto metrics = run_command("curl -sS --max-time 30 " + base + "/metrics");
+  INFO(metrics.output);
+  CHECK(metrics.output.find("kevlaya_generation_tokens_per_second_count{model=\"kev\"} 1") != std::string::npos);
+  CHECK(metrics.output.find("kevlaya_generation_tokens_per_second_count{model=\"laya\"} 1") != std::string::npos);
+  CHECK(metrics.output.find("kevlaya_prompt_tokens_per_second_count{model=\"kev\"} 1") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
