@@ -202,6 +202,13 @@ void apply_placements(config::Config& cfg, const ResidencySetup& setup) {
   }
 }
 
+Result<ResidencySetup> plan_and_place(config::Config& cfg) {
+  auto setup = setup_residency(cfg);
+  if (setup.refused) return *setup.refused;
+  apply_placements(cfg, setup);  // each child's devices, argv and environment follow the plan
+  return setup;
+}
+
 ResidencySetup setup_residency(const config::Config& cfg) {
   ResidencySetup setup;
   auto gathered = ledger::gather(cfg);

@@ -38,15 +38,14 @@ void stamp_dir(std::string& out, const fs::path& dir) {
   for (const auto& l : lines) out += l + "\n";
 }
 
-// As at start (Runtime::open): the peers' models, the plan (and its refusals), each child's
-// placement. Without the first and last a reload dropped the peers' models and restarted a changed
-// child without its devices (no CUDA_VISIBLE_DEVICES: every GPU).
+// As at start (Runtime::open): the peers' models, then plan_and_place. Without them a reload
+// dropped the peers' models and restarted a changed child without its devices (no
+// CUDA_VISIBLE_DEVICES: every GPU).
 Result<supervisor::SupervisorOptions> prepare(config::Config& next, const config::Config& running) {
   if (auto st = remote::carry_imported(next, running); !st) return st.error();
-  auto residency = setup_residency(next);
-  if (residency.refused) return *residency.refused;
-  apply_placements(next, residency);
-  return std::move(residency.options);
+  auto residency = plan_and_place(next);
+  if (!residency) return residency.error();
+  return std::move(residency->options);
 }
 
 }  // namespace

@@ -33,11 +33,10 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
     if (auto st = remote::import_peers(cfg, kPeerWait); !st) return st.error();
   }
   // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
-  auto residency = setup_residency(cfg);
-  if (residency.refused) return *residency.refused;
-  apply_placements(cfg, residency);  // each child's devices, argv and environment follow the plan
+  auto residency = plan_and_place(cfg);
+  if (!residency) return residency.error();
   std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), lock ? std::move(*lock) : StateLock::none()));
-  rt->residency_ = std::move(residency);
+  rt->residency_ = std::move(residency.value());
   auto effects = std::make_unique<supervisor::ProcessEffects>(rt->ioc_, rt->cfg_);
   rt->stale_killed_ = effects->stale_killed();
   if (rt->stale_killed_ > 0)
