@@ -1,5 +1,6 @@
 // Lease and the public Supervisor facade: each call hops onto the supervisor's strand.
 #include <optional>
+#include <typeinfo>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -73,11 +74,17 @@ asio::awaitable<std::optional<T>> wrap(asio::awaitable<T> a) {
   co_return std::optional<T>(co_await std::move(a));
 }
 
+// Boost 1.74's any_executor::target<T>() casts without checking the type, so the type is checked here.
+template <class T>
+const T* target_as(const asio::any_io_executor& ex) {
+  return ex.target_type() == typeid(T) ? ex.target<T>() : nullptr;
+}
+
 }  // namespace
 
 bool SupervisorImpl::on_strand() const {
-  if (const auto* s = strand_.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
-  if (const auto* e = strand_.target<asio::io_context::executor_type>()) return e->running_in_this_thread();
+  if (const auto* s = target_as<asio::strand<asio::any_io_executor>>(strand_)) return s->running_in_this_thread();
+  if (const auto* e = target_as<asio::io_context::executor_type>(strand_)) return e->running_in_this_thread();
   return false;  // another kind of executor: callers hop onto it
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <typeinfo>
 
 #include "supervisor/fake_effects.hpp"
 #include "supervisor/support.hpp"
@@ -202,9 +203,10 @@ TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any 
   SupervisorOptions opts;
   opts.serial_executor = serial;
   Fixture f(two_profiles(), opts);
-  const auto* own = f.sup.strand().target<asio::strand<asio::any_io_executor>>();
-  const auto* ioc = f.sup.strand().target<asio::io_context::executor_type>();
-  REQUIRE((serial ? ioc != nullptr : own != nullptr));
+  const auto& type = f.sup.strand().target_type();  // Boost 1.74's target<T>() does not check T
+  REQUIRE(type == (serial ? typeid(asio::io_context::executor_type) : typeid(asio::strand<asio::any_io_executor>)));
+  const auto* own = serial ? nullptr : f.sup.strand().target<asio::strand<asio::any_io_executor>>();
+  const auto* ioc = serial ? f.sup.strand().target<asio::io_context::executor_type>() : nullptr;
   test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
     REQUIRE((serial ? ioc->running_in_this_thread() : own->running_in_this_thread()));
     auto a = co_await f.sup.acquire("decider", in(2s));  // not started: queued until kev is up
@@ -224,6 +226,33 @@ TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any 
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().code == Errc::not_found);
     b->release();
+    co_await f.sup.shutdown();
+  });
+}
+
+// Regression: Boost 1.74's any_executor::target<T>() casts without checking T, so the check for a
+// caller on the strand read the runtime's io_context executor as a strand and answered false: the
+// door hopped through co_spawn (a post and a coroutine) for every request. Granted without a hop,
+// nothing posted before the call runs before the lease is back.
+TEST_CASE("supervisor: a caller on the serial executor is granted a free slot without a hop") {
+  const bool serial = GENERATE(false, true);
+  CAPTURE(serial);
+  SupervisorOptions opts;
+  opts.serial_executor = serial;
+  Fixture f(two_profiles(), opts);
+  test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
+    auto warm = co_await f.sup.acquire("kev", in(2s));  // starts kev
+    REQUIRE(warm.ok());
+    warm->release();
+    co_await sleep_for(10ms);  // the release is posted
+    bool other_ran = false;
+    asio::post(f.sup.strand(), [&] { other_ran = true; });
+    auto lease = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(lease.ok());
+    CHECK_FALSE(other_ran);
+    co_await sleep_for(1ms);
+    CHECK(other_ran);
+    lease->release();
     co_await f.sup.shutdown();
   });
 }
