@@ -55,10 +55,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_direct(server, model, clients):
+def start_direct(server, model, clients, ctx=2048):
     """The same server the door starts, on its own port, without a key."""
     port = free_port()
-    p = subprocess.Popen([server, "-m", model, "-ngl", "0", "-c", "2048", "-np", str(clients),
+    p = subprocess.Popen([server, "-m", model, "-ngl", "0", "-c", str(ctx), "-np", str(clients),
                           "--host", "127.0.0.1", "--port", str(port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return wait_healthy(p, port, "direct child", 600)
@@ -132,15 +132,22 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
+    ap.add_argument("--prompt-kib", type=int, default=0,
+                    help="send a long conversation of about this many KiB (an agent's context) instead of one line")
     a = ap.parse_args()
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
     orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"),
                             os.path.join(a.build, "orchestrator", "kevlaya-orch")) if os.path.exists(p))
+    ctx = 2048 if a.prompt_kib <= 0 else a.clients * (a.prompt_kib * 512 + 256)  # every slot holds one
     with tempfile.TemporaryDirectory() as d:
         os.makedirs(f"{d}/profiles"); os.makedirs(f"{d}/pipelines")
+        if a.prompt_kib > 0:  # a model whose training context holds the conversation (servers clamp to it)
+            a.model = f"{d}/long.gguf"
+            subprocess.run([os.path.join(a.build, "tools", "kevlaya-tiny-gguf"), "model", "--out", a.model,
+                            "--n-ctx", str(a.prompt_kib * 512 + 256)], check=True, stdout=subprocess.DEVNULL)
         with open(f"{d}/profiles/kev.yaml", "w") as f:
             f.write(f"name: kev\nbinary: {server}\nmodel: {os.path.abspath(a.model)}\nngl: 0\n"
-                    f"ctx: 2048\nparallel: {a.clients}\n")
+                    f"ctx: {ctx}\nparallel: {a.clients}\n")
         with open(f"{d}/kevlaya.yaml", "w") as f:
             f.write(f"profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: {d}/state\n"
                     f"log_dir: {d}/logs\nqueue:\n  max_depth: 256\n")
@@ -154,7 +161,7 @@ def main():
                     with open(f"{d}/kevlaya.yaml") as f, open(cfg, "w") as g:
                         g.write(f.read().replace(f"{d}/state", f"{d}/state-{name}").replace(f"{d}/logs", f"{d}/logs-{name}"))
                 procs.append((name, *start_door(bin_, cfg)))
-            direct, child = start_direct(server, os.path.abspath(a.model), a.clients)
+            direct, child = start_direct(server, os.path.abspath(a.model), a.clients, ctx)
             if a.nginx:
                 procs.append(("nginx", *start_nginx(d, child)))
             procs.append(("direct", direct, child))
@@ -167,6 +174,16 @@ def main():
                 p.terminate(); p.wait(30)
 
 
+def conversation(kib):
+    """One line, or turns of prose (quotes, escapes and non-ASCII included) adding up to ~kib KiB."""
+    if kib <= 0:
+        return [{"role": "user", "content": "Once upon a time"}]
+    turn = ("Once upon a time, a \"small\" robot named Kev — curious, careful — walked to the river.\n"
+            "It checked the map: route A (3 km), route B (5 km); Laya said \\ verify first. ") * 8
+    n = max(1, kib * 1024 // len(turn.encode()))
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": turn} for i in range(n)]
+
+
 def run(a, doors, child):
     """`doors`: (name, process, port) of each door; every measure interleaves them with direct."""
     for name, _, port in doors:
@@ -176,8 +193,7 @@ def run(a, doors, child):
         c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
         r = c.getresponse(); r.read()
         assert r.status == 200, r.status
-    body = {"model": "kev", "messages": [{"role": "user", "content": "Once upon a time"}],
-            "max_tokens": 8, "temperature": 0}
+    body = {"model": "kev", "messages": conversation(a.prompt_kib), "max_tokens": 8, "temperature": 0}
     sbody = dict(body, stream=True)
     path = "/v1/chat/completions"
     for _ in range(20):  # warm every path

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/bounded_json.hpp"
+#include "common/json_scan.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -33,22 +34,29 @@ Result<std::string> resolve_model(const config::Config& cfg, const std::string& 
 }
 
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view text) {
+  // Validated without building a tree (the body is forwarded as sent): common/json_scan.hpp.
+  auto scan = scan_json(text);
+  if (!scan) return make_error(Errc::bad_request, "request body: " + scan.error().message);
+  if (!scan->object) return make_error(Errc::bad_request, "request body is not a JSON object");
   ModelCall call;
-  auto body = parse_json_bounded(text);  // depth-limited: the body may be re-serialized
-  if (!body) return make_error(Errc::bad_request, "request body: " + body.error().message);
-  call.body = std::move(body.value());
-  if (!call.body.is_object()) return make_error(Errc::bad_request, "request body is not a JSON object");
-  const auto it = call.body.find("model");
-  if (it != call.body.end() && !it->is_string())
-    return make_error(Errc::bad_request, "\"model\" must be a string");
-  call.requested = it != call.body.end() ? it->get<std::string>() : "";
+  std::string_view model, keep_alive;  // the last of a repeated key wins, as in a parsed object
+  for (const auto& m : scan->members) {
+    if (m.key == "model") model = m.value;
+    else if (m.key == "stream") call.stream = m.value == "true";
+    else if (m.key == "keep_alive") keep_alive = m.value;
+  }
+  if (!model.empty()) {
+    if (model.front() != '"') return make_error(Errc::bad_request, "\"model\" must be a string");
+    call.requested = model.find('\\') == std::string_view::npos
+                         ? std::string(model.substr(1, model.size() - 2))
+                         : json::parse(model).get<std::string>();  // escapes (valid: scanned)
+  }
   auto profile = resolve_model(cfg, call.requested);
   if (!profile) return profile.error();
   call.profile = std::move(profile.value());
-  const auto s = call.body.find("stream");
-  call.stream = s != call.body.end() && s->is_boolean() && s->get<bool>();
-  if (const auto k = call.body.find("keep_alive"); k != call.body.end()) {
-    auto keep = parse_keep_alive(*k);
+  if (!keep_alive.empty()) {
+    call.keep_alive_field = true;
+    auto keep = parse_keep_alive(json::parse(keep_alive));  // one value, bounded by the scan
     if (!keep) return keep.error();
     call.keep_alive_s = *keep;
   }
@@ -98,9 +106,15 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<std::pair<std::string, double>>& lora) {
   const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
-  const bool keep = call.body.is_object() && call.body.contains("keep_alive");
-  if (lora.empty() && !rename && !keep) return raw;
-  json b = call.body;
+  if (lora.empty() && !rename && !call.keep_alive_field) return raw;
+  json b;
+  if (call.body) {
+    b = *call.body;
+  } else {  // the request's own body, checked by parse_model_call: built only to be rewritten
+    auto parsed = parse_json_bounded(raw);
+    if (!parsed || !parsed->is_object()) return raw;
+    b = std::move(parsed.value());
+  }
   b.erase("keep_alive");
   if (rename) b["model"] = profile;
   if (!lora.empty()) {

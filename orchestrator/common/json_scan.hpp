@@ -1,0 +1,35 @@
+// A validating pass over JSON text that builds nothing. The door reads three top-level fields of a
+// model call (model, stream, keep_alive) and forwards the body as sent; building nlohmann's tree
+// for that cost ~4 ns a byte (its lexer copies every string character by character): 0.3 ms of
+// CPU for a 70 KiB agent conversation, on every call. This pass checks the same grammar (RFC 8259,
+// UTF-8 strings, finite numbers, one document; nlohmann::json::accept's answer) and the nesting
+// bound at ~0.5 ns a byte, and hands back the top-level object's members as spans of the text.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/bounded_json.hpp"
+#include "common/error.hpp"
+
+namespace kevlaya {
+
+// One member of the top-level object: its key (decoded: escapes resolved) and its value's text.
+struct JsonMember {
+  std::string key;
+  std::string_view value;  // a span of the scanned text: `"..."`, a number, `{...}`, ...
+};
+
+// The top-level value's members when it is an object; `object` false for any other JSON value.
+struct JsonScan {
+  bool object = false;
+  std::vector<JsonMember> members;  // in text order; a repeated key appears twice (the last wins)
+};
+
+// Checks that `text` is one JSON document nesting at most `max_depth` containers, without building
+// it. Errors are Errc::bad_request: "not valid JSON: ... at byte N" or json_depth_message().
+Result<JsonScan> scan_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
+
+}  // namespace kevlaya
