@@ -9,6 +9,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/json_scan.hpp"
+#include "http/bodies.hpp"
 
 using kevlaya::scan_json;
 using nlohmann::json;
@@ -122,4 +123,34 @@ TEST_CASE("json scan: an error names what is wrong and the byte where") {
   auto u = scan_json("\"caf\xC3\"");
   REQUIRE_FALSE(u.ok());
   CHECK(u.error().message == "not valid JSON: invalid UTF-8 at byte 4");
+}
+
+// parse_model_call reads model, stream and keep_alive from the scan, as a parsed object would:
+// escapes decoded, the last of a repeated key winning, nested fields ignored; the body is sent as is.
+TEST_CASE("json scan: a model call's fields read from the scan as from a parsed object") {
+  kevlaya::config::Config cfg;
+  for (const char* name : {"kev", "laya"}) {
+    kevlaya::config::Profile p;
+    p.name = name;
+    cfg.profiles.push_back(p);
+  }
+  const std::string body =
+      R"({"m\u006fdel":"l\u0061ya","stream":false,"opts":{"model":"kev","stream":true},"stream":true})";
+  auto call = kevlaya::http::parse_model_call(cfg, body);
+  REQUIRE(call.ok());
+  CHECK(call->requested == "laya");
+  CHECK(call->profile == "laya");
+  CHECK(call->stream);
+  CHECK_FALSE(call->keep_alive_field);
+  CHECK(kevlaya::http::child_body(*call, body, "laya", {}) == body);  // byte for byte
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"model":7})", "\"model\" must be a string"},
+           {R"(["kev"])", "request body is not a JSON object"},
+           {R"({"model":"kev",})", "request body: not valid JSON: expected a key at byte 15"},
+           {std::string(200, '[') + std::string(200, ']'), "request body: " + kevlaya::json_depth_message()}}) {
+    auto r = kevlaya::http::parse_model_call(cfg, bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kevlaya::Errc::bad_request);
+    CHECK(r.error().message == says);
+  }
 }
