@@ -1,6 +1,7 @@
 #include "http/bodies.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -127,55 +128,23 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
 
 namespace {
 
-// The object that starts at text[at] ('{'), parsed alone; nullopt when unbalanced or invalid.
-// Reads the two speeds from one JSON object without building it: no allocation per key or value.
-class SpeedsSax {
- public:
-  explicit SpeedsSax(Timings& out) : out_(out) {}
-  bool null() { return scalar(); }
-  bool boolean(bool) { return scalar(); }
-  bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return number(static_cast<double>(v)); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return number(v); }
-  bool string(json::string_t&) { return scalar(); }
-  bool binary(json::binary_t&) { return scalar(); }
-  bool start_object(std::size_t) { return enter(true); }
-  bool key(json::string_t& k) {
-    if (depth_ == 1) slot_ = k == "predicted_per_second" ? &out_.predicted_per_second
-                            : k == "prompt_per_second"  ? &out_.prompt_per_second
-                                                        : nullptr;
-    return true;
+// The two speeds of one `timings` object, read from the scan (common/json_scan.hpp): no tree, no
+// copy per key or value; a speed that is not a number is left out, the last of a repeated key wins.
+std::optional<Timings> speeds(std::string_view object) {
+  auto scan = scan_json(object);
+  if (!scan || !scan->object) return std::nullopt;
+  Timings t;
+  for (const auto& m : scan->members) {
+    auto* slot = m.key == "predicted_per_second" ? &t.predicted_per_second
+                 : m.key == "prompt_per_second"  ? &t.prompt_per_second
+                                                 : nullptr;
+    double v = 0;
+    const char* end = m.value.data() + m.value.size();
+    if (!slot) continue;
+    if (const auto r = std::from_chars(m.value.data(), end, v); r.ec == std::errc() && r.ptr == end) *slot = v;
   }
-  bool end_object() { return leave(); }
-  bool start_array(std::size_t) { return enter(false); }
-  bool end_array() { return leave(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
-  bool is_object() const { return top_is_object_; }
-
- private:
-  bool enter(bool object) {
-    if (depth_ == 0) top_is_object_ = object;
-    slot_ = nullptr;  // a nested value is never a top-level speed
-    return ++depth_ <= kMaxJsonDepth;
-  }
-  bool leave() {
-    --depth_;
-    slot_ = nullptr;
-    return true;
-  }
-  bool number(double v) {
-    if (depth_ == 1 && slot_) *slot_ = v;
-    return scalar();
-  }
-  bool scalar() {
-    slot_ = nullptr;
-    return true;
-  }
-  Timings& out_;
-  std::optional<double>* slot_ = nullptr;
-  std::size_t depth_ = 0;
-  bool top_is_object_ = false;
-};
+  return t;
+}
 
 // The object that starts at text[at] ('{'), read for its speeds; nullopt if it is cut off or malformed.
 std::optional<Timings> object_at(std::string_view text, std::size_t at) {
@@ -191,11 +160,7 @@ std::optional<Timings> object_at(std::string_view text, std::size_t at) {
     } else if (ch == '{') {
       ++depth;
     } else if (ch == '}' && --depth == 0) {
-      Timings t;
-      SpeedsSax sax(t);
-      const auto obj = text.substr(at, i - at + 1);
-      if (json::sax_parse(obj.begin(), obj.end(), &sax) && sax.is_object()) return t;
-      return std::nullopt;
+      return speeds(text.substr(at, i - at + 1));
     }
   }
   return std::nullopt;
