@@ -158,6 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   asio::awaitable<std::optional<Request>> read_request();
+  void read_ready();  // reads what has already arrived into buffer_, without waiting
+  void watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);  // watch_disconnect's wait
   asio::awaitable<void> linger_close();
   asio::awaitable<bool> write_done(boost::system::error_code ec);
   void add_cors(bhttp::fields& f) const;

@@ -166,7 +166,11 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   parser.body_limit(static_cast<std::uint64_t>(opt.limits.max_body_bytes));
   {
     const auto bounded = bound(header_timeout);
-    co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
+    // A request usually arrives with its connection: read and parsed here when it has, so the
+    // first request of a connection is not a posted completion behind the reactor's next turn.
+    if (buffer_.size() == 0) read_ready();
+    upstream::parse_buffered(parser, buffer_, ec, /*header_only=*/true);
+    if (!ec && !parser.is_header_done()) co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
   }
   if (!ec) busy_ = true;  // not evictable while its body arrives and it is answered
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
@@ -203,6 +207,13 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     co_return std::nullopt;
   }
   co_return parser.release();
+}
+
+void Connection::read_ready() {
+  error_code ec;
+  if (!socket_.non_blocking()) socket_.non_blocking(true, ec);  // Asio sets it at the first async op anyway
+  const auto n = ec ? 0 : socket_.read_some(buffer_.prepare(kReadChunk), ec);
+  if (!ec) buffer_.commit(n);  // would_block, eof, an error: the async read that follows reports them
 }
 
 // After an early error reply, read (and drop) what the client is still sending for a moment, so
@@ -300,13 +311,18 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
 }
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
-  const auto gen = ++watch_gen_;
+  watch(++watch_gen_, std::move(token));
+}
+
+void Connection::watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token) {
   // A plain handler, not a coroutine: this runs on every model call, before its upstream request.
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen, token](error_code ec) {
     if (ec || gen != self->watch_gen_) return;  // unwatched (cancelled) or superseded
     char byte = 0;
     const auto n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
-    if (n == 0 || (ec && ec != asio::error::would_block)) {
+    // Readiness that is gone again (the request was read without the reactor, read_ready): wait on.
+    if (ec == asio::error::would_block) return self->watch(gen, token);
+    if (n == 0 || ec) {
       spdlog::debug("http: client went away; cancelling its upstream request");
       token->cancel();
     }

@@ -65,11 +65,11 @@ auto async_write_flat(Stream& s, const boost::beast::http::message<isRequest, bo
 // Parses what `buf` already holds into `p` without an I/O operation: Beast's read operations post
 // their completion even when the bytes are already buffered (a scheduler round and a coroutine
 // resumption per call; a request's body usually arrives with its header, an answer's with its head).
-// Stops when the message is done, the buffer is empty or the parser needs more bytes; `ec` is a
-// parse error (body_limit included), as the read operation would have reported it.
+// Stops when the message (with `header_only`, its header) is done, the buffer is empty or the parser
+// needs more bytes; `ec` is a parse error (limits included), as the read operation would report it.
 template <class Parser, class DynamicBuffer>
-void parse_buffered(Parser& p, DynamicBuffer& buf, boost::system::error_code& ec) {
-  while (!p.is_done() && buf.size() > 0) {
+void parse_buffered(Parser& p, DynamicBuffer& buf, boost::system::error_code& ec, bool header_only = false) {
+  while (!(header_only ? p.is_header_done() : p.is_done()) && buf.size() > 0) {
     const auto n = p.put(buf.data(), ec);
     buf.consume(n);
     if (ec == boost::beast::http::error::need_more) {
