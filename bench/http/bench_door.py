@@ -85,7 +85,7 @@ def start_nginx(d, child):
     with open(f"{d}/nginx.conf", "w") as f:
         f.write(f"""worker_processes 1; daemon off; master_process off; pid {d}/nginx.pid; error_log {d}/nginx.err;
 events {{ worker_connections 1024; }}
-http {{ access_log off;
+http {{ access_log off; client_body_buffer_size 1m; client_max_body_size 16m;
   upstream child {{ server 127.0.0.1:{child}; keepalive 32; }}
   server {{ listen 127.0.0.1:{port};
     location / {{ proxy_pass http://child; proxy_http_version 1.1; proxy_set_header Connection "";
@@ -209,6 +209,8 @@ def run(a, doors, child):
             first[name].append(post(port, path, sbody, True)[1])
     cpu = {n: (cpu_s(p.pid) - cpu0[n]) / (2 * a.n) for n, p, _ in doors}
     per = max(4, a.n // a.clients)
+    for _, port in paths:  # one untimed burst each: every path opens its connections (and pools) first
+        throughput(port, path, body, a.clients, 2)
     tput = {"direct": [throughput(child, path, body, a.clients, per)]}
     for name, _, port in doors:  # direct before and after each door: bounds drift
         tput[name] = [throughput(port, path, body, a.clients, per)]
