@@ -85,6 +85,45 @@ TEST_CASE("a body that stops arriving is cut at read_timeout_s", "[http]") {
   CHECK(c.wait_closed(10s));
 }
 
+// The first request of a connection is read at once with what has arrived (Connection::read_ready);
+// a header cut in two and a body sent later still make one whole request, answered 200, and the
+// disconnect watch (armed while the child answers) does not take that first read for a hang-up.
+TEST_CASE("a request whose header and body arrive in pieces is read whole and answered", "[http]") {
+  Door door;
+  RawClient c(door.port());
+  const std::string body = chat_body("kev");
+  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  c.send(head.substr(0, 20));
+  std::this_thread::sleep_for(50ms);
+  c.send(head.substr(20));
+  std::this_thread::sleep_for(50ms);
+  c.send(body.substr(0, 5));
+  std::this_thread::sleep_for(50ms);
+  c.send(body.substr(5));
+  const auto got = c.read_until("\"choices\"");
+  CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+  c.send(head + body);  // and the next request on the same connection, sent whole
+  CHECK(count_of(c.read_until("\"choices\"", 10s, 2), "HTTP/1.1 200") == 2);
+}
+
+// Regression: a request that arrives with its connection is read before the reactor's turn, which
+// may then deliver that readiness late; the disconnect watch took it for a hang-up and cancelled
+// the call (no answer at all). Each request on a fresh connection, sent whole, is answered 200.
+TEST_CASE("a whole request sent with its connection is answered, not cancelled as a client that left", "[http]") {
+  Door door;
+  const std::string body = chat_body("kev");
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                              "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    RawClient c(door.port());
+    c.send(request);
+    if (c.read_until("\"choices\"", 5s).rfind("HTTP/1.1 200", 0) == 0) ++answered;
+  }
+  CHECK(answered == 20);
+}
+
 // ... and a deadline bounds only its own read or write: a model call that takes longer than
 // read_timeout_s (the child holds it for 2.5 s) is answered, not cut while the door waits.
 TEST_CASE("a model call longer than read_timeout_s is answered: a deadline bounds only its own read or write",
