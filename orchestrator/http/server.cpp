@@ -260,7 +260,7 @@ asio::awaitable<bool> Connection::send(Reply r) {
   error_code ec;
   const auto head = upstream::flat_head(res.base());
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await upstream::async_write_flat(socket_, res, head, ec_token(ec));
+  co_await write(upstream::flat_buffers(head, res), ec);
   if (!res.keep_alive()) keep_alive_ = false;
   co_return co_await write_done(ec);
 }
@@ -278,11 +278,19 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   status_ = status;
   head_sent_ = true;
   if (!res.keep_alive()) keep_alive_ = false;
-  bhttp::response_serializer<bhttp::empty_body> sr{res};
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await bhttp::async_write_header(socket_, sr, ec_token(ec));
+  const auto head = upstream::flat_head(res.base());
+  co_await write(asio::buffer(head), ec);
   co_return co_await write_done(ec);
+}
+
+// What the socket takes at once is written directly (upstream::write_ready), the rest
+// asynchronously within the caller's bound.
+template <class Buffers>
+asio::awaitable<void> Connection::write(const Buffers& bufs, error_code& ec) {
+  const auto rest = upstream::write_ready(socket_, bufs, ec);
+  if (!ec && beast::buffer_bytes(rest) > 0) co_await asio::async_write(socket_, rest, ec_token(ec));
 }
 
 asio::awaitable<bool> Connection::chunk(std::string_view data) {
@@ -291,8 +299,7 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await asio::async_write(socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())),
-                             ec_token(ec));
+  co_await write(bhttp::make_chunk(asio::buffer(data.data(), data.size())), ec);
   co_return co_await write_done(ec);
 }
 
@@ -301,11 +308,11 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   if (trailers.empty()) {
-    co_await asio::async_write(socket_, bhttp::make_chunk_last(), ec_token(ec));
+    co_await write(bhttp::make_chunk_last(), ec);
   } else {
     bhttp::fields f;
     for (const auto& [k, v] : trailers) f.set(k, v);
-    co_await asio::async_write(socket_, bhttp::make_chunk_last(f), ec_token(ec));
+    co_await write(bhttp::make_chunk_last(f), ec);
   }
   co_return co_await write_done(ec);
 }

@@ -1,7 +1,7 @@
 // Hot-path helpers for HTTP/1.1 messages, shared by the door and the upstream client.
 //
 // A message whose whole body is in memory, written as two buffers: its head, flattened once, and
-// its body. Beast's serializer walks a many-part buffer sequence (start line pieces, each field,
+// its body, as much as the socket takes at once written without an asynchronous operation. Beast's serializer walks a many-part buffer sequence (start line pieces, each field,
 // chunk framing) on every write; on the door's request path that walk was the largest user-space
 // cost after the kernel (docs/benchmarks.md, "Door hot path, fourth pass"). Beast still builds and
 // checks the message (fields, prepare_payload, keep_alive); only the bytes are laid out here, in
@@ -13,7 +13,8 @@
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -53,13 +54,28 @@ std::string flat_head(const boost::beast::http::header<isRequest, Fields>& h) {
   return out;
 }
 
-// Writes `msg` (prepared: Content-Length set, not chunked) as [head, body] in one gather write.
-// `head` must outlive the operation (the caller's frame holds it).
-template <class Stream, bool isRequest, class Token>
-auto async_write_flat(Stream& s, const boost::beast::http::message<isRequest, boost::beast::http::string_body>& msg,
-                      const std::string& head, Token&& token) {
-  const std::array<boost::asio::const_buffer, 2> bufs{boost::asio::buffer(head), boost::asio::buffer(msg.body())};
-  return boost::asio::async_write(s, bufs, std::forward<Token>(token));
+// [head, body] of `msg` (prepared: Content-Length set, not chunked), for one gather write. `head`
+// (flat_head) and `msg` must outlive the write.
+template <bool isRequest>
+std::array<boost::asio::const_buffer, 2> flat_buffers(
+    const std::string& head, const boost::beast::http::message<isRequest, boost::beast::http::string_body>& msg) {
+  return {boost::asio::buffer(head), boost::asio::buffer(msg.body())};
+}
+
+// Writes what `socket` takes of `bufs` at once, without waiting, and returns the rest (empty when
+// all went): an asynchronous write posts its completion even when the kernel took every byte at
+// once, a scheduler round and a coroutine resumption per message. The socket is put in
+// non-blocking mode (Asio's asynchronous operations set it anyway). `ec`: an error other than
+// would_block; the caller writes the rest asynchronously (and bounded) when there is one.
+template <class Socket, class Buffers>
+boost::beast::buffers_suffix<Buffers> write_ready(Socket& socket, const Buffers& bufs, boost::system::error_code& ec) {
+  boost::beast::buffers_suffix<Buffers> rest(bufs);
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  if (ec) return rest;
+  const std::size_t n = socket.write_some(bufs, ec);
+  if (ec == boost::asio::error::would_block) ec = {};
+  if (!ec) rest.consume(n);
+  return rest;
 }
 
 // Parses what `buf` already holds into `p` without an I/O operation: Beast's read operations post
