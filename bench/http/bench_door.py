@@ -4,11 +4,12 @@ directly (same binary, model and flags, no key) and through `kevlaya-orch serve`
 answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
-                           [--baseline ORCH] [--nginx]
+                           [--baseline ORCH] [--nginx] [--keep-alive] [--prompt-kib N]
 
 Prints median added latency (non-streaming), added time to first SSE chunk, throughput at 16
 concurrent clients as ratios door/direct, and the door's own CPU time per request (from
-/proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Uses the stand-in server unless
+/proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Each request opens a
+fresh connection; --keep-alive reuses one per client thread and server, as the SDKs do. Uses the stand-in server unless
 --server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
 build, e.g. before a change) in the same run, interleaved, so before/after share the machine state.
 --nginx adds nginx (from PATH: one worker, `proxy_pass` with an upstream keep-alive pool) in front of
@@ -19,10 +20,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
+KEEP_ALIVE = False  # --keep-alive: each thread keeps one connection per port, as SDK clients do
+_conns = threading.local()
+
+
+def connection(port):
+    if not KEEP_ALIVE:
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    pool = _conns.__dict__.setdefault("pool", {})
+    if port not in pool:
+        pool[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    return pool[port]
+
+
 def post(port, path, body, stream=False):
-    """One request on a fresh connection; returns (total_s, first_chunk_s)."""
+    """One request (a fresh connection, or this thread's kept one); returns (total_s, first_chunk_s)."""
     t0 = time.perf_counter()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c = connection(port)
     c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
     r = c.getresponse()
     if r.status != 200:
@@ -34,7 +48,8 @@ def post(port, path, body, stream=False):
             first = time.perf_counter() - t0
         if not chunk or not stream:
             break
-    c.close()
+    if not KEEP_ALIVE:
+        c.close()
     return time.perf_counter() - t0, first
 
 
@@ -132,9 +147,13 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
+    ap.add_argument("--keep-alive", action="store_true",
+                    help="reuse one connection per client and server (what the OpenAI/Anthropic SDKs do)")
     ap.add_argument("--prompt-kib", type=int, default=0,
                     help="send a long conversation of about this many KiB (an agent's context) instead of one line")
     a = ap.parse_args()
+    global KEEP_ALIVE
+    KEEP_ALIVE = a.keep_alive
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
     orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"),
                             os.path.join(a.build, "orchestrator", "kevlaya-orch")) if os.path.exists(p))
