@@ -25,13 +25,14 @@ class Scanner {
       : begin_(reinterpret_cast<const unsigned char*>(text.data())), p_(begin_), end_(begin_ + text.size()),
         max_(max_depth) {}
 
-  Result<JsonScan> run() {
+  // `whole`: the text is one document; else the value at its start, and what follows is not read.
+  Result<JsonScan> run(bool whole) {
     if (end_ - p_ >= 3 && p_[0] == 0xEF && p_[1] == 0xBB && p_[2] == 0xBF) p_ += 3;  // a BOM, as nlohmann
     skip_ws();
     out_.object = p_ < end_ && *p_ == '{';
     if (!value(0)) return error();
     skip_ws();
-    if (p_ != end_) return fail("unexpected text after the value"), error();
+    if (whole && p_ != end_) return fail("unexpected text after the value"), error();
     return std::move(out_);
   }
 
@@ -97,14 +98,7 @@ class Scanner {
   }
 
   void record(std::string_view quoted_key, std::string_view value) {
-    JsonMember m;
-    if (quoted_key.find('\\') == std::string_view::npos) {
-      m.key.assign(quoted_key.substr(1, quoted_key.size() - 2));
-    } else {  // escapes: decoded by the library (rare; the text is valid already)
-      m.key = nlohmann::json::parse(quoted_key, nullptr, false).get<std::string>();
-    }
-    m.value = value;
-    out_.members.push_back(std::move(m));
+    out_.members.push_back({json_string(quoted_key), value});
   }
 
   bool string() {
@@ -226,6 +220,15 @@ class Scanner {
 
 }  // namespace
 
-Result<JsonScan> scan_json(std::string_view text, std::size_t max_depth) { return Scanner(text, max_depth).run(); }
+Result<JsonScan> scan_json(std::string_view text, std::size_t max_depth) { return Scanner(text, max_depth).run(true); }
+
+Result<JsonScan> scan_json_prefix(std::string_view text, std::size_t max_depth) {
+  return Scanner(text, max_depth).run(false);
+}
+
+std::string json_string(std::string_view quoted) {
+  if (quoted.find('\\') == std::string_view::npos) return std::string(quoted.substr(1, quoted.size() - 2));
+  return nlohmann::json::parse(quoted, nullptr, false).get<std::string>();  // escapes (rare): the library
+}
 
 }  // namespace kevlaya

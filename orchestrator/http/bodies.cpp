@@ -48,9 +48,7 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
   }
   if (!model.empty()) {
     if (model.front() != '"') return make_error(Errc::bad_request, "\"model\" must be a string");
-    call.requested = model.find('\\') == std::string_view::npos
-                         ? std::string(model.substr(1, model.size() - 2))
-                         : json::parse(model).get<std::string>();  // escapes (valid: scanned)
+    call.requested = json_string(model);
   }
   auto profile = resolve_model(cfg, call.requested);
   if (!profile) return profile.error();
@@ -128,42 +126,23 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
 
 namespace {
 
-// The two speeds of one `timings` object, read from the scan (common/json_scan.hpp): no tree, no
-// copy per key or value; a speed that is not a number is left out, the last of a repeated key wins.
-std::optional<Timings> speeds(std::string_view object) {
-  auto scan = scan_json(object);
+// The two speeds of the `timings` object at the start of `text`, read from the scan
+// (common/json_scan.hpp): no tree, no copy per key or value; nullopt if it is cut off or malformed.
+// A speed that is not a number is left out; the last of a repeated key wins.
+std::optional<Timings> speeds_at(std::string_view text) {
+  auto scan = scan_json_prefix(text);
   if (!scan || !scan->object) return std::nullopt;
   Timings t;
   for (const auto& m : scan->members) {
     auto* slot = m.key == "predicted_per_second" ? &t.predicted_per_second
                  : m.key == "prompt_per_second"  ? &t.prompt_per_second
                                                  : nullptr;
+    if (!slot) continue;
     double v = 0;
     const char* end = m.value.data() + m.value.size();
-    if (!slot) continue;
     if (const auto r = std::from_chars(m.value.data(), end, v); r.ec == std::errc() && r.ptr == end) *slot = v;
   }
   return t;
-}
-
-// The object that starts at text[at] ('{'), read for its speeds; nullopt if it is cut off or malformed.
-std::optional<Timings> object_at(std::string_view text, std::size_t at) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = at; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '{') {
-      ++depth;
-    } else if (ch == '}' && --depth == 0) {
-      return speeds(text.substr(at, i - at + 1));
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -178,7 +157,7 @@ std::optional<Timings> timings_of(std::string_view text) {
     auto at = text.find_first_not_of(kSpace, key + kKey.size());
     if (at != std::string_view::npos && text[at] == ':') at = text.find_first_not_of(kSpace, at + 1);
     else at = std::string_view::npos;
-    if (at != std::string_view::npos && text[at] == '{') return object_at(text, at);
+    if (at != std::string_view::npos && text[at] == '{') return speeds_at(text.substr(at));
     key = key == 0 ? std::string_view::npos : text.rfind(kKey, key - 1);
   }
   return std::nullopt;

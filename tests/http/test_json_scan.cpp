@@ -115,6 +115,19 @@ TEST_CASE("json scan: reports the top-level members' decoded keys and exact valu
   CHECK(arr->members.empty());
 }
 
+// scan_json_prefix reads the value at the start and leaves what follows (timings_of uses it on the
+// `timings` object inside an answer or a stream's tail); a value cut off is an error.
+TEST_CASE("json scan: a prefix scan reads the leading value only, and refuses one cut off") {
+  auto s = kevlaya::scan_json_prefix(R"({"a":"}{","b":[1,{"c":2}]},"next":{)");
+  REQUIRE(s.ok());
+  REQUIRE(s->members.size() == 2);
+  CHECK(s->members[1].value == R"([1,{"c":2}])");
+  CHECK_FALSE(kevlaya::scan_json_prefix(R"({"a":"}","b":[1,)").ok());
+  CHECK_FALSE(kevlaya::scan_json(R"({"a":1},)").ok());  // the whole-text scan refuses what follows
+  CHECK(kevlaya::json_string(R"("plain")") == "plain");
+  CHECK(kevlaya::json_string(R"("café "x"")") == "caf\xC3\xA9 \"x\"");
+}
+
 TEST_CASE("json scan: an error names what is wrong and the byte where") {
   auto e = scan_json(R"({"model":"kev",})");
   REQUIRE_FALSE(e.ok());
