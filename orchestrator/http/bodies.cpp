@@ -106,14 +106,10 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
                        const std::vector<std::pair<std::string, double>>& lora) {
   const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
   if (lora.empty() && !rename && !call.keep_alive_field) return raw;
-  json b;
-  if (call.body) {
-    b = *call.body;
-  } else {  // the request's own body, checked by parse_model_call: built only to be rewritten
-    auto parsed = parse_json_bounded(raw);
-    if (!parsed || !parsed->is_object()) return raw;
-    b = std::move(parsed.value());
-  }
+  // Built only to be rewritten; `raw` was checked already (parse_model_call, or a translation's dump).
+  auto parsed = parse_json_bounded(raw);
+  if (!parsed || !parsed->is_object()) return raw;
+  json b = std::move(parsed.value());
   b.erase("keep_alive");
   if (rename) b["model"] = profile;
   if (!lora.empty()) {

@@ -19,8 +19,6 @@ struct ModelCall {
   std::string requested;  // `model` as sent ("" when absent)
   std::string profile;    // resolved profile name
   bool stream = false;
-  // A translated body (the Ollama API's, mapped); absent: the request's own text, forwarded as sent.
-  std::optional<nlohmann::json> body;
   bool keep_alive_field = false;  // the body has `keep_alive` (removed before the child sees it)
   // `keep_alive` (Ollama-style, docs/lifecycle.md) in seconds; negative = as long as allowed.
   std::optional<std::int64_t> keep_alive_s;

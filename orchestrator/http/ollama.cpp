@@ -135,7 +135,6 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   call.target = ollama_target(kind, body);
   call.shape = ApiShape::ollama;
   call.body_text = mapped->dump(-1, ' ', false, json::error_handler_t::replace);
-  call.body = std::move(mapped.value());
   if (const auto k = body.find("keep_alive"); k != body.end()) call.keep_alive_s = parse_keep_alive(*k).value();
   const std::string shown = name.empty() ? prof->name : name;
   if (call.stream) {
