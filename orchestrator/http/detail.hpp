@@ -158,9 +158,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   asio::awaitable<std::optional<Request>> read_request();
-  void read_ready();  // reads what has already arrived into buffer_, without waiting
-  template <class Buffers>
-  asio::awaitable<void> write(const Buffers& bufs, boost::system::error_code& ec);  // all of bufs, or ec
   void watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);  // watch_disconnect's wait
   asio::awaitable<void> linger_close();
   asio::awaitable<bool> write_done(boost::system::error_code ec);

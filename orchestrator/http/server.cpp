@@ -168,7 +168,7 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     const auto bounded = bound(header_timeout);
     // A request usually arrives with its connection: read and parsed here when it has, so the
     // first request of a connection is not a posted completion behind the reactor's next turn.
-    if (buffer_.size() == 0) read_ready();
+    if (buffer_.size() == 0) upstream::read_ready(socket_, buffer_, kReadChunk);
     upstream::parse_buffered(parser, buffer_, ec, /*header_only=*/true);
     if (!ec && !parser.is_header_done()) co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
   }
@@ -207,13 +207,6 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     co_return std::nullopt;
   }
   co_return parser.release();
-}
-
-void Connection::read_ready() {
-  error_code ec;
-  if (!socket_.non_blocking()) socket_.non_blocking(true, ec);  // Asio sets it at the first async op anyway
-  const auto n = ec ? 0 : socket_.read_some(buffer_.prepare(kReadChunk), ec);
-  if (!ec) buffer_.commit(n);  // would_block, eof, an error: the async read that follows reports them
 }
 
 // After an early error reply, read (and drop) what the client is still sending for a moment, so
@@ -260,7 +253,7 @@ asio::awaitable<bool> Connection::send(Reply r) {
   error_code ec;
   const auto head = upstream::flat_head(res.base());
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await write(upstream::flat_buffers(head, res), ec);
+  co_await upstream::write_all(socket_, socket_, upstream::flat_buffers(head, res), ec);
   if (!res.keep_alive()) keep_alive_ = false;
   co_return co_await write_done(ec);
 }
@@ -281,16 +274,8 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   const auto head = upstream::flat_head(res.base());
-  co_await write(asio::buffer(head), ec);
+  co_await upstream::write_all(socket_, socket_, asio::buffer(head), ec);
   co_return co_await write_done(ec);
-}
-
-// What the socket takes at once is written directly (upstream::write_ready), the rest
-// asynchronously within the caller's bound.
-template <class Buffers>
-asio::awaitable<void> Connection::write(const Buffers& bufs, error_code& ec) {
-  const auto rest = upstream::write_ready(socket_, bufs, ec);
-  if (!ec && beast::buffer_bytes(rest) > 0) co_await asio::async_write(socket_, rest, ec_token(ec));
 }
 
 asio::awaitable<bool> Connection::chunk(std::string_view data) {
@@ -299,7 +284,8 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await write(bhttp::make_chunk(asio::buffer(data.data(), data.size())), ec);
+  const auto framed = bhttp::make_chunk(asio::buffer(data.data(), data.size()));
+  co_await upstream::write_all(socket_, socket_, framed, ec);
   co_return co_await write_done(ec);
 }
 
@@ -308,11 +294,11 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   if (trailers.empty()) {
-    co_await write(bhttp::make_chunk_last(), ec);
+    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk_last(), ec);
   } else {
     bhttp::fields f;
     for (const auto& [k, v] : trailers) f.set(k, v);
-    co_await write(bhttp::make_chunk_last(f), ec);
+    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk_last(f), ec);
   }
   co_return co_await write_done(ec);
 }
@@ -327,7 +313,7 @@ void Connection::watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken>
     if (ec || gen != self->watch_gen_) return;  // unwatched (cancelled) or superseded
     char byte = 0;
     const auto n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
-    // Readiness that is gone again (the request was read without the reactor, read_ready): wait on.
+    // Readiness that is gone again (the request was read without the reactor: read_ready): wait on.
     if (ec == asio::error::would_block) return self->watch(gen, token);
     if (n == 0 || ec) {
       spdlog::debug("http: client went away; cancelling its upstream request");

@@ -7,7 +7,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -245,14 +244,6 @@ void CancelToken::clear_hook() {
 
 namespace {
 
-// Writes `msg` ([head, body]): what the socket takes at once directly, the rest within the stream's
-// timeout.
-asio::awaitable<void> write_flat(beast::tcp_stream& s, const http::request<http::string_body>& msg,
-                                 const std::string& head, error_code& ec) {
-  const auto rest = write_ready(s.socket(), flat_buffers(head, msg), ec);
-  if (!ec && beast::buffer_bytes(rest) > 0) co_await asio::async_write(s, rest, ec_token(ec));
-}
-
 // Writes `msg` on `s` and reads the whole answer into `parser`; `phase` names the failed step.
 asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::string_body>& msg,
                                      http::response_parser<http::string_body>& parser,
@@ -263,7 +254,7 @@ asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::s
   phase = "write";
   s.expires_at(deadline);
   const auto head = flat_head(msg.base());
-  co_await write_flat(s, msg, head, ec);
+  co_await write_all(s, s.socket(), flat_buffers(head, msg), ec);  // within s's timeout
   if (ec) co_return ec;
   phase = "read";
   beast::flat_buffer buf;
@@ -385,7 +376,7 @@ asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::s
   phase = "write";
   conn_->s->expires_at(deadline_);
   const auto head = flat_head(msg.base());
-  co_await write_flat(*conn_->s, msg, head, ec);
+  co_await write_all(*conn_->s, conn_->s->socket(), flat_buffers(head, msg), ec);
   if (ec) co_return ec;
   phase = "read header";
   arm_timer();

@@ -1,8 +1,9 @@
 // Hot-path helpers for HTTP/1.1 messages, shared by the door and the upstream client.
 //
 // A message whose whole body is in memory, written as two buffers: its head, flattened once, and
-// its body, as much as the socket takes at once written without an asynchronous operation. Beast's serializer walks a many-part buffer sequence (start line pieces, each field,
-// chunk framing) on every write; on the door's request path that walk was the largest user-space
+// its body; what the socket takes at once is written without an asynchronous operation. Beast's
+// serializer walks a many-part buffer sequence (start line pieces, each field, chunk framing) on
+// every write; on the door's request path that walk was the largest user-space
 // cost after the kernel (docs/benchmarks.md, "Door hot path, fourth pass"). Beast still builds and
 // checks the message (fields, prepare_payload, keep_alive); only the bytes are laid out here, in
 // the order and form Beast's serializer writes them (tests/upstream/test_wire.cpp compares both).
@@ -13,7 +14,11 @@
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
@@ -62,20 +67,46 @@ std::array<boost::asio::const_buffer, 2> flat_buffers(
   return {boost::asio::buffer(head), boost::asio::buffer(msg.body())};
 }
 
+// Asio posts the completion of an operation that finished at once (a scheduler round and a coroutine
+// resumption); what the kernel has ready is moved here without one. The socket is put in
+// non-blocking mode (Asio's asynchronous operations set it anyway).
+template <class Socket>
+void non_blocking(Socket& socket, boost::system::error_code& ec) {
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+}
+
 // Writes what `socket` takes of `bufs` at once, without waiting, and returns the rest (empty when
-// all went): an asynchronous write posts its completion even when the kernel took every byte at
-// once, a scheduler round and a coroutine resumption per message. The socket is put in
-// non-blocking mode (Asio's asynchronous operations set it anyway). `ec`: an error other than
-// would_block; the caller writes the rest asynchronously (and bounded) when there is one.
+// all went). `ec`: an error other than would_block.
 template <class Socket, class Buffers>
 boost::beast::buffers_suffix<Buffers> write_ready(Socket& socket, const Buffers& bufs, boost::system::error_code& ec) {
   boost::beast::buffers_suffix<Buffers> rest(bufs);
-  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  non_blocking(socket, ec);
   if (ec) return rest;
   const std::size_t n = socket.write_some(bufs, ec);
   if (ec == boost::asio::error::would_block) ec = {};
   if (!ec) rest.consume(n);
   return rest;
+}
+
+// All of `bufs` on `stream` (whose socket is `socket`): write_ready, then the rest asynchronously,
+// bounded by whatever bounds the stream's operations (its timeout, the caller's watchdog).
+template <class AsyncStream, class Socket, class Buffers>
+boost::asio::awaitable<void> write_all(AsyncStream& stream, Socket& socket, const Buffers& bufs,
+                                       boost::system::error_code& ec) {
+  const auto rest = write_ready(socket, bufs, ec);
+  if (!ec && boost::beast::buffer_bytes(rest) > 0)
+    co_await boost::asio::async_write(stream, rest, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+}
+
+// Reads into `buf` what has already arrived on `socket` (up to `max` bytes), without waiting.
+// would_block, end of stream and errors leave `buf` as it was: the asynchronous read that follows
+// reports them.
+template <class Socket, class DynamicBuffer>
+void read_ready(Socket& socket, DynamicBuffer& buf, std::size_t max) {
+  boost::system::error_code ec;
+  non_blocking(socket, ec);
+  const std::size_t n = ec ? 0 : socket.read_some(buf.prepare(max), ec);
+  if (!ec) buf.commit(n);
 }
 
 // Parses what `buf` already holds into `p` without an I/O operation: Beast's read operations post
