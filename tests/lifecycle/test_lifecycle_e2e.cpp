@@ -103,10 +103,13 @@ TEST_CASE("lifecycle e2e: idle unload on the real llama-server", "[lifecycle][e2
   idle_unload(real);
 }
 
-TEST_CASE("lifecycle e2e: keep_alive 0 unloads after the answer and a burst during the stop loses nothing",
-          "[lifecycle][e2e]") {
+namespace {
+
+// keep_alive 0 in the body (the door's field: the child is sent the body without it) unloads kev
+// after the answer; a burst sent while it stops waits for a fresh start, every call answered.
+void keep_alive_zero(const std::string& binary) {
   TempDir dir("life-burst");
-  write_config(dir, standin_binary().string(), "");
+  write_config(dir, binary, "");
   Serve serve(dir / "kevlaya.yaml");
   CHECK(post_chat(serve, chat_body("kev", R"("keep_alive":0)")).output == "200");
   // The unload starts at once; these arrive while it stops (or right after): each waits for a
@@ -121,6 +124,21 @@ TEST_CASE("lifecycle e2e: keep_alive 0 unloads after the answer and a burst duri
   CHECK(state_of(serve, "kev") == "ready");
   CHECK(serve.proc().log().find("unloaded (keep_alive)") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: keep_alive 0 unloads after the answer and a burst during the stop loses nothing",
+          "[lifecycle][e2e]") {
+  keep_alive_zero(standin_binary().string());
+}
+
+// The door removes keep_alive from the body it forwards (a rewrite: the body's tree is built from
+// the request's text for it): the real llama-server gets and answers that body.
+TEST_CASE("lifecycle e2e: keep_alive 0 on the real llama-server", "[lifecycle][e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  keep_alive_zero(real);
 }
 
 TEST_CASE("lifecycle e2e: preload starts a model at startup while /health answers at once", "[lifecycle][e2e]") {

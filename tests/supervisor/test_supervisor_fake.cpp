@@ -34,6 +34,13 @@ struct Fixture {
       : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), std::move(opts)) {}
 };
 
+// A strand of the supervisor's own (false), or the runtime's single-threaded executor (true).
+SupervisorOptions executor_options(bool serial) {
+  SupervisorOptions o;
+  o.serial_executor = serial;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("supervisor: acquire starts the model, switching stops the other first") {
@@ -200,9 +207,7 @@ TEST_CASE("supervisor: grouping serves queued requests of the resident model bef
 TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any other, at once only with a free slot") {
   const bool serial = GENERATE(false, true);
   CAPTURE(serial);
-  SupervisorOptions opts;
-  opts.serial_executor = serial;
-  Fixture f(two_profiles(), opts);
+  Fixture f(two_profiles(), executor_options(serial));
   const auto& type = f.sup.strand().target_type();  // Boost 1.74's target<T>() does not check T
   REQUIRE(type == (serial ? typeid(asio::io_context::executor_type) : typeid(asio::strand<asio::any_io_executor>)));
   const auto* own = serial ? nullptr : f.sup.strand().target<asio::strand<asio::any_io_executor>>();
@@ -237,9 +242,7 @@ TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any 
 TEST_CASE("supervisor: a caller on the serial executor is granted a free slot without a hop") {
   const bool serial = GENERATE(false, true);
   CAPTURE(serial);
-  SupervisorOptions opts;
-  opts.serial_executor = serial;
-  Fixture f(two_profiles(), opts);
+  Fixture f(two_profiles(), executor_options(serial));
   test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
     auto warm = co_await f.sup.acquire("kev", in(2s));  // starts kev
     REQUIRE(warm.ok());
