@@ -85,7 +85,7 @@ TEST_CASE("a body that stops arriving is cut at read_timeout_s", "[http]") {
   CHECK(c.wait_closed(10s));
 }
 
-// The first request of a connection is read at once with what has arrived (Connection::read_ready);
+// The first request of a connection is read at once with what has arrived (upstream::read_ready);
 // a header cut in two and a body sent later still make one whole request, answered 200, and the
 // disconnect watch (armed while the child answers) does not take that first read for a hang-up.
 TEST_CASE("a request whose header and body arrive in pieces is read whole and answered", "[http]") {
