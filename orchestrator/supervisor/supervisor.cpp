@@ -461,6 +461,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
   for (auto& [name, ps] : profs_) {
     if (!is_alive(ps.phase)) continue;
     cut_leases(ps, make_error(Errc::unavailable, name + ": stopped by shutdown"));
+    if (ps.phase == Phase::stopping) continue;  // its stop (do_stop) is in flight: waited for below
     ++ps.gen;  // a start in flight is abandoned
     set_phase(name, ps, Phase::stopping);
     co_await effects_->stop(name);
@@ -468,6 +469,13 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
     ps.crashed = false;
     if (ps.phase == Phase::stopping) set_phase(name, ps, Phase::stopped);
   }
+  // A stop begun before shutdown (a switch, an unload) ends on its own, bounded by stop.grace_s and
+  // the SIGKILL after it; returning earlier would leave its process running after shutdown.
+  const auto stopping = [this] {
+    return std::any_of(profs_.begin(), profs_.end(),
+                       [](const auto& p) { return p.second.phase == Phase::stopping; });
+  };
+  while (stopping()) co_await wait_change();
   notify_watchers();
 }
 

@@ -97,6 +97,34 @@ TEST_CASE("supervisor: real llama-server switches one at a time") {
   CHECK(rot.max_alive_together == 1);
 }
 
+// Regression: shutdown asked the effects to stop a child whose stop (a switch) was already in
+// flight; the effects had forgotten it, so shutdown returned while the process was still exiting.
+TEST_CASE("supervisor: shutdown returns only after a stop already in flight has ended") {
+  test::TempDir dir("sup-stop-inflight");
+  const std::string tag = "inflight-a-" + std::to_string(::getpid());
+  std::filesystem::create_symlink(test::tiny_llama(), dir / (tag + ".gguf"));
+  auto a = test::fast_profile("a", test::standin_binary().string(), dir / (tag + ".gguf"));
+  auto b = test::fast_profile("b", test::standin_binary().string(), test::tiny_llama());
+  auto cfg = test::fast_config({a, b}, dir.path());
+  cfg.orch.scheduling.switch_ahead = false;
+  asio::io_context ioc;
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  std::vector<Event> seen;
+  auto sub = sup.subscribe([&](const Event& e) { seen.push_back(e); });
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    auto l = co_await sup.acquire("a", in(30s));
+    REQUIRE(l.ok());
+    l->release();
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { co_await sup.acquire("b", in(30s)); }, asio::detached);
+    while (std::none_of(seen.begin(), seen.end(), [](const Event& e) {  // a's stop has begun
+      return e.type == Event::Type::phase && e.child == "a" && e.to == Phase::stopping;
+    }))
+      co_await test::sleep_for(0ms);
+    co_await sup.shutdown();
+    CHECK(test::pids_with_arg(tag).empty());
+  });
+}
+
 TEST_CASE("supervisor: up killed with SIGKILL leaves no child behind") {
   test::TempDir dir("sup-up-kill");
   std::string tagname = "upkill-" + std::to_string(::getpid());
