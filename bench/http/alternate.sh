@@ -6,9 +6,12 @@
 #    budget: without an NVIDIA GPU (or gpu.vram_mib) it rotates, so on such a machine this switches too;
 #  - door (co-resident): `residency: auto` with `gpu.vram_mib: 24576`, what a machine with a GPU
 #    gets: both tiny models fit, stay resident, and no call switches;
+#  - door (no guess): rotate with scheduling.switch_ahead false (the default guesses the next
+#    model of strictly alternating calls and starts it while the caller is between calls);
 #  - seed: start, poll /health every 1 s, call, SIGTERM, sleep 2.
-# The three servers run at once and are called in turn (door, router, defaults, door, ...), so all
-# see the same machine state; then the door's switch phases (median, from /status) are printed.
+# The servers run at once and are called in turn (door, router, defaults, ..., door, ...), so all
+# see the same machine state; then the door's switch phases (median, from /status) are printed, and
+# consecutive calls (alternate_calls.py), back to back and with THINK_MS (default 50) between calls.
 # Usage: bench/http/alternate.sh [N]   (ORCH, TINY, KEVLAYA_LLAMA_SERVER override the binaries)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,7 +66,7 @@ EOF
   run_env=("LD_LIBRARY_PATH=$libs:$libs/llama" "GGML_BACKEND_PATH=$backend")
 fi
 
-door() {  # name port residency [gpu vram_mib]
+door() {  # name port residency [gpu vram_mib] [scheduling yaml]
   local d=$tmp/$1 e
   mkdir -p "$d/profiles" "$d/pipelines"
   for m in kev laya; do
@@ -75,6 +78,7 @@ door() {  # name port residency [gpu vram_mib]
     "$2" >"$d/kevlaya.yaml"
   [ "$3" = auto ] || printf 'residency: %s\n' "$3" >>"$d/kevlaya.yaml"
   [ -z "${4:-}" ] || printf 'gpu:\n  vram_mib: %s\n' "$4" >>"$d/kevlaya.yaml"
+  [ -z "${5:-}" ] || printf 'scheduling: %s\n' "$5" >>"$d/kevlaya.yaml"
   "$orch" serve "$d/kevlaya.yaml" >"$d/door.log" 2>&1 & pids+=($!)
   wait_health "http://127.0.0.1:$2" || { cat "$d/door.log" >&2; exit 1; }
 }
@@ -82,6 +86,7 @@ door() {  # name port residency [gpu vram_mib]
 door rotate 18431 rotate
 door defaults 18434 auto
 door coresident 18435 auto 24576
+door noahead 18436 rotate "" "{switch_ahead: false}"
 env "${run_env[@]}" "$run_bin" --models-dir "$tmp/models" --models-max 1 --port 18432 --host 127.0.0.1 -c 512 -ngl 0 \
   >"$tmp/router.log" 2>&1 & pids+=($!)
 wait_health http://127.0.0.1:18432 || { tail "$tmp/router.log" >&2; exit 1; }
@@ -89,14 +94,14 @@ wait_health http://127.0.0.1:18432 || { tail "$tmp/router.log" >&2; exit 1; }
 # Calls 0 (cold starts) are dropped; then every call is a switch on the door (rotate) and router.
 for i in $(seq 0 "$n"); do
   m=kev; ((i % 2)) && m=laya
-  for s in 18431:rotate 18432:router 18434:defaults 18435:coresident; do
+  for s in 18431:rotate 18432:router 18434:defaults 18435:coresident 18436:noahead; do
     t=$(call "http://127.0.0.1:${s%%:*}" "$m")
     ((i > 0)) && echo "$t" >>"$tmp/${s#*:}.t"
   done
 done
 rot=$(median <"$tmp/rotate.t"); router=$(median <"$tmp/router.t"); def=$(median <"$tmp/defaults.t")
-co=$(median <"$tmp/coresident.t")
-phases=$(curl -sf http://127.0.0.1:18431/status | jq -r '[.recent_switches[] | select(.from != "") | .phases_ms] as $s
+co=$(median <"$tmp/coresident.t"); noahead=$(median <"$tmp/noahead.t")
+phases=$(curl -sf http://127.0.0.1:18436/status | jq -r '[.recent_switches[] | select(.from != "") | .phases_ms] as $s
   | def med(f): ([$s[] | f] | sort | .[(length / 2 | floor)]);
   "stop \(med(.stop)) ms, vram wait \(med(.vram_wait)), spawn->listening \(med(.spawn_to_listening)), detect \(med(.detect)), switch total \(med(.total)) ms (\($s | length) switches)"')
 
@@ -116,6 +121,16 @@ seed=$(seed_calls | median)
 printf 'server: %s\n' "$("$bin" --version 2>&1 | grep -m1 version || echo "$bin")"
 printf 'per alternating call (median of %d): door rotate %.4f s, router %.4f s, door literal defaults %.4f s, door co-resident %.4f s, seed %.3f s\n' \
   "$n" "$rot" "$router" "$def" "$co" "$seed"
-printf 'door rotate / router %.2f, door defaults / router %.2f, door co-resident / router %.2f\n' \
-  "$(echo "$rot / $router" | bc -l)" "$(echo "$def / $router" | bc -l)" "$(echo "$co / $router" | bc -l)"
-printf 'door (rotate) switch phases, median: %s\n' "$phases"
+printf 'door rotate / router %.2f, door defaults / router %.2f, door co-resident / router %.2f, door no guess / router %.2f\n' \
+  "$(echo "$rot / $router" | bc -l)" "$(echo "$def / $router" | bc -l)" "$(echo "$co / $router" | bc -l)" \
+  "$(echo "$noahead / $router" | bc -l)"
+printf 'door (rotate, no guess) switch phases, median: %s\n' "$phases"
+
+# Back to back and with think time: blocks of consecutive calls per server over a kept-alive
+# connection (an agent's SDK), the door's switch_ahead on (the default) and off.
+for think in 0 ${THINK_MS:-50}; do
+  printf 'consecutive calls, think time %s ms (median of %d):\n' "$think" "$n"
+  python3 bench/http/alternate_calls.py --ref router --think-ms "$think" --calls "$n" \
+    router=http://127.0.0.1:18432 "door rotate=http://127.0.0.1:18431" \
+    "door rotate, no guess=http://127.0.0.1:18436" "door co-resident=http://127.0.0.1:18435"
+done

@@ -146,6 +146,7 @@ struct SchedulingCfg {
   int max_wait_before_swap_ms = 2000;  // starvation guard
   int min_residency_ms = 500;          // anti-thrash
   int drain_timeout_s = 60;
+  bool switch_ahead = true;  // calls alternate strictly between two models: start the next at idle
 };
 
 struct PrefetchCfg {

@@ -70,6 +70,7 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
         {"max_wait_before_swap_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.max_wait_before_swap_ms", x, 0, 3600000, s.max_wait_before_swap_ms); }},
         {"min_residency_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.min_residency_ms", x, 0, 3600000, s.min_residency_ms); }},
         {"drain_timeout_s", [&](const YAML::Node& x) { set_int(d, "scheduling.drain_timeout_s", x, 0, 86400, s.drain_timeout_s); }},
+        {"switch_ahead", [&](const YAML::Node& x) { set_bool(d, "scheduling.switch_ahead", x, s.switch_ahead); }},
     });
   } else if (name == "prefetch") {
     walk_map(d, "prefetch", v, {

@@ -39,6 +39,7 @@ json switch_json(const supervisor::SwitchRecord& s) {
                            {"spawn_to_listening", s.spawn_to_listening_ms}, {"detect", s.detect_ms},
                            {"total", s.total_ms}, {"save", s.save_ms}, {"restore", s.restore_ms}}}};
   if (s.prefetch_resident_pct >= 0) j["prefetch_resident_pct"] = s.prefetch_resident_pct;  // docs/warm.md
+  if (s.ahead) j["ahead"] = true;  // docs/supervisor.md, "Switch ahead"
   if (!s.ok) {
     j["error"] = s.error;
     j["failure"] = supervisor::to_string(s.failure);

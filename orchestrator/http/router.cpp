@@ -366,6 +366,8 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_request_duration_seconds", T::histogram,
              "Model request latency at the door (queue + switch + generation).", secs);
   m.describe("kevlaya_switches_total", T::counter, "Model switches, by result.");
+  m.describe("kevlaya_switches_ahead_total", T::counter,
+             "Model switches started on a prediction (scheduling.switch_ahead), by result.");
   m.describe("kevlaya_switch_phase_seconds", T::histogram, "Duration of each phase of a switch.", secs);
   m.describe("kevlaya_switch_prefetch_resident_percent", T::gauge,
              "Percent of the model file in the page cache when its last start began, by model.");
@@ -388,6 +390,7 @@ void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchReco
   Door& d = *dp;
   auto& m = d.metrics;
   m.inc("kevlaya_switches_total", {{"result", rec.ok ? "ok" : "failed"}});
+  if (rec.ahead) m.inc("kevlaya_switches_ahead_total", {{"result", rec.ok ? "ok" : "failed"}});
   const std::pair<const char*, std::int64_t> phases[] = {
       {"drain", rec.drain_ms}, {"stop", rec.stop_ms}, {"vram_wait", rec.vram_wait_ms},
       {"spawn_to_listening", rec.spawn_to_listening_ms}, {"detect", rec.detect_ms},

@@ -289,7 +289,8 @@ void Executor::Impl::note_switch(const supervisor::SwitchRecord& rec) {
   ++progress.switches;
   pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok},
                                      {"save_ms", rec.save_ms}, {"restore_ms", rec.restore_ms},
-                                     {"prefetch_resident_pct", rec.prefetch_resident_pct}});  // docs/warm.md
+                                     {"prefetch_resident_pct", rec.prefetch_resident_pct},  // docs/warm.md
+                                     {"ahead", rec.ahead}});
 }
 
 void Executor::stop() {

@@ -12,6 +12,10 @@
 
 namespace kevlaya::supervisor {
 
+namespace {
+constexpr std::size_t kRecentCalls = 4;  // what predict_alternation reads
+}  // namespace
+
 // The one admission point: the checks, the queue, and a grant when a slot is free now (reschedule).
 Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_point> until,
                                 std::shared_ptr<upstream::CancelToken> cancel) {
@@ -41,6 +45,8 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
   w->enqueued = now;
   w->deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
   queue_.push_back(w);
+  if (recent_.size() == kRecentCalls) recent_.erase(recent_.begin());
+  recent_.push_back(child);
   reschedule();
   if (w->result) return std::move(*w->result);  // a free slot of a ready child: granted at once
   if (cancel) {  // the caller left: leave the queue now, so nobody loads a model for nobody

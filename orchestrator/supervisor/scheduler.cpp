@@ -144,7 +144,38 @@ void start_wanted(const SchedInput& in, Decision& d) {
   }
 }
 
+// Switch ahead (no request queued): the predicted model starts once everything in its way is
+// idle; idle children in its way are stopped now. Anything busy, starting or wanted: no guess.
+void switch_ahead(const SchedInput& in, const std::set<std::string>& closed, Decision& d) {
+  const std::string& next = *in.ahead;
+  const bool alive = std::any_of(in.children.begin(), in.children.end(),
+                                 [&](const SchedChild& c) { return c.profile == next; });
+  const auto gate = in.not_before.find(next);
+  if (alive || (gate != in.not_before.end() && in.now < gate->second)) return;
+  const auto victims = victims_for(in, next);
+  for (const auto* v : victims) {
+    const bool idle = v->phase == Phase::ready && v->in_flight == 0 && !closed.count(v->profile);
+    if (v->phase == Phase::stopping) continue;  // on its way out: start once it is reaped
+    if (!idle || contains(in.wanted, v->profile)) return;
+  }
+  bool waiting = false;
+  for (const auto* v : victims) {
+    waiting = true;
+    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0});
+  }
+  if (!waiting) d.actions.push_back({Action::Kind::start, next, 0});
+}
+
 }  // namespace
+
+std::optional<std::string> predict_alternation(const std::vector<std::string>& recent) {
+  const auto n = recent.size();
+  if (n < 4) return std::nullopt;
+  const auto& a = recent[n - 1];
+  const auto& b = recent[n - 2];
+  if (a == b || recent[n - 3] != a || recent[n - 4] != b) return std::nullopt;
+  return b;
+}
 
 bool may_coreside(const std::vector<std::string>& profiles,
                   const std::vector<std::vector<std::string>>& allowed_sets) {
@@ -200,6 +231,7 @@ Decision decide(const SchedInput& in) {
   }
   unload_idle(in, closed, d);
   if (targets.empty()) start_wanted(in, d);  // preload/pins only when no request names a target
+  if (in.queue.empty() && in.ahead && d.actions.empty()) switch_ahead(in, closed, d);
   release_ready(in, closed, d);
   return d;
 }

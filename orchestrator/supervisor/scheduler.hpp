@@ -19,6 +19,9 @@
 //    idle_deadline; nullopt = never (pinned, idle_unload_s 0).
 //  - Wanted profiles (pins, preloads) start when no queued request names a target and nothing
 //    alive conflicts with them; they never evict anyone.
+//  - Switch ahead: when the calls alternate strictly between two models (`ahead`, from
+//    predict_alternation) and nothing is queued, the next one starts as soon as every child in its
+//    way is idle: those are stopped at once (never a wanted one). A wrong guess costs one switch.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -57,6 +60,7 @@ struct SchedInput {
   std::vector<std::vector<std::string>> allowed_sets;  // may co-reside; empty = one at a time
   std::map<std::string, SchedClock::time_point> not_before;  // restart backoff per profile
   std::vector<std::string> wanted;   // keep started when nothing conflicts (pins, preloads)
+  std::optional<std::string> ahead;  // predicted next model (switch ahead); none = do not guess
   config::SchedulingCfg cfg;
   SchedClock::time_point now{};
 };
@@ -76,6 +80,10 @@ struct Decision {
 
 // The next actions for the given state (pure, deterministic).
 Decision decide(const SchedInput& in);
+
+// The model the next call will name when the last four calls alternated strictly between two
+// models (B, A, B, A -> B); none otherwise. `recent` is in arrival order, oldest first.
+std::optional<std::string> predict_alternation(const std::vector<std::string>& recent);
 
 // True when `profiles` may all be alive at once under `allowed_sets` (empty = at most one).
 bool may_coreside(const std::vector<std::string>& profiles,

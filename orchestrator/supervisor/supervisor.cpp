@@ -135,6 +135,10 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     in.children.push_back(c);
   }
   in.wanted = wanted();
+  // A guess replaces a resident child (or completes the switch that stopped one for it); it never
+  // starts a model when nothing is resident (after an idle unload or a keep_alive of 0).
+  if (cfg_->orch.scheduling.switch_ahead && (!in.children.empty() || !switch_.empty()))
+    in.ahead = predict_alternation(recent_);
   for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
   return in;
 }
@@ -154,7 +158,11 @@ std::optional<Clock::time_point> SupervisorImpl::settle_failed(Clock::time_point
 void SupervisorImpl::reschedule() {
   if (shutting_down_) return;
   auto now = Clock::now();
-  Decision d = decide(sched_input(now));
+  const SchedInput in = sched_input(now);
+  const bool guess = in.queue.empty() && in.ahead &&
+                     std::find(in.wanted.begin(), in.wanted.end(), *in.ahead) == in.wanted.end();
+  ahead_ = guess ? in.ahead : std::nullopt;
+  Decision d = decide(in);
   for (const auto& a : d.actions) apply(a, now);
   auto wake_at = settle_failed(now);
   if (d.wake_at && (!wake_at || *d.wake_at < *wake_at)) wake_at = d.wake_at;
@@ -183,7 +191,8 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       release_to(a.request, ps, now);
       break;
     case Action::Kind::start:
-      switch_of(a.profile, "", now);
+      if (ahead_ == a.profile) switch_of(a.profile, "", now).rec.ahead = true;
+      else switch_of(a.profile, "", now);
       ps.crashed = false;
       ps.noticed_gone = false;
       ps.stale = false;

@@ -86,6 +86,7 @@ struct SwitchRecord {
   double prefetch_resident_pct = -1;  // % of `to`'s model file in the page cache at spawn (-1 = unknown)
   std::int64_t save_ms = 0;           // saving `from`'s KV slots (part of stop_ms)
   std::int64_t restore_ms = 0;        // restoring `to`'s KV slots before it was reported ready
+  bool ahead = false;  // started on a prediction (scheduling.switch_ahead), before a call named `to`
   bool ok = true;
   std::string error;  // start failure message when !ok
   FailureKind failure = FailureKind::none;  // why the start failed (when !ok)

@@ -141,6 +141,47 @@ TEST_CASE("lifecycle e2e: keep_alive 0 on the real llama-server", "[lifecycle][e
   keep_alive_zero(real);
 }
 
+namespace {
+
+// Switch ahead (docs/supervisor.md): after kev, laya, kev, laya through the door, kev is started
+// before anyone asks for it; the switch record says so, the next kev call waits for no switch, laya
+// is guessed after it, and /metrics counts both guesses.
+void switch_ahead(const std::string& binary) {
+  TempDir dir("life-ahead");
+  write_config(dir, binary, "residency: rotate\n");
+  Serve serve(dir / "kevlaya.yaml");
+  for (const char* m : {"kev", "laya", "kev", "laya"}) REQUIRE(post_chat(serve, chat_body(m)).output == "200");
+  INFO(serve.proc().log());
+  CHECK(eventually([&] { return state_of(serve, "kev") == "ready"; }, 60s));
+  const auto st = status_json(serve);
+  CHECK(profile(st, "laya").value("state", "") == "stopped");
+  const auto& last = st.at("recent_switches").back();
+  CHECK(last.value("from", "") == "laya");
+  CHECK(last.value("to", "") == "kev");
+  CHECK(last.value("ahead", false));
+  // The fifth call waits for no switch; after it, laya is guessed in turn.
+  const auto fifth = run_command("curl -sS -D - -o /dev/null --max-time 120 -H 'Content-Type: application/json' -d '" +
+                                 chat_body("kev") + "' " + url(serve) + "/v1/chat/completions");
+  CHECK(fifth.output.find(" 200") != std::string::npos);
+  CHECK(fifth.output.find("X-Kevlaya-Swap-Ms: 0\r\n") != std::string::npos);
+  CHECK(eventually([&] { return state_of(serve, "laya") == "ready"; }, 60s));
+  const auto metrics = run_command("curl -sS --max-time 5 " + url(serve) + "/metrics").output;
+  CHECK(metrics.find("kevlaya_switches_ahead_total{result=\"ok\"} 2") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: alternating calls get the next model started ahead", "[lifecycle][e2e]") {
+  switch_ahead(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: switch ahead on the real llama-server", "[lifecycle][e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  switch_ahead(real);
+}
+
 TEST_CASE("lifecycle e2e: preload starts a model at startup while /health answers at once", "[lifecycle][e2e]") {
   TempDir dir("life-preload");
   write_config(dir, standin_binary().string(), "preload: [laya]\n", "", "extra_args: [--fake-load-ms, '1500']\n");

@@ -1,0 +1,193 @@
+// Switch ahead (scheduling.switch_ahead): the prediction and the scheduler's guess, plain values.
+#include <catch2/catch.hpp>
+
+#include "supervisor/fake_effects.hpp"
+#include "supervisor/scheduler.hpp"
+#include "supervisor/support.hpp"
+
+using namespace kevlaya;
+using namespace kevlaya::supervisor;
+using namespace std::chrono_literals;
+using K = Action::Kind;
+
+namespace {
+
+const SchedClock::time_point t0 = SchedClock::time_point{} + 1000s;
+
+SchedChild child(const std::string& p, Phase phase = Phase::ready, int in_flight = 0) {
+  SchedChild c;
+  c.profile = p;
+  c.phase = phase;
+  c.in_flight = in_flight;
+  c.ready_since = t0 - 10s;
+  return c;
+}
+
+// Kev resident, idle; the calls alternated, so Laya is predicted.
+SchedInput alternating() {
+  SchedInput in;
+  in.cfg.min_residency_ms = 500;
+  in.cfg.max_wait_before_swap_ms = 2000;
+  in.now = t0;
+  in.children = {child("kev")};
+  in.ahead = "laya";
+  return in;
+}
+
+struct Fixture {
+  asio::io_context ioc;
+  test::FakeWorld world;
+  Supervisor sup;
+  explicit Fixture(bool switch_ahead)
+      : sup(ioc.get_executor(), config(switch_ahead), std::make_unique<test::FakeEffects>(world)) {}
+  static config::Config config(bool switch_ahead) {
+    auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
+                                  test::fast_profile("laya", "x", "/m/laya.gguf")},
+                                 "/nonexistent");
+    cfg.orch.scheduling.switch_ahead = switch_ahead;
+    return cfg;
+  }
+  // One call to `model`, released at once; returns the lease's switch_ms.
+  asio::awaitable<std::int64_t> call(const std::string& model) {
+    auto l = co_await sup.acquire(model, test::in(2s));
+    REQUIRE(l.ok());
+    const auto ms = l->switch_ms();
+    l->release();
+    co_return ms;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("switch ahead: only four strictly alternating calls predict the other model") {
+  using V = std::vector<std::string>;
+  CHECK_FALSE(predict_alternation(V{}));
+  CHECK_FALSE(predict_alternation(V{"laya", "kev", "laya"}));
+  CHECK(predict_alternation(V{"laya", "kev", "laya", "kev"}) == "laya");
+  CHECK(predict_alternation(V{"kev", "kev", "laya", "kev", "laya"}) == "kev");
+  CHECK_FALSE(predict_alternation(V{"kev", "kev", "laya", "kev"}));      // a run of two kev calls
+  CHECK_FALSE(predict_alternation(V{"laya", "kev", "laya", "kev", "kev"}));  // the pattern broke
+  CHECK_FALSE(predict_alternation(V{"judge", "kev", "laya", "kev"}));    // three models
+  CHECK_FALSE(predict_alternation(V{"kev", "kev", "kev", "kev"}));
+}
+
+TEST_CASE("switch ahead: an idle resident in the way is stopped, and the next starts once it is gone") {
+  auto in = alternating();
+  auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+  in.children = {child("kev", Phase::stopping)};
+  CHECK(decide(in).actions.empty());  // both never alive together
+  in.children.clear();
+  d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+  CHECK_FALSE(d.wake_at);
+}
+
+TEST_CASE("switch ahead: no guess while the resident has work, or a request is queued") {
+  auto in = alternating();
+  in.children = {child("kev", Phase::ready, 1)};
+  CHECK(decide(in).actions.empty());
+  in.children = {child("kev", Phase::starting)};
+  CHECK(decide(in).actions.empty());
+  in.children = {child("kev", Phase::draining)};
+  for (const auto& a : decide(in).actions) CHECK(a.profile == "kev");  // its own drain, nothing for laya
+  // A queued request decides instead: kev's call is served by kev, nothing is stopped.
+  in.children = {child("kev")};
+  in.queue = {{1, "kev", t0}};
+  const auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::release, "kev", 1});
+}
+
+TEST_CASE("switch ahead: a wanted resident is never stopped for a guess") {
+  auto in = alternating();
+  in.wanted = {"kev"};
+  CHECK(decide(in).actions.empty());
+}
+
+TEST_CASE("switch ahead: a model in its restart backoff is not guessed") {
+  auto in = alternating();
+  in.not_before["laya"] = t0 + 1s;
+  CHECK(decide(in).actions.empty());
+}
+
+TEST_CASE("switch ahead: a model that may co-reside starts beside the resident") {
+  auto in = alternating();
+  in.allowed_sets = {{"kev", "laya"}};
+  const auto d = decide(in);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+}
+
+TEST_CASE("switch ahead: an alive prediction, or none, changes nothing") {
+  auto in = alternating();
+  in.ahead.reset();
+  CHECK(decide(in).actions.empty());
+  in.ahead = "kev";
+  CHECK(decide(in).actions.empty());
+}
+
+TEST_CASE("switch ahead: alternating calls find the next model started before they ask") {
+  Fixture f(true);
+  std::vector<SwitchRecord> recs;
+  std::vector<std::int64_t> waited;
+  test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"kev", "laya", "kev", "laya"}) co_await f.call(m);
+    co_await test::sleep_for(50ms);  // idle after laya: kev is guessed and started
+    CHECK(f.world.alive == std::set<std::string>{"kev"});
+    waited.push_back(co_await f.call("kev"));
+    co_await test::sleep_for(50ms);  // and laya after kev
+    CHECK(f.world.alive == std::set<std::string>{"laya"});
+    waited.push_back(co_await f.call("laya"));
+    waited.push_back(co_await f.call("laya"));  // the pattern broke: no guess any more
+    co_await test::sleep_for(50ms);
+    CHECK(f.world.alive == std::set<std::string>{"laya"});
+    recs = (co_await f.sup.snapshot()).recent_switches;
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start laya", "stop laya", "start kev",
+                                                   "stop kev", "start laya", "stop laya", "start kev", "stop kev",
+                                                   "start laya", "stop laya"});
+  CHECK(f.world.max_alive == 1);
+  CHECK(waited == std::vector<std::int64_t>{0, 0, 0});  // no call waited for a switch
+  REQUIRE(recs.size() == 6);
+  CHECK_FALSE(recs[3].ahead);  // laya, asked for
+  CHECK(recs[4].ahead);        // kev, guessed before the fifth call
+  CHECK(recs[4].from == "laya");
+  CHECK(recs[4].to == "kev");
+  CHECK(recs[5].ahead);
+}
+
+TEST_CASE("switch ahead: a wrong guess costs one switch back, and switch_ahead false never guesses") {
+  for (const bool on : {true, false}) {
+    Fixture f(on);
+    test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+      for (const char* m : {"kev", "laya", "kev", "laya"}) co_await f.call(m);
+      co_await test::sleep_for(50ms);
+      co_await f.call("laya");  // kev was guessed; laya comes back
+      co_await test::sleep_for(50ms);
+      co_await f.sup.shutdown();
+    });
+    const auto starts = std::count_if(f.world.events.begin(), f.world.events.end(),
+                                      [](const std::string& e) { return e.rfind("start", 0) == 0; });
+    CHECK(starts == (on ? 6 : 4));
+    CHECK(f.world.max_alive == 1);
+  }
+}
+
+TEST_CASE("switch ahead: no guess once the resident is unloaded (keep_alive 0)") {
+  Fixture f(true);
+  test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"kev", "laya", "kev"}) co_await f.call(m);
+    auto l = co_await f.sup.acquire("laya", test::in(2s));
+    REQUIRE(l.ok());
+    l->set_keep_alive(0);  // unload right after: the caller wants the memory back
+    l->release();
+    co_await test::sleep_for(50ms);
+    CHECK(f.world.alive.empty());
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events.back() == "stop laya");
+}
