@@ -161,9 +161,9 @@ void switch_ahead(const SchedInput& in, const std::set<std::string>& closed, Dec
   bool waiting = false;
   for (const auto* v : victims) {
     waiting = true;
-    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0});
+    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0, true});
   }
-  if (!waiting) d.actions.push_back({Action::Kind::start, next, 0});
+  if (!waiting) d.actions.push_back({Action::Kind::start, next, 0, true});
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ struct Action {
   Kind kind = Kind::release;
   std::string profile;
   std::uint64_t request = 0;  // release only
+  bool ahead = false;         // start/stop of a switch ahead (a guess, no call named the model)
   bool operator==(const Action&) const = default;
 };
 

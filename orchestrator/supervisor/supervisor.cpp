@@ -158,11 +158,7 @@ std::optional<Clock::time_point> SupervisorImpl::settle_failed(Clock::time_point
 void SupervisorImpl::reschedule() {
   if (shutting_down_) return;
   auto now = Clock::now();
-  const SchedInput in = sched_input(now);
-  const bool guess = in.queue.empty() && in.ahead &&
-                     std::find(in.wanted.begin(), in.wanted.end(), *in.ahead) == in.wanted.end();
-  ahead_ = guess ? in.ahead : std::nullopt;
-  Decision d = decide(in);
+  Decision d = decide(sched_input(now));
   for (const auto& a : d.actions) apply(a, now);
   auto wake_at = settle_failed(now);
   if (d.wake_at && (!wake_at || *d.wake_at < *wake_at)) wake_at = d.wake_at;
@@ -191,8 +187,7 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       release_to(a.request, ps, now);
       break;
     case Action::Kind::start:
-      if (ahead_ == a.profile) switch_of(a.profile, "", now).rec.ahead = true;
-      else switch_of(a.profile, "", now);
+      switch_of(a.profile, "", now).rec.ahead = a.ahead;
       ps.crashed = false;
       ps.noticed_gone = false;
       ps.stale = false;

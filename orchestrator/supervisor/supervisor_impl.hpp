@@ -140,7 +140,6 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::map<std::string, std::vector<std::pair<std::string, double>>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
   std::vector<std::string> recent_;  // child names of the last admitted calls (switch ahead), oldest first
-  std::optional<std::string> ahead_;  // the last round's prediction: a start of it is marked `ahead`
   asio::steady_timer wake_;
   std::optional<Clock::time_point> wake_armed_;  // when wake_ fires (none: not waiting)
   std::list<asio::steady_timer*> watchers_;

@@ -75,13 +75,13 @@ TEST_CASE("switch ahead: an idle resident in the way is stopped, and the next st
   auto in = alternating();
   auto d = decide(in);
   REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+  CHECK(d.actions[0] == Action{K::stop, "kev", 0, true});
   in.children = {child("kev", Phase::stopping)};
   CHECK(decide(in).actions.empty());  // both never alive together
   in.children.clear();
   d = decide(in);
   REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+  CHECK(d.actions[0] == Action{K::start, "laya", 0, true});
   CHECK_FALSE(d.wake_at);
 }
 
@@ -118,7 +118,7 @@ TEST_CASE("switch ahead: a model that may co-reside starts beside the resident")
   in.allowed_sets = {{"kev", "laya"}};
   const auto d = decide(in);
   REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+  CHECK(d.actions[0] == Action{K::start, "laya", 0, true});
 }
 
 TEST_CASE("switch ahead: an alive prediction, or none, changes nothing") {
