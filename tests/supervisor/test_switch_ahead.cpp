@@ -191,3 +191,22 @@ TEST_CASE("switch ahead: no guess once the resident is unloaded (keep_alive 0)")
   });
   CHECK(f.world.events.back() == "stop laya");
 }
+
+TEST_CASE("switch ahead: a guess whose start fails is not tried again while nobody calls") {
+  Fixture f(true);
+  std::vector<SwitchRecord> recs;
+  test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"kev", "laya", "kev"}) co_await f.call(m);
+    f.world.start_failures["kev"] = std::vector<ChildFailure>(5, classify_exit(1, 0, {"error loading model"}));
+    co_await f.call("laya");
+    co_await test::sleep_for(300ms);  // many times the restart backoff (20 ms)
+    recs = (co_await f.sup.snapshot()).recent_switches;
+    co_await f.sup.shutdown();
+  });
+  const auto kev_starts = std::count(f.world.events.begin(), f.world.events.end(), std::string("start kev"));
+  CHECK(kev_starts == 3);  // two asked for, one guess
+  REQUIRE_FALSE(recs.empty());
+  CHECK(recs.back().ahead);
+  CHECK_FALSE(recs.back().ok);
+  CHECK(f.world.alive.empty());
+}
