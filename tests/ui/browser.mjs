@@ -125,6 +125,14 @@ try {
   for (const f of ['/ui', '/ui/app.js', '/ui/app.css', '/ui/icon.svg']) total += (await (await fetch(url + f)).arrayBuffer()).byteLength;
   console.log(`UI_ASSET_BYTES ${total}`);
 
+  // Switch ahead: after kev, laya, kev, laya the door starts kev before it is asked for; the
+  // timeline marks that switch, and its tooltip says so.
+  for (const m of ['kev', 'laya', 'kev', 'laya']) assert.equal(await chat(m), 200);
+  await page.waitForSelector('li.sw.ahead[data-switch="laya>kev"]');
+  await waitPhase(page, 'kev', 'ready');
+  assert.match(await page.$eval('li.sw.ahead[data-switch="laya>kev"]', (e) => e.getAttribute('aria-label')), /started ahead/);
+  assert.match(await page.$eval('li.sw.ahead[data-switch="laya>kev"] .tip', (e) => e.textContent), /started ahead/);
+
   // Screenshots (with laya resident again): light and dark, wide and narrow.
   const rowsBefore = await page.$$eval('#reqs tr', (t) => t.length);
   assert.equal(await chat('laya'), 200);

@@ -247,7 +247,7 @@ function segments(sw) {
 
 function addSwitch(sw) {
   const tl = $('timeline'), v = segments(sw), total = (sw.phases_ms || {}).total || 0;
-  const li = el('li', 'sw' + (sw.ok ? '' : ' failed'));
+  const li = el('li', 'sw' + (sw.ok ? '' : ' failed') + (sw.ahead ? ' ahead' : ''));
   li.tabIndex = 0;
   li.dataset.switch = (sw.from || '') + '>' + sw.to;
   li.dataset.total = total;
@@ -266,9 +266,11 @@ function addSwitch(sw) {
     tr.append(el('td', '', PHASE_LABEL[k]), el('td', 'n', fmtMs(v[k])));
     t.appendChild(tr);
   }
-  tip.append(el('div', '', clock(sw.at_ms) + ' · ' + (sw.from || 'nothing') + ' → ' + sw.to + ' · ' + fmtMs(total)), t);
+  const guessed = sw.ahead ? ' · started ahead (guessed, no call waited)' : '';
+  tip.append(el('div', '', clock(sw.at_ms) + ' · ' + (sw.from || 'nothing') + ' → ' + sw.to + ' · ' + fmtMs(total) + guessed), t);
   if (!sw.ok) tip.appendChild(el('div', 'err', (sw.failure || 'failed') + ': ' + (sw.error || '')));
-  li.setAttribute('aria-label', 'switch ' + (sw.from || 'nothing') + ' to ' + sw.to + ', ' + fmtMs(total) + (sw.ok ? '' : ', failed'));
+  li.setAttribute('aria-label', 'switch ' + (sw.from || 'nothing') + ' to ' + sw.to + ', ' + fmtMs(total) +
+    (sw.ok ? '' : ', failed') + (sw.ahead ? ', started ahead' : ''));
   li.append(bar, el('span', 'total', fmtMs(total)), tip);
   tl.prepend(li);
   while (tl.children.length > MAX_SWITCHES) tl.lastElementChild.remove();
