@@ -119,10 +119,14 @@ void Executor::Impl::emit_progress() {
   if (progress_fn) progress_fn(progress);
 }
 
+// Switches are counted and attributed when a call of this run is leased: one that no call of the
+// run used (a switch ahead after its last call, scheduling.switch_ahead) is not the run's.
 void Executor::Impl::on_lease(const std::string& profile) {
   progress.resident = profile;
-  if (current < runs.size())
+  if (current < runs.size()) {
+    progress.switches += static_cast<int>(pending_switches.size());
     for (auto& s : pending_switches) runs[current].switches.push_back(std::move(s));
+  }
   pending_switches = json::array();
 }
 
@@ -286,7 +290,6 @@ void Executor::on_task_done(TaskDone cb) { impl_->task_done = std::move(cb); }
 void Executor::on_progress(ProgressFn cb) { impl_->progress_fn = std::move(cb); }
 
 void Executor::Impl::note_switch(const supervisor::SwitchRecord& rec) {
-  ++progress.switches;
   pending_switches.push_back({{"from", rec.from}, {"to", rec.to}, {"total_ms", rec.total_ms}, {"ok", rec.ok},
                                      {"save_ms", rec.save_ms}, {"restore_ms", rec.restore_ms},
                                      {"prefetch_resident_pct", rec.prefetch_resident_pct},  // docs/warm.md

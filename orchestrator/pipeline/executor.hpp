@@ -77,7 +77,7 @@ struct RunSummary {
   std::size_t rejected = 0;
   std::size_t errors = 0;
   std::size_t unfinished = 0;  // left when interrupted, or not durably recorded (see on_task_done)
-  int switches = 0;            // model loads incl. the first one
+  int switches = 0;            // model loads a call of the run used, incl. the first one
   double wall_s = 0;
   bool interrupted = false;
   std::optional<Error> fatal;  // the run itself failed (e.g. the journal could not be written)
