@@ -2,8 +2,9 @@
 # Alternating Kev/Laya chat calls, side by side in one run, through the real interfaces:
 #  - door (rotate): `kevlaya-orch serve`, default scheduling, `residency: rotate` (every call a switch);
 #  - router: llama.cpp's router mode (`--models-dir`, `--models-max 1`, same binary, same models);
-#  - door (defaults): the literal defaults (no residency/gpu keys). `residency: auto` needs a GPU
-#    budget: without an NVIDIA GPU (or gpu.vram_mib) it rotates, so on such a machine this switches too;
+#  - door (defaults): the literal defaults (no residency/gpu keys). Without a GPU budget host RAM
+#    decides (docs/ledger.md, "No GPU"): the two tiny models fit, so they stay resident;
+#  - router (defaults): llama.cpp's router on its own defaults (no --models-max: up to 4 loaded);
 #  - door (co-resident): `residency: auto` with `gpu.vram_mib: 24576`, what a machine with a GPU
 #    gets: both tiny models fit, stay resident, and no call switches;
 #  - door (no guess): rotate with scheduling.switch_ahead false (the default guesses the next
@@ -90,6 +91,9 @@ door noahead 18436 rotate "" "{switch_ahead: false}"
 env "${run_env[@]}" "$run_bin" --models-dir "$tmp/models" --models-max 1 --port 18432 --host 127.0.0.1 -c 512 -ngl 0 \
   >"$tmp/router.log" 2>&1 & pids+=($!)
 wait_health http://127.0.0.1:18432 || { tail "$tmp/router.log" >&2; exit 1; }
+env "${run_env[@]}" "$run_bin" --models-dir "$tmp/models" --port 18437 --host 127.0.0.1 -c 512 -ngl 0 \
+  >"$tmp/router-defaults.log" 2>&1 & pids+=($!)
+wait_health http://127.0.0.1:18437 || { tail "$tmp/router-defaults.log" >&2; exit 1; }
 
 # Calls 0 (cold starts) are dropped; then every call is a switch on the door (rotate) and router.
 for i in $(seq 0 "$n"); do
@@ -132,5 +136,6 @@ for think in 0 ${THINK_MS:-50}; do
   printf 'consecutive calls, think time %s ms (median of %d):\n' "$think" "$n"
   python3 bench/http/alternate_calls.py --ref router --think-ms "$think" --calls "$n" \
     router=http://127.0.0.1:18432 "door rotate=http://127.0.0.1:18431" \
-    "door rotate, no guess=http://127.0.0.1:18436" "door co-resident=http://127.0.0.1:18435"
+    "door rotate, no guess=http://127.0.0.1:18436" "door co-resident=http://127.0.0.1:18435" \
+    "door defaults=http://127.0.0.1:18434" "router defaults=http://127.0.0.1:18437"
 done

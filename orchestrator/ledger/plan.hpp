@@ -77,6 +77,23 @@ struct Plan {
 // out of every allowed set.
 Plan make_plan(const std::vector<ProfileInput>& profiles, const PlanOptions& opt);
 
+// Host RAM one profile's child takes on a machine without a GPU: every line of its bill with no
+// layer offloaded (llama-server falls back to the CPU), adapters included. Weights count in full
+// (mapped from the file), so a model already in the page cache is counted again: conservative.
+std::uint64_t host_bytes(const ProfileInput& p);
+
+// Residency on a machine without a GPU budget, where host RAM is the limit. `need`: host_bytes of
+// every profile together; `budget`: RAM the children may use (nullopt = unknown). rotate stays
+// rotate; auto is co-resident when `need` fits, else rotate; co-resident stays co-resident (the
+// config says so) and `warning` says when it does not fit.
+inline constexpr std::int64_t kRamReserveMiB = 1024;  // MemAvailable kept free for everything else
+struct RamResidency {
+  config::Residency residency = config::Residency::rotate;
+  std::string why;                     // for the startup summary
+  std::optional<std::string> warning;  // co-resident asked for, more than the budget
+};
+RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::optional<std::uint64_t> budget);
+
 // The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead);
 

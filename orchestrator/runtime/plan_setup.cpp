@@ -14,6 +14,7 @@
 #include "ledger/calibration.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/nvml.hpp"
+#include "warm/page_cache.hpp"
 
 namespace kevlaya::runtime {
 
@@ -232,9 +233,17 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   }
   auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
   std::string why;
-  if (setup.devices.empty()) {  // nothing known about the GPU: one child at a time, as before the ledger
-    opt.residency = config::Residency::rotate;
-    why = "gpu.vram_mib is auto and no NVIDIA GPU answered";
+  std::optional<std::string> ram_warning;
+  if (setup.devices.empty()) {  // no GPU budget: host RAM is the limit (docs/ledger.md, "No GPU")
+    std::uint64_t need = 0;
+    for (const auto& p : gathered->profiles) need += ledger::host_bytes(p);
+    std::optional<std::uint64_t> ram;
+    if (const auto avail = warm::mem_available_mib(); avail && *avail > ledger::kRamReserveMiB)
+      ram = static_cast<std::uint64_t>(*avail - ledger::kRamReserveMiB) * ledger::kMiB;
+    auto verdict = ledger::ram_residency(cfg.orch.residency, need, ram);
+    opt.residency = verdict.residency;
+    why = std::move(verdict.why);
+    ram_warning = std::move(verdict.warning);
   } else {
     for (const auto& d : setup.devices)
       why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
@@ -260,6 +269,10 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   }
   if (setup.refused) return setup;
   spdlog::info("{}", setup.summary);
+  if (ram_warning) {
+    setup.warnings.push_back(*ram_warning);
+    spdlog::warn("plan: {}", *ram_warning);
+  }
   setup.plan = plan;
   for (const auto& d : plan.diagnostics) {
     if (setup.devices.empty()) continue;  // without a budget every "fits" verdict is meaningless

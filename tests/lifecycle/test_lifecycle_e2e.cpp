@@ -182,6 +182,37 @@ TEST_CASE("lifecycle e2e: switch ahead on the real llama-server", "[lifecycle][e
   switch_ahead(real);
 }
 
+namespace {
+
+// The literal defaults (no residency, no gpu keys) with two tiny models: on a machine without a GPU
+// budget host RAM decides, and both fit, so they stay resident and the second call switches nothing
+// (with an NVIDIA GPU the VRAM ledger says the same for models this small).
+void defaults_keep_both(const std::string& binary) {
+  TempDir dir("life-ram");
+  write_config(dir, binary, "");
+  Serve serve(dir / "kevlaya.yaml");
+  INFO(serve.proc().log());
+  CHECK(status_json(serve).at("gpu").value("mode", "") == "co-resident");
+  REQUIRE(post_chat(serve, chat_body("kev")).output == "200");
+  REQUIRE(post_chat(serve, chat_body("laya")).output == "200");
+  const auto st = status_json(serve);
+  CHECK(profile(st, "kev").value("state", "") == "ready");
+  CHECK(profile(st, "laya").value("state", "") == "ready");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: the defaults keep two models resident when both fit", "[lifecycle][e2e]") {
+  defaults_keep_both(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: the defaults keep two real llama-servers resident when both fit", "[lifecycle][e2e][real]") {
+  const auto real = real_llama_server();
+  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  defaults_keep_both(real);
+}
+
 TEST_CASE("lifecycle e2e: preload starts a model at startup while /health answers at once", "[lifecycle][e2e]") {
   TempDir dir("life-preload");
   write_config(dir, standin_binary().string(), "preload: [laya]\n", "", "extra_args: [--fake-load-ms, '1500']\n");

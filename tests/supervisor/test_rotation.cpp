@@ -158,7 +158,7 @@ TEST_CASE("supervisor: up rotates, prints switches, stops on SIGTERM") {
     test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
                      std::string("name: ") + n + "\nbinary: " + test::standin_binary().string() + "\nmodel: " +
                          test::tiny_llama().string() + "\nngl: 0\nctx: 256\nshared_base: false\n");
-  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\nresidency: rotate\n");
   std::string out = (dir / "out.txt").string();
   auto r = test::run_command(test::orch_binary().string() + " up " + (dir / "kevlaya.yaml").string() +
                              " kev laya --cycle 2 >" + out + " 2>&1 & echo $!");
