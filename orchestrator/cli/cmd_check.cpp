@@ -161,7 +161,9 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
   }
   const auto devices = runtime::gpu_devices(c);
   if (devices.empty()) {
-    out << "ledger: GPU memory unknown (gpu.vram_mib auto, no NVIDIA GPU answered): fit not checked\n";
+    const auto ram = runtime::host_ram_residency(c, *g);
+    out << "ledger: " << config::to_string(ram.residency) << " by host RAM: " << ram.why << '\n';
+    if (ram.warning) out << "warning: " << *ram.warning << '\n';
     if (const auto* pin = runtime::pinned_profile(c)) {
       std::cerr << "error: " << runtime::pin_needs_budget(*pin) << '\n';
       ++n.errors;

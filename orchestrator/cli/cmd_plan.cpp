@@ -243,12 +243,16 @@ int run_plan(const PlanArgs& a) {
   if (!loaded.ok()) return kExitFailure;
   const auto& cfg = loaded.config;
   const auto devices = runtime::gpu_devices(cfg, a.vram_mib);
+  auto gathered = ledger::gather(cfg);
   if (devices.empty()) {
     std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N "
                  "or list the GPUs under gpu.devices\n";
+    if (gathered) {  // what serve does then: host RAM decides
+      const auto ram = runtime::host_ram_residency(cfg, *gathered);
+      std::cerr << "  without them, serve runs " << config::to_string(ram.residency) << " by host RAM: " << ram.why << '\n';
+    }
     return kExitFailure;
   }
-  auto gathered = ledger::gather(cfg);
   if (!gathered) {
     std::cerr << "kevlaya-orch plan: " << gathered.error().message << '\n';
     if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';

@@ -110,6 +110,15 @@ const config::Profile* pinned_profile(const config::Config& cfg) {
   return nullptr;
 }
 
+ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered) {
+  std::uint64_t need = 0;
+  for (const auto& p : gathered.profiles) need += ledger::host_bytes(p);
+  std::optional<std::uint64_t> ram;
+  if (const auto avail = warm::mem_available_mib(); avail && *avail > ledger::kRamReserveMiB)
+    ram = static_cast<std::uint64_t>(*avail - ledger::kRamReserveMiB) * ledger::kMiB;
+  return ledger::ram_residency(cfg.orch.residency, need, ram);
+}
+
 std::string pin_needs_budget(const config::Profile& p) {
   return "profile '" + p.name + "' is pinned (pin: true), but the GPU memory is unknown (gpu.vram_mib is auto "
          "and no NVIDIA GPU answered): set gpu.vram_mib so the ledger can check that the pin fits";
@@ -235,12 +244,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   std::string why;
   std::optional<std::string> ram_warning;
   if (setup.devices.empty()) {  // no GPU budget: host RAM is the limit (docs/ledger.md, "No GPU")
-    std::uint64_t need = 0;
-    for (const auto& p : gathered->profiles) need += ledger::host_bytes(p);
-    std::optional<std::uint64_t> ram;
-    if (const auto avail = warm::mem_available_mib(); avail && *avail > ledger::kRamReserveMiB)
-      ram = static_cast<std::uint64_t>(*avail - ledger::kRamReserveMiB) * ledger::kMiB;
-    auto verdict = ledger::ram_residency(cfg.orch.residency, need, ram);
+    auto verdict = host_ram_residency(cfg, *gathered);
     opt.residency = verdict.residency;
     why = std::move(verdict.why);
     ram_warning = std::move(verdict.warning);

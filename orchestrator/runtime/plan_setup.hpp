@@ -54,6 +54,9 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg);
 
 // The first pinned profile (nullptr: none), and the sentence refusing a pin without a budget.
 const config::Profile* pinned_profile(const config::Config& cfg);
+// Without a GPU budget: the residency host RAM allows for the gathered profiles (reads
+// MemAvailable; docs/ledger.md, "No GPU"). What serve, up, run, eval, plan and check all report.
+ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered);
 std::string pin_needs_budget(const config::Profile& p);
 
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.

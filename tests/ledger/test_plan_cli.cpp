@@ -167,3 +167,22 @@ TEST_CASE("plan CLI: a profile's gpu that NVML-less planning cannot hold is refu
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("error: kev: gpu: 1 names gpu 1, but the machine has 1 GPU(s), 0 to 0") != std::string::npos);
 }
+
+// Without a GPU budget, check and plan say what serve will do: host RAM decides (docs/ledger.md).
+TEST_CASE("check and plan CLI: without a GPU budget they report the residency host RAM allows") {
+  test::TempDir dir("plan-cli-ram");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\n");
+  for (const char* n : {"kev", "laya"})
+    test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
+                     std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() + "\nngl: 0\nctx: 256\n");
+  const auto check = test::run_command(test::orch_binary().string() + " check " + (dir / "kevlaya.yaml").string() + " 2>&1");
+  INFO(check.output);
+  if (check.output.find("by host RAM") == std::string::npos) KEVLAYA_SKIP("an NVIDIA GPU answered: the VRAM ledger plans");
+  CHECK(check.exit_code == 0);
+  CHECK(check.output.find("ledger: co-resident by host RAM: ") != std::string::npos);
+  CHECK(check.output.find("MiB of host RAM together, budget ") != std::string::npos);
+  const auto p = plan(dir, "2>&1");
+  INFO(p.output);
+  CHECK(p.exit_code == 1);  // a GPU plan needs a budget
+  CHECK(p.output.find("without them, serve runs co-resident by host RAM") != std::string::npos);
+}
