@@ -113,8 +113,11 @@ const config::Profile* pinned_profile(const config::Config& cfg) {
 ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered) {
   std::uint64_t need = 0;
   for (const auto& p : gathered.profiles) need += ledger::host_bytes(p);
+  // Read once, before this process started any child: a reload plans with the same budget, not with
+  // what the running children left (which would flip co-resident to rotate on every reload).
+  static const std::optional<std::int64_t> avail = warm::mem_available_mib();
   std::optional<std::uint64_t> ram;
-  if (const auto avail = warm::mem_available_mib(); avail && *avail > ledger::kRamReserveMiB)
+  if (avail && *avail > ledger::kRamReserveMiB)
     ram = static_cast<std::uint64_t>(*avail - ledger::kRamReserveMiB) * ledger::kMiB;
   return ledger::ram_residency(cfg.orch.residency, need, ram);
 }
