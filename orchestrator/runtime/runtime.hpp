@@ -59,7 +59,9 @@ class Runtime {
   boost::asio::awaitable<void> shutdown_once();
   boost::asio::awaitable<void> drain_then_stop();
 
-  boost::asio::io_context ioc_{1};
+  // One thread runs ioc_ and performs all of its I/O (sockets, pipes, pidfds): the reactor's
+  // per-descriptor locks are off (~9 % of the door's CPU per request). Other threads may only post.
+  boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   config::Config cfg_;
   StateLock lock_;  // released last: the children are gone by then
   ResidencySetup residency_;
