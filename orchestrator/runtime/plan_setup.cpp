@@ -222,6 +222,27 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
   return setup;
 }
 
+namespace {
+
+// What the plan is priced against, for the summary: the GPUs' budgets, or without any, host RAM
+// (which may change `opt.residency`; docs/ledger.md, "No GPU"). Second: a RAM warning, if any.
+std::pair<std::string, std::optional<std::string>> budget_basis(const config::Config& cfg,
+                                                                const std::vector<ledger::Device>& devices,
+                                                                const ledger::Gathered& gathered,
+                                                                ledger::PlanOptions& opt) {
+  if (devices.empty()) {
+    auto verdict = host_ram_residency(cfg, gathered);
+    opt.residency = verdict.residency;
+    return {std::move(verdict.why), std::move(verdict.warning)};
+  }
+  std::string why;
+  for (const auto& d : devices)
+    why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
+  return {why, std::nullopt};
+}
+
+}  // namespace
+
 ResidencySetup setup_residency(const config::Config& cfg) {
   ResidencySetup setup;
   auto gathered = ledger::gather(cfg);
@@ -244,17 +265,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     return setup;
   }
   auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
-  std::string why;
-  std::optional<std::string> ram_warning;
-  if (setup.devices.empty()) {  // no GPU budget: host RAM is the limit (docs/ledger.md, "No GPU")
-    auto verdict = host_ram_residency(cfg, *gathered);
-    opt.residency = verdict.residency;
-    why = std::move(verdict.why);
-    ram_warning = std::move(verdict.warning);
-  } else {
-    for (const auto& d : setup.devices)
-      why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
-  }
+  auto [why, ram_warning] = budget_basis(cfg, setup.devices, *gathered, opt);
   const auto placed = ledger::place(gathered->profiles, setup.devices, opt);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
