@@ -81,6 +81,19 @@ try {
   // pid and port of the new child, after the switch
   await page.waitForFunction(() => /^\d+$/.test(document.querySelector('[data-model="laya"] .f-pid').textContent));
 
+  // Regression: a /status snapshot that arrives after newer phase events (its own connection) must
+  // not put a stopped child back to ready; a snapshot that agrees with the events still fills in.
+  const layaPort = await page.$eval('[data-model="laya"] .f-port', (e) => e.textContent);
+  const snapshot = (port) => page.evaluate((port) => window.kevlayaUi.applyProfiles({ profiles: [
+    { name: 'kev', state: 'ready', pid: 4242, backend: 'llama_server' },
+    { name: 'laya', state: 'ready', port, backend: 'llama_server' }] }), port);
+  await snapshot(4343);
+  assert.equal(await phaseOf(page, 'kev'), 'stopped');
+  assert.notEqual(await page.$eval('[data-model="kev"] .f-pid', (e) => e.textContent), '4242');
+  assert.equal(await page.$eval('[data-model="laya"] .f-port', (e) => e.textContent), '4343');
+  await snapshot(Number(layaPort));
+  assert.equal(await page.$eval('[data-model="laya"] .f-port', (e) => e.textContent), layaPort);
+
   // Keyboard: focusing a switch shows its numbers.
   await page.focus('li.sw[data-switch="kev>laya"]');
   const tip = await page.$eval('li.sw[data-switch="kev>laya"] .tip', (e) => ({ d: getComputedStyle(e).display, t: e.textContent }));

@@ -40,7 +40,7 @@ const S = {
   logOffset: -1, logTimer: null,
   latencies: [],     // ms from an event's at_ms to its DOM update (window.kevlayaUi)
 };
-window.kevlayaUi = { latencies: S.latencies, events: 0, paints: 0 };
+window.kevlayaUi = { latencies: S.latencies, events: 0, paints: 0, applyProfiles: (st) => applyProfiles(st) };
 
 function api(path, opts = {}) {
   const headers = Object.assign({}, opts.headers);
@@ -402,13 +402,24 @@ function onEvent(ev) {
   }
 }
 
-// pid/port/backend fields after a switch: one /status read, cards only.
+// pid/port/backend fields after a switch: one /status read, cards only. Phase events own a local
+// child's phase: a card whose phase the snapshot disagrees with has had an event the snapshot
+// predates (it can arrive after the event, on its own connection), so it keeps what the events
+// said. A remote profile has no phase events: the snapshot owns its state.
+function applyProfiles(st) {
+  for (const p of st.profiles || []) {
+    const c = card(p.name);
+    if (p.backend !== 'remote' && c.data.state !== undefined && c.data.state !== p.state) continue;
+    Object.assign(c.data, p);
+    paintCard(c);
+  }
+}
+
 let refreshing = null;
 function refreshProfile() {
   if (refreshing) return;
-  refreshing = api('/status').then((r) => (r.ok ? r.json() : null)).then((st) => {
-    if (st) for (const p of st.profiles) { const c = card(p.name); Object.assign(c.data, p); paintCard(c); }
-  }).catch(() => {}).finally(() => { refreshing = null; });
+  refreshing = api('/status').then((r) => (r.ok ? r.json() : null)).then((st) => { if (st) applyProfiles(st); })
+    .catch(() => {}).finally(() => { refreshing = null; });
 }
 
 function stopStream() {
