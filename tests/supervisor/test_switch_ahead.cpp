@@ -47,6 +47,16 @@ struct Fixture {
     cfg.orch.scheduling.switch_ahead = switch_ahead;
     return cfg;
   }
+  // Until `name` is ready (bounded, 10 s): the guess runs while nobody waits, so tests wait for it.
+  asio::awaitable<bool> ready(const std::string& name) {
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < end) {
+      for (const auto& p : (co_await sup.snapshot()).profiles)
+        if (p.name == name && p.state == Phase::ready) co_return true;
+      co_await test::sleep_for(1ms);
+    }
+    co_return false;
+  }
   // One call to `model`, released at once; returns the lease's switch_ms.
   asio::awaitable<std::int64_t> call(const std::string& model) {
     auto l = co_await sup.acquire(model, test::in(2s));
@@ -135,10 +145,10 @@ TEST_CASE("switch ahead: alternating calls find the next model started before th
   std::vector<std::int64_t> waited;
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya", "kev", "laya"}) co_await f.call(m);
-    co_await test::sleep_for(50ms);  // idle after laya: kev is guessed and started
+    CHECK(co_await f.ready("kev"));  // idle after laya: kev is guessed and started
     CHECK(f.world.alive == std::set<std::string>{"kev"});
     waited.push_back(co_await f.call("kev"));
-    co_await test::sleep_for(50ms);  // and laya after kev
+    CHECK(co_await f.ready("laya"));  // and laya after kev
     CHECK(f.world.alive == std::set<std::string>{"laya"});
     waited.push_back(co_await f.call("laya"));
     waited.push_back(co_await f.call("laya"));  // the pattern broke: no guess any more
@@ -165,7 +175,8 @@ TEST_CASE("switch ahead: a wrong guess costs one switch back, and switch_ahead f
     Fixture f(on);
     test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
       for (const char* m : {"kev", "laya", "kev", "laya"}) co_await f.call(m);
-      co_await test::sleep_for(50ms);
+      if (on) CHECK(co_await f.ready("kev"));
+      else co_await test::sleep_for(50ms);  // (nothing to wait for: no guess)
       co_await f.call("laya");  // kev was guessed; laya comes back
       co_await test::sleep_for(50ms);
       co_await f.sup.shutdown();
@@ -199,7 +210,11 @@ TEST_CASE("switch ahead: a guess whose start fails is not tried again while nobo
     for (const char* m : {"kev", "laya", "kev"}) co_await f.call(m);
     f.world.start_failures["kev"] = std::vector<ChildFailure>(5, classify_exit(1, 0, {"error loading model"}));
     co_await f.call("laya");
-    co_await test::sleep_for(300ms);  // many times the restart backoff (20 ms)
+    const auto end = std::chrono::steady_clock::now() + 10s;  // the guessed start fails (bounded wait)
+    while (std::chrono::steady_clock::now() < end && ((recs = (co_await f.sup.snapshot()).recent_switches).empty() ||
+                                                       recs.back().ok))
+      co_await test::sleep_for(1ms);
+    co_await test::sleep_for(300ms);  // many times the restart backoff (20 ms): no second try
     recs = (co_await f.sup.snapshot()).recent_switches;
     co_await f.sup.shutdown();
   });
