@@ -164,7 +164,7 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     const auto ram = runtime::host_ram_residency(c, *g);
     out << "ledger: " << config::to_string(ram.residency) << " by host RAM: " << ram.why << '\n';
     if (ram.warning) out << "warning: " << *ram.warning << '\n';
-    if (const auto* pin = runtime::pinned_profile(c)) {
+    if (const auto* pin = runtime::pinned_profile(c); pin && !ram.fits) {
       std::cerr << "error: " << runtime::pin_needs_budget(*pin) << '\n';
       ++n.errors;
     }

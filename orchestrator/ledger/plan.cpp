@@ -361,6 +361,7 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
     return r;
   }
   const bool fits = need <= *budget;
+  r.fits = fits;
   const std::string sums = "the profiles need " + format_mib(need) + " MiB of host RAM together, budget " +
                            format_mib(*budget) + " MiB (MemAvailable at startup less " + std::to_string(kRamReserveMiB) + " MiB)";
   r.residency = fits || wanted == config::Residency::co_resident ? config::Residency::co_resident

@@ -91,6 +91,7 @@ struct RamResidency {
   config::Residency residency = config::Residency::rotate;
   std::string why;                     // for the startup summary
   std::optional<std::string> warning;  // co-resident asked for, more than the budget
+  bool fits = false;                   // every profile fits in the budget together
 };
 RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::optional<std::uint64_t> budget);
 

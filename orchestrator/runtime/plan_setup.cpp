@@ -124,7 +124,8 @@ ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger:
 
 std::string pin_needs_budget(const config::Profile& p) {
   return "profile '" + p.name + "' is pinned (pin: true), but the GPU memory is unknown (gpu.vram_mib is auto "
-         "and no NVIDIA GPU answered): set gpu.vram_mib so the ledger can check that the pin fits";
+         "and no NVIDIA GPU answered) and host RAM does not hold every profile at once: set gpu.vram_mib so "
+         "the ledger can check that the pin fits";
 }
 
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
@@ -224,21 +225,24 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
 
 namespace {
 
-// What the plan is priced against, for the summary: the GPUs' budgets, or without any, host RAM
-// (which may change `opt.residency`; docs/ledger.md, "No GPU"). Second: a RAM warning, if any.
-std::pair<std::string, std::optional<std::string>> budget_basis(const config::Config& cfg,
-                                                                const std::vector<ledger::Device>& devices,
-                                                                const ledger::Gathered& gathered,
-                                                                ledger::PlanOptions& opt) {
+// What the plan is priced against: the GPUs' budgets, or without any, host RAM (which may change
+// `opt.residency`; docs/ledger.md, "No GPU").
+struct BudgetBasis {
+  std::string why;                         // for the summary
+  std::optional<std::string> ram_warning;  // co-resident asked for beyond host RAM
+  bool ram_fits = false;                   // no GPU, and host RAM holds every profile at once
+};
+BudgetBasis budget_basis(const config::Config& cfg, const std::vector<ledger::Device>& devices,
+                         const ledger::Gathered& gathered, ledger::PlanOptions& opt) {
   if (devices.empty()) {
     auto verdict = host_ram_residency(cfg, gathered);
     opt.residency = verdict.residency;
-    return {std::move(verdict.why), std::move(verdict.warning)};
+    return {std::move(verdict.why), std::move(verdict.warning), verdict.fits};
   }
-  std::string why;
+  BudgetBasis b;
   for (const auto& d : devices)
-    why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
-  return {why, std::nullopt};
+    b.why += (b.why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
+  return b;
 }
 
 }  // namespace
@@ -258,14 +262,15 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     return setup;
   }
   setup.devices = gpu_devices(cfg);
-  if (const auto* pin = pinned_profile(cfg); pin && setup.devices.empty()) {
+  auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
+  auto [why, ram_warning, ram_fits] = budget_basis(cfg, setup.devices, *gathered, opt);
+  // Without a GPU budget a pin is kept only when host RAM holds every profile at once.
+  if (const auto* pin = pinned_profile(cfg); pin && setup.devices.empty() && !ram_fits) {
     setup.refused = make_error(Errc::config_invalid, pin_needs_budget(*pin));
     setup.summary = "residency: refused: " + setup.refused->message;
     spdlog::error("{}", setup.summary);
     return setup;
   }
-  auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
-  auto [why, ram_warning] = budget_basis(cfg, setup.devices, *gathered, opt);
   const auto placed = ledger::place(gathered->profiles, setup.devices, opt);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);

@@ -24,9 +24,11 @@ TEST_CASE("ram: auto is co-resident when everything fits in RAM, else rotate") {
   CHECK(fits.residency == R::co_resident);
   CHECK(fits.why.find("3000.00 MiB of host RAM together, budget 4000.00 MiB") != std::string::npos);
   CHECK_FALSE(fits.warning);
+  CHECK(fits.fits);
   auto tight = ram_residency(R::auto_, need, 2999 * kMiB);
   CHECK(tight.residency == R::rotate);
   CHECK_FALSE(tight.warning);
+  CHECK_FALSE(tight.fits);  // a pin is refused then (no GPU budget to check it against)
 }
 
 TEST_CASE("ram: rotate stays rotate, co-resident stays co-resident with a warning when it does not fit") {

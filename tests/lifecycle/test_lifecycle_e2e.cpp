@@ -207,6 +207,20 @@ TEST_CASE("lifecycle e2e: the defaults keep two models resident when both fit", 
   defaults_keep_both(standin_binary().string());
 }
 
+// A pin with no gpu keys: without a GPU budget it is kept when host RAM holds every profile (it
+// used to be refused: "set gpu.vram_mib"); it starts with the door, before any call.
+TEST_CASE("lifecycle e2e: a pin on the defaults starts with the door when everything fits", "[lifecycle][e2e]") {
+  TempDir dir("life-ram-pin");
+  write_config(dir, standin_binary().string(), "", "pin: true\n");
+  Serve serve(dir / "kevlaya.yaml");
+  INFO(serve.proc().log());
+  CHECK(eventually([&] { return state_of(serve, "kev") == "ready"; }, 60s));
+  CHECK(profile(status_json(serve), "kev").value("pinned", false));
+  CHECK(post_chat(serve, chat_body("laya")).output == "200");
+  CHECK(state_of(serve, "kev") == "ready");  // never a victim
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
 TEST_CASE("lifecycle e2e: the defaults keep two real llama-servers resident when both fit", "[lifecycle][e2e][real]") {
   const auto real = real_llama_server();
   if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
