@@ -144,26 +144,24 @@ void start_wanted(const SchedInput& in, Decision& d) {
   }
 }
 
-// Switch ahead (no request queued): the predicted model starts once everything in its way is
-// idle; idle children in its way are stopped now. Anything busy, starting or wanted: no guess.
-void switch_ahead(const SchedInput& in, const std::set<std::string>& closed, Decision& d) {
+// Switch ahead (nothing queued, no other action this round): the predicted model starts once
+// nothing in its way is alive; idle children in its way are stopped now, one already stopping is
+// waited for. Anything in the way that is busy, starting, draining or wanted: no guess.
+void switch_ahead(const SchedInput& in, Decision& d) {
   const std::string& next = *in.ahead;
   const bool alive = std::any_of(in.children.begin(), in.children.end(),
                                  [&](const SchedChild& c) { return c.profile == next; });
   const auto gate = in.not_before.find(next);
   if (alive || (gate != in.not_before.end() && in.now < gate->second)) return;
   const auto victims = victims_for(in, next);
-  for (const auto* v : victims) {
-    const bool idle = v->phase == Phase::ready && v->in_flight == 0 && !closed.count(v->profile);
-    if (v->phase == Phase::stopping) continue;  // on its way out: start once it is reaped
-    if (!idle || contains(in.wanted, v->profile)) return;
-  }
-  bool waiting = false;
-  for (const auto* v : victims) {
-    waiting = true;
+  const bool blocked = std::any_of(victims.begin(), victims.end(), [&](const SchedChild* v) {
+    const bool idle = v->phase == Phase::ready && v->in_flight == 0;
+    return v->phase != Phase::stopping && (!idle || contains(in.wanted, v->profile));
+  });
+  if (blocked) return;
+  for (const auto* v : victims)
     if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0, true});
-  }
-  if (!waiting) d.actions.push_back({Action::Kind::start, next, 0, true});
+  if (victims.empty()) d.actions.push_back({Action::Kind::start, next, 0, true});
 }
 
 }  // namespace
@@ -231,7 +229,7 @@ Decision decide(const SchedInput& in) {
   }
   unload_idle(in, closed, d);
   if (targets.empty()) start_wanted(in, d);  // preload/pins only when no request names a target
-  if (in.queue.empty() && in.ahead && d.actions.empty()) switch_ahead(in, closed, d);
+  if (in.queue.empty() && in.ahead && d.actions.empty()) switch_ahead(in, d);
   release_ready(in, closed, d);
   return d;
 }

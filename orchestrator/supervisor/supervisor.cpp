@@ -136,8 +136,9 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   }
   in.wanted = wanted();
   // A guess replaces a resident child (or completes the switch that stopped one for it); it never
-  // starts a model when nothing is resident (after an idle unload or a keep_alive of 0).
-  if (cfg_->orch.scheduling.switch_ahead && (!in.children.empty() || !switch_.empty()))
+  // starts a model when nothing is resident (after an idle unload or a keep_alive of 0). Only an
+  // empty queue can guess (scheduler.hpp), so a queued request skips the prediction.
+  if (cfg_->orch.scheduling.switch_ahead && queue_.empty() && (!in.children.empty() || !switch_.empty()))
     in.ahead = predict_alternation(recent_);
   for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
   return in;
