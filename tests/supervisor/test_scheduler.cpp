@@ -1,44 +1,13 @@
 // Scheduler decisions with plain values: no processes, no sleeps.
 #include <catch2/catch.hpp>
 
-#include "supervisor/scheduler.hpp"
+#include "supervisor/sched_support.hpp"
 
 using namespace kevlaya::supervisor;
 using namespace std::chrono_literals;
 using K = Action::Kind;
 
-namespace {
-
-const SchedClock::time_point t0 = SchedClock::time_point{} + 1000s;
-
-SchedInput base() {
-  SchedInput in;
-  in.cfg.max_wait_before_swap_ms = 2000;
-  in.cfg.min_residency_ms = 500;
-  in.cfg.drain_timeout_s = 60;
-  in.now = t0;
-  return in;
-}
-
-SchedChild ready(const std::string& p, int in_flight = 0, int parallel = 1,
-                 SchedClock::time_point since = t0 - 10s) {
-  SchedChild c;
-  c.profile = p;
-  c.phase = Phase::ready;
-  c.in_flight = in_flight;
-  c.parallel = parallel;
-  c.ready_since = since;
-  return c;
-}
-
-std::vector<Action> of_kind(const Decision& d, K k) {
-  std::vector<Action> out;
-  for (const auto& a : d.actions)
-    if (a.kind == k) out.push_back(a);
-  return out;
-}
-
-}  // namespace
+using namespace kevlaya::test;
 
 TEST_CASE("scheduler: empty state does nothing") {
   auto d = decide(base());
@@ -50,8 +19,7 @@ TEST_CASE("scheduler: a request for a model with nothing alive starts it") {
   auto in = base();
   in.queue = {{1, "kev", t0}};
   auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "kev", 0});
+  CHECK(only(d) == Action{K::start, "kev", 0});
 }
 
 TEST_CASE("scheduler: a ready child gets requests FIFO up to parallel") {
@@ -78,8 +46,7 @@ TEST_CASE("scheduler: idle resident model is swapped out for a waiting one") {
   in.children = {ready("kev")};
   in.queue = {{1, "laya", t0}};
   auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+  CHECK(only(d) == Action{K::stop, "kev", 0});
 }
 
 TEST_CASE("scheduler: never starts a second model while the first is alive (one at a time)") {
@@ -118,8 +85,7 @@ TEST_CASE("scheduler: no-wait switch when the resident model has no queued or in
   in.children = {ready("kev", 0, 1, t0 - 1ms)};  // became ready just now
   in.queue = {{1, "laya", t0}};
   auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::stop, "kev", 0});
+  CHECK(only(d) == Action{K::stop, "kev", 0});
   CHECK_FALSE(d.wake_at);
 }
 
@@ -210,8 +176,7 @@ TEST_CASE("scheduler: allowed sets let models co-reside") {
   in.children = {ready("kev")};
   in.queue = {{1, "laya", t0}};
   auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "laya", 0});
+  CHECK(only(d) == Action{K::start, "laya", 0});
 
   SECTION("a model outside the set evicts both") {
     in.children = {ready("kev"), ready("laya")};
@@ -228,8 +193,7 @@ TEST_CASE("scheduler: oldest waiting model is the next target") {
   REQUIRE(of_kind(d, K::stop).size() == 1);
   in.children.clear();
   auto d2 = decide(in);
-  REQUIRE(d2.actions.size() == 1);
-  CHECK(d2.actions[0] == Action{K::start, "c", 0});
+  CHECK(only(d2) == Action{K::start, "c", 0});
 }
 
 TEST_CASE("scheduler: may_coreside") {
@@ -310,8 +274,7 @@ TEST_CASE("scheduler: an idle child is unloaded at its idle deadline, not before
   CHECK(*d.wake_at == t0 + 5s);
   in.now = t0 + 5s;
   d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::unload, "kev", 0});
+  CHECK(only(d) == Action{K::unload, "kev", 0});
 }
 
 TEST_CASE("scheduler: idle unload skips a child with work queued or in flight") {
@@ -341,8 +304,7 @@ TEST_CASE("scheduler: wanted profiles start when they fit and never evict") {
   in.wanted = {"pin"};
   SECTION("nothing alive: the wanted profile starts") {
     const auto d = decide(in);
-    REQUIRE(d.actions.size() == 1);
-    CHECK(d.actions[0] == Action{K::start, "pin", 0});
+    CHECK(only(d) == Action{K::start, "pin", 0});
   }
   SECTION("one at a time and another child alive: it waits, evicting nobody") {
     in.children = {ready("kev")};
@@ -352,8 +314,7 @@ TEST_CASE("scheduler: wanted profiles start when they fit and never evict") {
     in.allowed_sets = {{"pin", "kev"}, {"pin", "laya"}};
     in.children = {ready("kev")};
     const auto d = decide(in);
-    REQUIRE(d.actions.size() == 1);
-    CHECK(d.actions[0] == Action{K::start, "pin", 0});
+    CHECK(only(d) == Action{K::start, "pin", 0});
   }
   SECTION("restart backoff delays it") {
     in.not_before["pin"] = t0 + 3s;
@@ -365,8 +326,7 @@ TEST_CASE("scheduler: wanted profiles start when they fit and never evict") {
   SECTION("a queued request's target goes first") {
     in.queue = {{1, "kev", t0}};
     const auto d = decide(in);
-    REQUIRE(d.actions.size() == 1);
-    CHECK(d.actions[0] == Action{K::start, "kev", 0});
+    CHECK(only(d) == Action{K::start, "kev", 0});
   }
 }
 

@@ -2,34 +2,23 @@
 #include <catch2/catch.hpp>
 
 #include "supervisor/fake_effects.hpp"
-#include "supervisor/scheduler.hpp"
+#include "supervisor/sched_support.hpp"
 #include "supervisor/support.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
 using namespace std::chrono_literals;
 using K = Action::Kind;
+using test::child;
+using test::only;
+using test::t0;
 
 namespace {
 
-const SchedClock::time_point t0 = SchedClock::time_point{} + 1000s;
-
-SchedChild child(const std::string& p, Phase phase = Phase::ready, int in_flight = 0) {
-  SchedChild c;
-  c.profile = p;
-  c.phase = phase;
-  c.in_flight = in_flight;
-  c.ready_since = t0 - 10s;
-  return c;
-}
-
 // Kev resident, idle; the calls alternated, so Laya is predicted.
 SchedInput alternating() {
-  SchedInput in;
-  in.cfg.min_residency_ms = 500;
-  in.cfg.max_wait_before_swap_ms = 2000;
-  in.now = t0;
-  in.children = {child("kev")};
+  SchedInput in = test::base();
+  in.children = {child("kev", Phase::ready)};
   in.ahead = "laya";
   return in;
 }
@@ -84,14 +73,12 @@ TEST_CASE("switch ahead: only four strictly alternating calls predict the other 
 TEST_CASE("switch ahead: an idle resident in the way is stopped, and the next starts once it is gone") {
   auto in = alternating();
   auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::stop, "kev", 0, true});
+  CHECK(only(d) == Action{K::stop, "kev", 0, true});
   in.children = {child("kev", Phase::stopping)};
   CHECK(decide(in).actions.empty());  // both never alive together
   in.children.clear();
   d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "laya", 0, true});
+  CHECK(only(d) == Action{K::start, "laya", 0, true});
   CHECK_FALSE(d.wake_at);
 }
 
@@ -104,11 +91,10 @@ TEST_CASE("switch ahead: no guess while the resident has work, or a request is q
   in.children = {child("kev", Phase::draining)};
   for (const auto& a : decide(in).actions) CHECK(a.profile == "kev");  // its own drain, nothing for laya
   // A queued request decides instead: kev's call is served by kev, nothing is stopped.
-  in.children = {child("kev")};
+  in.children = {child("kev", Phase::ready)};
   in.queue = {{1, "kev", t0}};
   const auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::release, "kev", 1});
+  CHECK(only(d) == Action{K::release, "kev", 1});
 }
 
 TEST_CASE("switch ahead: a wanted resident is never stopped for a guess") {
@@ -127,8 +113,7 @@ TEST_CASE("switch ahead: a model that may co-reside starts beside the resident")
   auto in = alternating();
   in.allowed_sets = {{"kev", "laya"}};
   const auto d = decide(in);
-  REQUIRE(d.actions.size() == 1);
-  CHECK(d.actions[0] == Action{K::start, "laya", 0, true});
+  CHECK(only(d) == Action{K::start, "laya", 0, true});
 }
 
 TEST_CASE("switch ahead: an alive prediction, or none, changes nothing") {
