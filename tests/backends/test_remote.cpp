@@ -229,8 +229,7 @@ TEST_CASE("remote: a local switch and a remote call run concurrently, neither wa
 }
 
 TEST_CASE("remote: a profile pointing at a real llama-server", "[backends][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   TempDir dir("be-remote-real");
   const int port = supervisor::pick_free_port("127.0.0.1");
   Proc server({real, "-m", tiny_llama().string(), "--host", "127.0.0.1", "--port", std::to_string(port), "-c", "256",

@@ -158,7 +158,6 @@ TEST_CASE("every model API through the door with swaps, against the stand-in", "
 }
 
 TEST_CASE("every model API through the door with swaps, against the real llama-server", "[http][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   exercise(real);
 }

@@ -54,8 +54,7 @@ TEST_CASE("the ollama client (chat, generate, tags, streaming) works through the
 }
 
 TEST_CASE("the three clients work through the door against the real llama-server", "[http][e2e][clients][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   for (const char* script : {"openai.mjs", "anthropic.mjs", "ollama.mjs"}) {
     INFO(script);
     run_client(real, script);

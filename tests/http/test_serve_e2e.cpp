@@ -93,8 +93,7 @@ TEST_CASE("serve answers every request of an alternating burst (no request lost 
 }
 
 TEST_CASE("serve answers an alternating burst on the real llama-server", "[http][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   alternating_burst(real, 12);
 }
 
@@ -103,8 +102,7 @@ TEST_CASE("serve end to end with the stand-in child, SIGTERM exits 0", "[http][e
 }
 
 TEST_CASE("serve end to end with the real llama-server", "[http][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   exercise(real);
 }
 

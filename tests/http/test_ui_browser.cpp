@@ -73,8 +73,7 @@ TEST_CASE("the status page follows a switch and a failing profile live in headle
 
 TEST_CASE("the status page follows the real llama-server live in headless chromium",
           "[http][ui][e2e][browser][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   // An argument llama-server refuses: every start exits at once with its usage error.
   run_browser(real, "--no-such-flag", "exited|bad_model|crashed", "no-such-flag|invalid argument|error");
 }

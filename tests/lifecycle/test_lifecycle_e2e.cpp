@@ -98,8 +98,7 @@ TEST_CASE("lifecycle e2e: an idle child is unloaded after idle_unload_s, events 
 }
 
 TEST_CASE("lifecycle e2e: idle unload on the real llama-server", "[lifecycle][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   idle_unload(real);
 }
 
@@ -136,8 +135,7 @@ TEST_CASE("lifecycle e2e: keep_alive 0 unloads after the answer and a burst duri
 // The door removes keep_alive from the body it forwards (a rewrite: the body's tree is built from
 // the request's text for it): the real llama-server gets and answers that body.
 TEST_CASE("lifecycle e2e: keep_alive 0 on the real llama-server", "[lifecycle][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   keep_alive_zero(real);
 }
 
@@ -177,8 +175,7 @@ TEST_CASE("lifecycle e2e: alternating calls get the next model started ahead", "
 }
 
 TEST_CASE("lifecycle e2e: switch ahead on the real llama-server", "[lifecycle][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   switch_ahead(real);
 }
 
@@ -207,11 +204,13 @@ TEST_CASE("lifecycle e2e: the defaults keep two models resident when both fit", 
   defaults_keep_both(standin_binary().string());
 }
 
+namespace {
+
 // A pin with no gpu keys: without a GPU budget it is kept when host RAM holds every profile (it
 // used to be refused: "set gpu.vram_mib"); it starts with the door, before any call.
-TEST_CASE("lifecycle e2e: a pin on the defaults starts with the door when everything fits", "[lifecycle][e2e]") {
+void pin_on_defaults(const std::string& binary) {
   TempDir dir("life-ram-pin");
-  write_config(dir, standin_binary().string(), "", "pin: true\n");
+  write_config(dir, binary, "", "pin: true\n");
   Serve serve(dir / "kevlaya.yaml");
   INFO(serve.proc().log());
   CHECK(eventually([&] { return state_of(serve, "kev") == "ready"; }, 60s));
@@ -221,9 +220,19 @@ TEST_CASE("lifecycle e2e: a pin on the defaults starts with the door when everyt
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
+}  // namespace
+
+TEST_CASE("lifecycle e2e: a pin on the defaults starts with the door when everything fits", "[lifecycle][e2e]") {
+  pin_on_defaults(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: a pin on the defaults with the real llama-server", "[lifecycle][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  pin_on_defaults(real);
+}
+
 TEST_CASE("lifecycle e2e: the defaults keep two real llama-servers resident when both fit", "[lifecycle][e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   defaults_keep_both(real);
 }
 

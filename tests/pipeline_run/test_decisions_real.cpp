@@ -44,8 +44,7 @@ struct DecisionsProject {
 }  // namespace
 
 TEST_CASE("decisions: the trained Kev and Laya decide held-out scenarios on the real llama-server") {
-  const auto server = real_llama_server();
-  if (server.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(server);
   DecisionsProject p(server);
   const json report = p.eval();
   const json& scores = report["profiles"][0]["scores"];
@@ -58,8 +57,7 @@ TEST_CASE("decisions: the trained Kev and Laya decide held-out scenarios on the 
 }
 
 TEST_CASE("decisions: the real llama-server's prompt tokenizes like the models' training text") {
-  const auto server = real_llama_server();
-  if (server.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(server);
   DecisionsProject p(server);
   auto r = run_command("cd " + p.dir.path().string() + " && " + orch_binary().string() + " run " +
                        (source_dir() / "pipelines/decide-verify.yaml").string() +

@@ -8,8 +8,7 @@ using nlohmann::json;
 using namespace kevlaya::test;
 
 TEST_CASE("the demo pipeline runs on the real llama-server with tiny models") {
-  const auto server = real_llama_server();
-  if (server.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(server);
   RunProject p(json::array(), {}, read_text(source_dir() / "pipelines/decide-verify.yaml"), server);
   write_text(p.dir / "tasks.jsonl", read_text(source_dir() / "tools/demo/tasks.jsonl"));
   auto r = p.run("--input-file tasks.jsonl --output out.jsonl");

@@ -224,8 +224,7 @@ Observed scenario(const std::string& binary) {
 
 TEST_CASE("stand-in parity: the orchestrator observes the same from the stand-in and the real llama-server",
           "[standin][real]") {
-  const auto real = test::real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   const Observed standin = scenario(test::standin_binary().string());
   const Observed server = scenario(real);
   for (const auto& [step, seen] : server) {

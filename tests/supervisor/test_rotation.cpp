@@ -91,20 +91,21 @@ TEST_CASE("supervisor: many alternating switches, never two children alive, no l
 }
 
 TEST_CASE("supervisor: real llama-server switches one at a time") {
-  auto real = test::real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   auto rot = rotate(real, 6, "sup-rot-real");
   CHECK(rot.max_alive_together == 1);
 }
 
+namespace {
+
 // Regression: shutdown asked the effects to stop a child whose stop (a switch) was already in
 // flight; the effects had forgotten it, so shutdown returned while the process was still exiting.
-TEST_CASE("supervisor: shutdown returns only after a stop already in flight has ended") {
+void shutdown_after_stop_in_flight(const std::string& binary) {
   test::TempDir dir("sup-stop-inflight");
   const std::string tag = "inflight-a-" + std::to_string(::getpid());
   std::filesystem::create_symlink(test::tiny_llama(), dir / (tag + ".gguf"));
-  auto a = test::fast_profile("a", test::standin_binary().string(), dir / (tag + ".gguf"));
-  auto b = test::fast_profile("b", test::standin_binary().string(), test::tiny_llama());
+  auto a = test::fast_profile("a", binary, dir / (tag + ".gguf"));
+  auto b = test::fast_profile("b", binary, test::tiny_llama());
   auto cfg = test::fast_config({a, b}, dir.path());
   cfg.orch.scheduling.switch_ahead = false;
   asio::io_context ioc;
@@ -123,6 +124,17 @@ TEST_CASE("supervisor: shutdown returns only after a stop already in flight has 
     co_await sup.shutdown();
     CHECK(test::pids_with_arg(tag).empty());
   });
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: shutdown returns only after a stop already in flight has ended") {
+  shutdown_after_stop_in_flight(test::standin_binary().string());
+}
+
+TEST_CASE("supervisor: shutdown waits for a real llama-server's stop in flight") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  shutdown_after_stop_in_flight(real);
 }
 
 TEST_CASE("supervisor: up killed with SIGKILL leaves no child behind") {

@@ -102,8 +102,7 @@ TEST_CASE("shared base: serve selects each profile's adapter on one stand-in chi
 }
 
 TEST_CASE("shared base: serve selects each profile's adapter on one real llama-server", "[e2e][real]") {
-  const auto real = real_llama_server();
-  if (real.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
   TempDir dir("shared-base-real");
   exercise(dir, real);
   // The load was calibrated: `plan` now shows the measured figures next to the estimate, and

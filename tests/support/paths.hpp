@@ -61,3 +61,8 @@ CmdResult run_command(const std::string& cmdline);
 namespace kevlaya::test {
 void mark_skipped();
 }
+
+// Declares `name`, the real llama-server's path ($KEVLAYA_LLAMA_SERVER), or skips the test.
+#define KEVLAYA_REAL_SERVER_OR_SKIP(name)                   \
+  const std::string name = ::kevlaya::test::real_llama_server(); \
+  if (name.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set")

@@ -121,8 +121,7 @@ TEST_CASE("slot cache: disabled profiles get no --slot-save-path and save nothin
 }
 
 TEST_CASE("slot cache: real llama-server saves and restores a slot of the stories-shaped model", "[warm][real]") {
-  const auto bin = test::real_llama_server();
-  if (bin.empty()) KEVLAYA_SKIP("KEVLAYA_LLAMA_SERVER is not set");
+  KEVLAYA_REAL_SERVER_OR_SKIP(bin);
   Rig r("warm-slot-real", bin);
   // The tiny vocabulary has letters and letter pairs: 150 words make several hundred tokens.
   const auto prompt = test::long_prompt(150, "story");
