@@ -57,8 +57,7 @@ struct RunProject {
                       const std::string& pipeline = dv_pipeline(), std::string binary = standin_binary().string(),
                       std::vector<std::string> profiles = {"kev", "laya"}) {
     write_text(dir / "responses.json", responses.dump(2));
-    write_text(dir / "kevlaya.yaml",
-               "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: log\n");
+    orch_config();
     for (const auto& name : profiles) {
       const std::string model = name == "laya" ? "laya-tiny.gguf" : "kev-tiny.gguf";
       std::string args = "[--responses, " + (dir / "responses.json").string();
@@ -72,6 +71,12 @@ struct RunProject {
                      "\nrestart: {backoff_initial_ms: 20, max_restarts: 20}\nstop: {grace_s: 5}\n");
     }
     write_text(dir / "pipelines/dv.yaml", pipeline);
+  }
+
+  // (Re)writes kevlaya.yaml: the project's folders, then `extra` (e.g. "residency: rotate\n").
+  void orch_config(const std::string& extra = "") const {
+    write_text(dir / "kevlaya.yaml",
+               "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: log\n" + extra);
   }
 
   std::string orch() const { return orch_binary().string(); }

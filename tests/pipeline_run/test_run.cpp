@@ -99,8 +99,7 @@ TEST_CASE("malformed input lines are reported with their line numbers and skippe
 TEST_CASE("stage-major batching switches about twice for N tasks, task-major twice per task") {
   RunProject p(disk_script());
   // One child at a time (with no GPU budget the two tiny models would otherwise stay co-resident).
-  write_text(p.dir / "kevlaya.yaml",
-             "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: log\nresidency: rotate\n");
+  p.orch_config("residency: rotate\n");
   std::vector<std::string> lines;
   for (int i = 1; i <= 6; ++i) lines.push_back(task_line("t" + std::to_string(i), "case " + std::to_string(i)));
   lines[2] = task_line("t3", "The disk is full again.");  // rejected once: one extra round
