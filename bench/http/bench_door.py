@@ -5,9 +5,11 @@ answers only the door: a per-start --api-key), interleaved so both see the same 
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
                            [--baseline ORCH] [--nginx] [--keep-alive] [--prompt-kib N]
+                           [--rounds 9]
 
 Prints median added latency (non-streaming), added time to first SSE chunk, throughput at 16
-concurrent clients as ratios door/direct, and the door's own CPU time per request (from
+concurrent clients as ratios door/direct (the median over --rounds rounds, each
+burst beside direct bursts of the same round), and the door's own CPU time per request (from
 /proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Each request opens a
 fresh connection; --keep-alive reuses one per client thread and server, as the SDKs do. Uses the stand-in server unless
 --server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
@@ -147,6 +149,7 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
+    ap.add_argument("--rounds", type=int, default=9, help="throughput rounds (median ratio reported)")
     ap.add_argument("--keep-alive", action="store_true",
                     help="reuse one connection per client and server (what the OpenAI/Anthropic SDKs do)")
     ap.add_argument("--prompt-kib", type=int, default=0,
@@ -230,19 +233,27 @@ def run(a, doors, child):
     per = max(4, a.n // a.clients)
     for _, port in paths:  # one untimed burst each: every path opens its connections (and pools) first
         throughput(port, path, body, a.clients, 2)
-    tput = {"direct": [throughput(child, path, body, a.clients, per)]}
-    for name, _, port in doors:  # direct before and after each door: bounds drift
-        tput[name] = [throughput(port, path, body, a.clients, per)]
-        tput["direct"].append(throughput(child, path, body, a.clients, per))
+    # Throughput: `rounds` rounds; in each, every path takes one burst (the order rotating) and a door's
+    # ratio is its burst over the mean of the direct bursts of that round. A burst lasts ~0.15 s, so one
+    # burst is at the mercy of the machine's noise; the median ratio over rounds is not.
+    ratios = {name: [] for name, _, _ in doors}
+    direct_rps = []
+    for r in range(a.rounds):
+        order = paths[r % len(paths):] + paths[:r % len(paths)]
+        got = {name: throughput(port, path, body, a.clients, per) for name, port in order}
+        got_direct = [got["direct"], throughput(child, path, body, a.clients, per)]  # bounds drift
+        direct_rps += got_direct
+        for name in ratios:
+            ratios[name].append(got[name] / statistics.mean(got_direct))
     md, fd = statistics.median(lat["direct"]), statistics.median(first["direct"])
     print(f"REST door vs direct child ({os.path.basename(a.server or 'stand-in')}, {a.n} interleaved requests, "
           f"{a.clients} clients); direct: non-streaming {md*1e3:.3f} ms, first SSE chunk {fd*1e3:.3f} ms, "
-          f"{statistics.median(tput['direct']):.0f} req/s")
+          f"{statistics.median(direct_rps):.0f} req/s")
     for name, _, _ in doors:
         mv, fv = statistics.median(lat[name]), statistics.median(first[name])
-        tv = tput[name][0] / statistics.mean(tput["direct"])
+        tv, lo, hi = statistics.median(ratios[name]), min(ratios[name]), max(ratios[name])
         print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
-              f"throughput {tv:.2f}x direct, {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request")
+              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request")
 
 
 if __name__ == "__main__":

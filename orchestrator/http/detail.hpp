@@ -158,7 +158,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   asio::awaitable<std::optional<Request>> read_request();
-  void watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);  // watch_disconnect's wait
   asio::awaitable<void> linger_close();
   asio::awaitable<bool> write_done(boost::system::error_code ec);
   void add_cors(bhttp::fields& f) const;
@@ -195,6 +194,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint64_t requests_ = 0;  // requests read on this connection
   int status_ = 0;
   std::uint64_t watch_gen_ = 0;
+  char peek_byte_ = 0;  // watch_disconnect's one-byte peek
 };
 
 // router.cpp: dispatches one request (auth, then the route); writes the whole response.

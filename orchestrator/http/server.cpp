@@ -304,23 +304,20 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
 }
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
-  watch(++watch_gen_, std::move(token));
-}
-
-void Connection::watch(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token) {
+  const auto gen = ++watch_gen_;
   // A plain handler, not a coroutine: this runs on every model call, before its upstream request.
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen, token](error_code ec) {
-    if (ec || gen != self->watch_gen_) return;  // unwatched (cancelled) or superseded
-    char byte = 0;
-    const auto n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
-    // Readiness that is gone again (the request was read without the reactor: read_ready): wait on.
-    if (ec == asio::error::would_block) return self->watch(gen, token);
-    if (n == 0 || ec) {
-      spdlog::debug("http: client went away; cancelling its upstream request");
-      token->cancel();
-    }
-    // Else: a pipelined next request; it stays in the socket for read_request().
-  });
+  // A peeking receive, not async_wait: the reactor tries it at once and then keeps it on the
+  // descriptor's read queue, where async_wait re-registers the descriptor (an epoll_ctl) each time.
+  socket_.async_receive(
+      asio::buffer(&peek_byte_, 1), tcp::socket::message_peek,
+      [self = shared_from_this(), gen, token = std::move(token)](error_code ec, std::size_t n) {
+        if (gen != self->watch_gen_ || ec == asio::error::operation_aborted) return;  // unwatched
+        if (ec || n == 0) {  // eof, reset: the client went away
+          spdlog::debug("http: client went away; cancelling its upstream request");
+          token->cancel();
+        }
+        // Else: a pipelined next request; it stays in the socket for read_request().
+      });
 }
 
 void Connection::unwatch() {

@@ -124,6 +124,25 @@ TEST_CASE("a whole request sent with its connection is answered, not cancelled a
   CHECK(answered == 20);
 }
 
+// HTTP/1.1 pipelining: the second request arrives while the first is held at the model. The
+// disconnect watch sees those bytes; they are a next request, not a hang-up, and stay in the socket
+// for the next read: both are answered, in order, on the one connection.
+TEST_CASE("a request pipelined behind one at the model is answered after it; neither is taken for a hang-up",
+          "[http]") {
+  Door door;
+  const auto request = [](const std::string& body) {
+    return "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  RawClient c(door.port());
+  c.send(request(chat_body("kev", "hold")));
+  REQUIRE(door.upstream().wait_held(1));
+  c.send(request(chat_body("kev")));
+  std::this_thread::sleep_for(100ms);  // the watch sees the second request's bytes meanwhile
+  door.upstream().release_hold();
+  CHECK(count_of(c.read_until("\"choices\"", 10s, 2), "HTTP/1.1 200") == 2);
+}
+
 // ... and a deadline bounds only its own read or write: a model call that takes longer than
 // read_timeout_s (the child holds it for 2.5 s) is answered, not cut while the door waits.
 TEST_CASE("a model call longer than read_timeout_s is answered: a deadline bounds only its own read or write",
