@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -93,17 +92,6 @@ Status drop_from_cache(const std::filesystem::path& path) {
     return io_error(path, "posix_fadvise(DONTNEED) failed on");
   }
   return ok_status();
-}
-
-std::optional<std::int64_t> mem_available_mib() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  std::int64_t kib = 0;
-  while (in >> key >> kib) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return kib / 1024;
-  }
-  return std::nullopt;
 }
 
 }  // namespace kevlaya::warm

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/error.hpp"
+#include "warm/host_memory.hpp"  // mem_available_mib
 
 namespace kevlaya::warm {
 
@@ -27,8 +28,5 @@ double resident_pct(const std::filesystem::path& path);
 
 // Asks the kernel to drop the file's clean pages (POSIX_FADV_DONTNEED); used by tests/benchmarks.
 Status drop_from_cache(const std::filesystem::path& path);
-
-// MemAvailable from /proc/meminfo in MiB, or nullopt when unknown.
-std::optional<std::int64_t> mem_available_mib();
 
 }  // namespace kevlaya::warm

@@ -86,12 +86,6 @@ TEST_CASE("residency of a missing file is an io_error", "[warm]") {
   CHECK(warm::resident_pct("/nonexistent/kevlaya/model.gguf") < 0);
 }
 
-TEST_CASE("mem_available_mib reads /proc/meminfo", "[warm]") {
-  auto m = warm::mem_available_mib();
-  REQUIRE(m.has_value());
-  CHECK(*m > 0);
-}
-
 TEST_CASE("prefetch stops at the MemAvailable floor", "[warm]") {
   TempDir dir("warm-floor");
   auto f = make_file(dir, 16);
