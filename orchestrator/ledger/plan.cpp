@@ -363,7 +363,8 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
   const bool fits = need <= *budget;
   r.fits = fits;
   const std::string sums = "the profiles need " + format_mib(need) + " MiB of host RAM together, budget " +
-                           format_mib(*budget) + " MiB (MemAvailable at startup less " + std::to_string(kRamReserveMiB) + " MiB)";
+                           format_mib(*budget) + " MiB (MemAvailable or the cgroup limit's headroom at startup, less " +
+                           std::to_string(kRamReserveMiB) + " MiB)";
   r.residency = fits || wanted == config::Residency::co_resident ? config::Residency::co_resident
                                                                  : config::Residency::rotate;
   r.why = base + "; " + sums;

@@ -116,9 +116,8 @@ ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger:
   // Read once, before this process started any child: a reload plans with the same budget, not with
   // what the running children left (which would flip co-resident to rotate on every reload).
   static const std::optional<std::int64_t> avail = warm::mem_available_mib();
-  std::optional<std::uint64_t> ram;
-  if (avail && *avail > ledger::kRamReserveMiB)
-    ram = static_cast<std::uint64_t>(*avail - ledger::kRamReserveMiB) * ledger::kMiB;
+  std::optional<std::uint64_t> ram;  // known but under the reserve: a budget of 0, not "unknown"
+  if (avail) ram = static_cast<std::uint64_t>(std::max<std::int64_t>(*avail - ledger::kRamReserveMiB, 0)) * ledger::kMiB;
   return ledger::ram_residency(cfg.orch.residency, need, ram);
 }
 

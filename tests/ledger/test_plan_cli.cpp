@@ -3,8 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "common/hash.hpp"
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "gguf/writer.hpp"
 #include "ledger/calibration.hpp"
@@ -185,4 +189,81 @@ TEST_CASE("check and plan CLI: without a GPU budget they report the residency ho
   INFO(p.output);
   CHECK(p.exit_code == 1);  // a GPU plan needs a budget
   CHECK(p.output.find("without them, serve runs co-resident by host RAM") != std::string::npos);
+}
+
+namespace {
+
+// A child cgroup of this process's memory cgroup with `limit_mib`, removed on destruction; empty
+// path when this machine does not let the test make one (not root, no memory controller).
+struct MemoryCgroup {
+  fs::path dir;
+  explicit MemoryCgroup(std::uint64_t limit_mib) {
+    std::ifstream self("/proc/self/cgroup");
+    for (std::string line; std::getline(self, line);) {
+      const auto a = line.find(':'), b = line.find(':', a + 1);
+      const auto controllers = line.substr(a + 1, b - a - 1);
+      const fs::path path = fs::path(line.substr(b + 1)).relative_path();
+      fs::path base;
+      std::string limit_file;
+      if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+        base = fs::path("/sys/fs/cgroup/memory") / path, limit_file = "memory.limit_in_bytes";
+      } else if (controllers.empty() && fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+        base = fs::path("/sys/fs/cgroup") / path, limit_file = "memory.max";
+      } else {
+        continue;
+      }
+      std::error_code ec;
+      const auto d = base / ("kevlaya-test-" + std::to_string(::getpid()));
+      if (!fs::create_directory(d, ec) || ec) continue;
+      std::ofstream(d / limit_file) << (limit_mib << 20);
+      std::ifstream check(d / limit_file);
+      std::uint64_t got = 0;
+      if (check >> got && got == (limit_mib << 20)) {
+        dir = d;
+        return;
+      }
+      fs::remove(d, ec);
+    }
+  }
+  ~MemoryCgroup() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove(dir, ec);  // empty again: the command it ran has exited
+  }
+};
+
+double needed_mib(const std::string& check_output) {
+  std::smatch m;
+  return std::regex_search(check_output, m, std::regex("the profiles need\\s+([0-9.]+)\\s+MiB")) ? std::stod(m[1]) : -1;
+}
+
+}  // namespace
+
+// In a container the kernel enforces the cgroup's memory limit, which /proc/meminfo does not show:
+// the budget is the limit's headroom (docs/ledger.md, "No GPU"). Regression: a limit too small for
+// both profiles planned them co-resident by the host's MemAvailable.
+TEST_CASE("check CLI in a memory cgroup too small for both profiles: rotate by host RAM, not the host's MemAvailable") {
+  test::TempDir dir("plan-cli-cgroup");
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\n");
+  for (const char* n : {"kev", "laya"})
+    test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
+                     std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() + "\nngl: 0\nctx: 262144\n");
+  const std::string check = test::orch_binary().string() + " check " + (dir / "kevlaya.yaml").string() + " 2>&1";
+  const auto outside = test::run_command(check);
+  INFO(outside.output);
+  if (outside.output.find("by host RAM") == std::string::npos) KEVLAYA_SKIP("an NVIDIA GPU answered: the VRAM ledger plans");
+  REQUIRE(outside.output.find("ledger: co-resident by host RAM: ") != std::string::npos);
+  const double need = needed_mib(outside.output);
+  REQUIRE(need > 1024);  // large next to the check process's own use of the cgroup
+  // The 1024 MiB reserve plus half of what both profiles need.
+  MemoryCgroup cg(1024 + static_cast<std::uint64_t>(need / 2));
+  if (cg.dir.empty()) KEVLAYA_SKIP("cannot make a memory cgroup here (not root, or no memory controller)");
+  const auto inside = test::run_command("sh -c 'echo $$ > " + (cg.dir / "cgroup.procs").string() + " && exec " + check + "'");
+  INFO(inside.output);
+  CHECK(inside.exit_code == 0);
+  CHECK(inside.output.find("ledger: rotate by host RAM: ") != std::string::npos);
+  CHECK(needed_mib(inside.output) == Approx(need));
+  std::smatch m;  // the budget is the cgroup's headroom less the reserve, whatever the host has free
+  REQUIRE(std::regex_search(inside.output, m, std::regex("budget\\s+([0-9.]+)\\s+MiB")));
+  CHECK(std::stod(m[1]) > 0);
+  CHECK(std::stod(m[1]) <= need / 2 + 1);
 }
