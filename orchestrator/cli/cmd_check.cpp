@@ -170,7 +170,7 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     }
     return n;
   }
-  const auto pp = ledger::place(g->profiles, devices, ledger::plan_options(c.orch, 0));
+  const auto pp = runtime::place_on_gpus(c, *g, devices, ledger::plan_options(c.orch, 0));
   const auto& plan = pp.plan;
   out << "ledger: budget " << ledger::format_mib(plan.budget) << " MiB" << (devices.size() > 1 ? " (largest GPU)" : "")
       << ";";

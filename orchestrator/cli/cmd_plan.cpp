@@ -258,7 +258,7 @@ int run_plan(const PlanArgs& a) {
     if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';
     return kExitFailure;
   }
-  const auto pp = ledger::place(gathered->profiles, devices, ledger::plan_options(cfg.orch, 0));
+  const auto pp = runtime::place_on_gpus(cfg, *gathered, devices, ledger::plan_options(cfg.orch, 0));
   const auto& plan = pp.plan;
   if (a.json) {
     auto j = plan_json(pp, *gathered);

@@ -373,6 +373,74 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
   return r;
 }
 
+namespace {
+
+// Sets none of the others contains, in their order.
+std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets) {
+  const auto within = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return std::find(b.begin(), b.end(), n) != b.end(); });
+  };
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t j = 0; j < sets.size() && !dominated; ++j)
+      dominated = j != i && within(sets[i], sets[j]) && (!within(sets[j], sets[i]) || j < i);
+    if (!dominated) out.push_back(sets[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                  config::Residency residency) {
+  if (!budget) return;
+  const auto child_of = [&](const std::string& name) {
+    const auto* g = plan.group_of(name);
+    return g ? join(g->members, "+") : name;
+  };
+  std::map<std::string, std::uint64_t> host;  // child -> bytes; a shared base's child counts once
+  for (const auto& p : plan.profiles) {
+    const Bill& b = p.effective;
+    auto& h = host[child_of(p.name)];
+    h = std::max(h, b.weights_cpu + b.kv_cpu + b.compute_cpu);
+  }
+  const auto pinned = [&](const std::string& name) {
+    return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name && p.pin; });
+  };
+  std::vector<std::vector<std::string>> kept;
+  bool split = false;
+  for (const auto& set : plan.allowed_sets) {
+    std::map<std::string, std::vector<std::string>> children;  // child -> its profiles in the set
+    for (const auto& n : set) children[child_of(n)].push_back(n);
+    std::uint64_t need = 0;
+    for (const auto& [c, members] : children) need += host[c];
+    if (children.size() < 2 || need <= *budget) {
+      kept.push_back(set);
+      continue;
+    }
+    const std::string sums = "alive together they need " + format_mib(need) +
+                             " MiB of host RAM (layers not offloaded, CPU KV cache and buffers), budget " +
+                             format_mib(*budget) + " MiB";
+    if (residency == config::Residency::co_resident) {
+      plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), "residency: co-resident, but " + sums + "; the system may swap"});
+      kept.push_back(set);
+    } else if (std::any_of(set.begin(), set.end(), pinned)) {
+      plan.diagnostics.push_back({config::Severity::error, join(set, "+"), "pinned, but " + sums + "; unpin, or lower ctx/ngl", true});
+      kept.push_back(set);
+    } else {
+      plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), sums + ": they rotate instead"});
+      for (auto& [c, members] : children) kept.push_back(members);
+      split = true;
+    }
+  }
+  plan.allowed_sets = maximal_sets(kept);
+  const bool one_child_each = std::all_of(plan.allowed_sets.begin(), plan.allowed_sets.end(), [&](const auto& set) {
+    return std::all_of(set.begin(), set.end(), [&](const std::string& n) { return child_of(n) == child_of(set.front()); });
+  });
+  if (split && one_child_each) plan.mode = Mode::rotate;
+}
+
 Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
   Plan plan;
   plan.budget = opt.budget;

@@ -95,6 +95,14 @@ struct RamResidency {
 };
 RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::optional<std::uint64_t> budget);
 
+// With a GPU budget, what each child keeps in host RAM (layers not offloaded, a CPU KV cache, CPU
+// compute buffers) still adds up for children alive together. Every allowed set of two or more
+// children that needs more than `budget` (host RAM, nullopt = unknown: nothing checked) is split
+// into one set per child under `auto`, kept with a warning under `co-resident`, and refused (a pin
+// diagnostic) when it holds a pinned profile. Each split or kept set gets a diagnostic.
+void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                  config::Residency residency);
+
 // The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead);
 

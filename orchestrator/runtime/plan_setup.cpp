@@ -110,15 +110,25 @@ const config::Profile* pinned_profile(const config::Config& cfg) {
   return nullptr;
 }
 
-ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered) {
-  std::uint64_t need = 0;
-  for (const auto& p : gathered.profiles) need += ledger::host_bytes(p);
+std::optional<std::uint64_t> host_ram_budget() {
   // Read once, before this process started any child: a reload plans with the same budget, not with
   // what the running children left (which would flip co-resident to rotate on every reload).
   static const std::optional<std::int64_t> avail = warm::mem_available_mib();
-  std::optional<std::uint64_t> ram;  // known but under the reserve: a budget of 0, not "unknown"
-  if (avail) ram = static_cast<std::uint64_t>(std::max<std::int64_t>(*avail - ledger::kRamReserveMiB, 0)) * ledger::kMiB;
-  return ledger::ram_residency(cfg.orch.residency, need, ram);
+  if (!avail) return std::nullopt;  // known but under the reserve: a budget of 0, not "unknown"
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(*avail - ledger::kRamReserveMiB, 0)) * ledger::kMiB;
+}
+
+ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered) {
+  std::uint64_t need = 0;
+  for (const auto& p : gathered.profiles) need += ledger::host_bytes(p);
+  return ledger::ram_residency(cfg.orch.residency, need, host_ram_budget());
+}
+
+ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
+                                 const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt) {
+  auto placed = ledger::place(gathered.profiles, devices, opt);
+  if (!devices.empty()) ledger::fit_host_ram(placed.plan, gathered.profiles, host_ram_budget(), cfg.orch.residency);
+  return placed;
 }
 
 std::string pin_needs_budget(const config::Profile& p) {
@@ -270,7 +280,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     spdlog::error("{}", setup.summary);
     return setup;
   }
-  const auto placed = ledger::place(gathered->profiles, setup.devices, opt);
+  const auto placed = place_on_gpus(cfg, *gathered, setup.devices, opt);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
   for (const auto& d : setup.devices)

@@ -57,6 +57,13 @@ const config::Profile* pinned_profile(const config::Config& cfg);
 // Without a GPU budget: the residency host RAM allows for the gathered profiles (reads
 // MemAvailable; docs/ledger.md, "No GPU"). What serve, up, run, eval, plan and check all report.
 ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered);
+// Host RAM the children may take: MemAvailable (cgroup limit included) at the first call, less
+// ledger::kRamReserveMiB; nullopt when unknown.
+std::optional<std::uint64_t> host_ram_budget();
+// With GPUs: ledger::place, then the allowed sets checked against host RAM (ledger::fit_host_ram).
+// The plan serve, up, run, eval, plan and check all use.
+ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
+                                 const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt);
 std::string pin_needs_budget(const config::Profile& p);
 
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.

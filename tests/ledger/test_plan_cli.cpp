@@ -241,12 +241,13 @@ double needed_mib(const std::string& check_output) {
 // In a container the kernel enforces the cgroup's memory limit, which /proc/meminfo does not show:
 // the budget is the limit's headroom (docs/ledger.md, "No GPU"). Regression: a limit too small for
 // both profiles planned them co-resident by the host's MemAvailable.
-TEST_CASE("check CLI in a memory cgroup too small for both profiles: rotate by host RAM, not the host's MemAvailable") {
+TEST_CASE("check CLI in a memory cgroup too small for both profiles: they rotate, with or without a GPU budget") {
   test::TempDir dir("plan-cli-cgroup");
   test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\n");
   for (const char* n : {"kev", "laya"})
     test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
-                     std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() + "\nngl: 0\nctx: 262144\n");
+                     std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() +
+                         "\nngl: 0\nctx: 262144\nshared_base: false\n");  // two children
   const std::string check = test::orch_binary().string() + " check " + (dir / "kevlaya.yaml").string() + " 2>&1";
   const auto outside = test::run_command(check);
   INFO(outside.output);
@@ -266,4 +267,14 @@ TEST_CASE("check CLI in a memory cgroup too small for both profiles: rotate by h
   REQUIRE(std::regex_search(inside.output, m, std::regex("budget\\s+([0-9.]+)\\s+MiB")));
   CHECK(std::stod(m[1]) > 0);
   CHECK(std::stod(m[1]) <= need / 2 + 1);
+  // With a GPU budget the two ngl 0 children cost the GPU nothing, but host RAM still bounds them.
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\ngpu:\n  vram_mib: 8192\n");
+  const auto gpu_outside = test::run_command(check);
+  INFO(gpu_outside.output);
+  CHECK(gpu_outside.output.find("residency: co-resident") != std::string::npos);
+  const auto gpu_inside = test::run_command("sh -c 'echo $$ > " + (cg.dir / "cgroup.procs").string() + " && exec " + check + "'");
+  INFO(gpu_inside.output);
+  CHECK(gpu_inside.exit_code == 0);
+  CHECK(gpu_inside.output.find("residency: rotate") != std::string::npos);
+  CHECK(gpu_inside.output.find("they rotate instead") != std::string::npos);
 }
