@@ -127,7 +127,7 @@ TEST_CASE("a whole request sent with its connection is answered, not cancelled a
 // HTTP/1.1 pipelining: the second request arrives while the first is held at the model. The
 // disconnect watch sees those bytes; they are a next request, not a hang-up, and stay in the socket
 // for the next read: both are answered, in order, on the one connection.
-TEST_CASE("a request pipelined behind one at the model is answered after it; neither is taken for a hang-up",
+TEST_CASE("a request pipelined behind one at the model is answered after it, and neither is taken for a hang-up",
           "[http]") {
   Door door;
   const auto request = [](const std::string& body) {

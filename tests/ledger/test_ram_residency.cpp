@@ -102,7 +102,7 @@ TEST_CASE("ram with a GPU: children that fit host RAM together, or offload every
   CHECK(unknown.allowed_sets == Sets{{"kev", "laya"}});
 }
 
-TEST_CASE("ram with a GPU: co-resident asked for is kept with a warning; a pin that cannot stay is refused") {
+TEST_CASE("ram with a GPU: co-resident asked for is kept with a warning, a pin that cannot stay is refused") {
   Plan forced = gpu_plan(false, 0, R::co_resident);
   fit_host_ram(forced, inputs(), 4096 * kMiB, R::co_resident);
   CHECK(forced.allowed_sets == Sets{{"kev", "laya"}});

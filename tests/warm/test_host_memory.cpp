@@ -58,7 +58,7 @@ TEST_CASE("cgroup v2 in a container: a path missing under the root reads the roo
   CHECK(warm::cgroup_headroom_bytes("0::/\n", root.path()) == 6144 * MiB);
 }
 
-TEST_CASE("cgroup v1: the memory controller's hierarchical limit; no limit gives no cap", "[warm]") {
+TEST_CASE("cgroup v1: the memory controller's hierarchical limit, and no limit gives no cap", "[warm]") {
   TempDir root("cgroup-v1");
   const auto dir = root.path() / "memory" / "docker" / "abc";
   write(dir / "memory.limit_in_bytes", "9223372036854771712\n");
