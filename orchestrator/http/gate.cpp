@@ -157,6 +157,10 @@ bool is_json_content_type(std::string_view ct) {
          iequal(type.substr(type.size() - 5), "+json");
 }
 
+bool post_type_ok(std::string_view content_type, bool from_browser) {
+  return !from_browser || is_json_content_type(content_type);
+}
+
 Error origin_refused() {  // the origin is not echoed: client-controlled
   return make_error(Errc::forbidden, "requests from web pages are refused unless their origin is "
                                      "listed in cors.allowed_origins",
@@ -165,7 +169,7 @@ Error origin_refused() {  // the origin is not echoed: client-controlled
 }
 
 Error not_json() {
-  return make_error(Errc::unsupported_media, "this route takes a JSON body: send "
+  return make_error(Errc::unsupported_media, "a request from a web page must send its JSON body with "
                                              "'Content-Type: application/json'");
 }
 

@@ -306,7 +306,8 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
     const auto ms = req.method_string();
     return method_not_allowed(m, std::string_view(ms.data(), ms.size()));
   }
-  if (req.method() == bhttp::verb::post && !is_json_content_type(header(req, bhttp::field::content_type)))
+  const bool browser = !origin.empty() || !header(req, "Sec-Fetch-Mode").empty() || !header(req, "Sec-Fetch-Site").empty();
+  if (req.method() == bhttp::verb::post && !post_type_ok(header(req, bhttp::field::content_type), browser))
     return error_reply(not_json());
   return std::nullopt;
 }

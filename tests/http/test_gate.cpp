@@ -114,18 +114,45 @@ TEST_CASE("an allowed origin gets exactly its origin back, its preflight carries
   CHECK(http_request(door.port(), "GET", "/v1/models").header("access-control-allow-origin").empty());
 }
 
-TEST_CASE("a text/plain POST is refused with 415 before it reaches a child (cross-site simple request)", "[http]") {
-  Door door;
-  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}) {
-    INFO(type);
-    auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), {{"Content-Type", type}});
-    CHECK(r.status == 415);
-    CHECK(r.json_body()["error"]["code"] == "unsupported_media_type");
+// What a page can send without a preflight (a form type, text/plain, none) is refused from a
+// browser, even from an allowed origin: every browser POST carries Origin, and Sec-Fetch-*.
+TEST_CASE("a text/plain POST from a web page is refused with 415 before it reaches a child (simple request)", "[http]") {
+  DoorOptions o;
+  o.allowed_origins = {"http://localhost:3000"};
+  Door door(o);
+  const std::vector<std::pair<std::string, std::string>> browsers[] = {
+      {{"Origin", "http://localhost:3000"}}, {{"Sec-Fetch-Site", "same-origin"}}, {{"Sec-Fetch-Mode", "no-cors"}}};
+  for (const auto& marks : browsers) {
+    for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}) {
+      INFO(marks.front().first << ", " << type);
+      auto headers = marks;
+      headers.emplace_back("Content-Type", type);
+      auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), headers);
+      CHECK(r.status == 415);
+      CHECK(r.json_body()["error"]["code"] == "unsupported_media_type");
+    }
   }
-  CHECK(http_request(door.port(), "POST", "/admin/unload", "", {{"Content-Type", "text/plain"}}).status == 415);
+  CHECK(http_request(door.port(), "POST", "/admin/unload", "",
+                     {{"Content-Type", "text/plain"}, {"Sec-Fetch-Site", "cross-site"}}).status == 415);
   CHECK(door.upstream().requests == 0);
   CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"),
-                     {{"Content-Type", "Application/JSON; charset=utf-8"}}).status == 200);
+                     {{"Content-Type", "Application/JSON; charset=utf-8"}, {"Origin", "http://localhost:3000"}}).status == 200);
+}
+
+// Ollama's and llama-server's own examples are `curl URL -d '{...}'`: curl then sends a form type.
+// A client that is not a browser may do so; the body is still read as JSON.
+TEST_CASE("a POST without a JSON Content-Type from a client that is not a browser is read as JSON (curl -d)", "[http]") {
+  Door door;
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain", ""}) {
+    INFO(type);
+    CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), {{"Content-Type", type}}).status == 200);
+    CHECK(http_request(door.port(), "POST", "/api/chat", chat_body("kev"), {{"Content-Type", type}}).status == 200);
+  }
+  CHECK(door.upstream().requests == 6);
+  const auto form = http_request(door.port(), "POST", "/v1/chat/completions", "model=kev&prompt=hi",
+                                 {{"Content-Type", "application/x-www-form-urlencoded"}});
+  CHECK(form.status == 400);  // a real form body is not JSON
+  CHECK(door.upstream().requests == 6);
 }
 
 TEST_CASE("an unknown method on a known path is 405 with Allow, OPTIONS lists it", "[http]") {
