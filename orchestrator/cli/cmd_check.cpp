@@ -98,6 +98,7 @@ void print_summary(std::ostream& out, const cfg::LoadResult& r) {
   if (!o.file.empty()) out << "config: " << cfg::display_path(o.file) << '\n';
   out << "listen: " << o.listen.host << ':' << o.listen.port
       << (o.api_keys.empty() ? " (no api keys)" : " (api keys: " + std::to_string(o.api_keys.size()) + ")")
+      << (o.admin_api_keys.empty() ? "" : " (admin keys: " + std::to_string(o.admin_api_keys.size()) + ")")
       << "  residency: " << cfg::to_string(o.residency) << "  gpu: "
       << (o.gpu.vram_mib ? std::to_string(*o.gpu.vram_mib) + " MiB"
           : !o.gpu.devices.empty() ? std::to_string(o.gpu.devices.size()) + " device(s)" : std::string("auto"))

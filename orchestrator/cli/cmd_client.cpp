@@ -47,6 +47,8 @@ Result<ClientOptions> client_options(const ClientArgs& a, int default_timeout_s)
     if (url.empty())
       url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
             std::to_string(o.listen.port);
+    // An admin key works on every route; load, unload, reload and logs need one when any is set.
+    if (key.empty() && !o.admin_api_keys.empty()) key = o.admin_api_keys.front();
     if (key.empty() && !o.api_keys.empty()) key = o.api_keys.front();
   }
   if (url.empty()) url = "http://127.0.0.1:8080";

@@ -192,6 +192,9 @@ struct OrchestratorCfg {
   GpuCfg gpu;
   ListenCfg listen;
   std::vector<std::string> api_keys;  // api_keys + api_keys_file + api_keys_env, merged at load
+  // admin_api_keys (+ _file, _env): the only keys /admin/* and /logs accept when set; they work on
+  // every other route too. Empty = api_keys decide everywhere.
+  std::vector<std::string> admin_api_keys;
   std::vector<std::string> allowed_hosts;  // Host names served besides loopback (lower-case)
   CorsCfg cors;
   std::vector<PeerCfg> peers;

@@ -73,8 +73,9 @@ void set_bool(Doc& d, const std::string& key, const YAML::Node& n, bool& dst);
 void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& out);
 void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c);
 void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r);
-void read_api_keys_file(Doc& d, const YAML::Node& n, std::vector<std::string>& keys);  // one per line
-void read_api_keys_env(Doc& d, const YAML::Node& n, std::vector<std::string>& keys);   // comma-separated
+// `key`: the YAML key read ("api_keys_file", "admin_api_keys_env", ...), for its messages.
+void read_api_keys_file(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys);  // one per line
+void read_api_keys_env(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys);   // comma-separated
 
 // One known key of a mapping and what to do with its value.
 struct Field {

@@ -104,37 +104,37 @@ void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r) {
   });
 }
 
-void read_api_keys_file(Doc& d, const YAML::Node& n, std::vector<std::string>& keys) {
-  const auto path = read_path(d, "api_keys_file", n);
+void read_api_keys_file(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys) {
+  const auto path = read_path(d, key, n);
   if (!path) return;
   std::ifstream in(*path, std::ios::binary);
   if (!in) {
-    d.error(n, "api_keys_file: cannot read " + display_path(*path));
+    d.error(n, std::string(key) + ": cannot read " + display_path(*path));
     return;
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto before = keys.size();
   add_keys_from(text, keys, true);
-  if (keys.size() == before) d.error(n, "api_keys_file: no key in " + display_path(*path) + " (one key per line)");
+  if (keys.size() == before) d.error(n, std::string(key) + ": no key in " + display_path(*path) + " (one key per line)");
   struct stat st {};
   if (::stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-    d.warn(n, "api_keys_file " + display_path(*path) + " is readable by other users (chmod 600 it)");
+    d.warn(n, std::string(key) + " " + display_path(*path) + " is readable by other users (chmod 600 it)");
 }
 
-void read_api_keys_env(Doc& d, const YAML::Node& n, std::vector<std::string>& keys) {
-  const auto name = read_string(d, "api_keys_env", n);
+void read_api_keys_env(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys) {
+  const auto name = read_string(d, key, n);
   if (!name) return;
   bool ok = !name->empty() && !std::isdigit(static_cast<unsigned char>(name->front()));
   for (char c : *name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!ok) {
-    d.error(n, "api_keys_env: expected an environment variable name, got '" + *name + "'");
+    d.error(n, std::string(key) + ": expected an environment variable name, got '" + *name + "'");
     return;
   }
   const char* v = std::getenv(name->c_str());
   const auto before = keys.size();
   if (v) add_keys_from(v, keys, false);
   if (keys.size() == before)
-    d.error(n, "api_keys_env: environment variable " + *name + " is not set or holds no key");
+    d.error(n, std::string(key) + ": environment variable " + *name + " is not set or holds no key");
 }
 
 }  // namespace kevlaya::config::detail

@@ -109,8 +109,8 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
   const auto section = [&](const char* key) {
     return [&d, key, &o](const YAML::Node& v) { read_sections(d, key, v, o); };
   };
-  std::optional<YAML::Node> api_keys;
-  std::vector<std::string> more_keys;  // api_keys_file / api_keys_env
+  std::optional<YAML::Node> api_keys, admin_keys;
+  std::vector<std::string> more_keys, more_admin;  // *_file / *_env
   walk_map(d, "orchestrator config", d.root(), {
       {"profiles_dir", dir("profiles_dir", o.profiles_dir)},
       {"pipelines_dir", [&](const YAML::Node& v) { pipelines_dir_set = true; dir("pipelines_dir", o.pipelines_dir)(v); }},
@@ -122,8 +122,14 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          api_keys.emplace(v);
          if (auto k = read_string_list(d, "api_keys", v, false)) o.api_keys = *k;
        }},
-      {"api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, v, more_keys); }},
-      {"api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, v, more_keys); }},
+      {"api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, "api_keys_file", v, more_keys); }},
+      {"api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, "api_keys_env", v, more_keys); }},
+      {"admin_api_keys", [&](const YAML::Node& v) {
+         admin_keys.emplace(v);
+         if (auto k = read_string_list(d, "admin_api_keys", v, false)) o.admin_api_keys = *k;
+       }},
+      {"admin_api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, "admin_api_keys_file", v, more_admin); }},
+      {"admin_api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, "admin_api_keys_env", v, more_admin); }},
       {"allowed_hosts", [&](const YAML::Node& v) { read_allowed_hosts(d, v, o.allowed_hosts); }},
       {"cors", [&](const YAML::Node& v) { read_cors(d, v, o.cors); }},
       {"peers", [&](const YAML::Node& v) { read_peers(d, v, o.peers); }},
@@ -144,10 +150,14 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;
        }},
   });
-  if (api_keys && std::any_of(o.api_keys.begin(), o.api_keys.end(),
-                              [](const std::string& k) { return k.empty(); }))
-    d.error(*api_keys, "api_keys: an API key must not be empty (is an environment variable unset?)");
+  const auto no_empty = [&](const std::optional<YAML::Node>& n, const std::vector<std::string>& keys, const char* key) {
+    if (n && std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.empty(); }))
+      d.error(*n, std::string(key) + ": an API key must not be empty (is an environment variable unset?)");
+  };
+  no_empty(api_keys, o.api_keys, "api_keys");
+  no_empty(admin_keys, o.admin_api_keys, "admin_api_keys");
   o.api_keys.insert(o.api_keys.end(), more_keys.begin(), more_keys.end());
+  o.admin_api_keys.insert(o.admin_api_keys.end(), more_admin.begin(), more_admin.end());
   const bool loopback = o.listen.host == "127.0.0.1" || o.listen.host == "localhost" ||
                         o.listen.host == "::1";
   if (!loopback && o.api_keys.empty())

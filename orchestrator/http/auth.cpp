@@ -32,14 +32,30 @@ std::string presented_key(std::string_view authorization, std::string_view x_api
   return std::string(x_api_key);
 }
 
-bool authorized(const std::vector<std::string>& keys, std::string_view authorization,
-                std::string_view x_api_key) {
-  if (keys.empty()) return true;
-  const std::string key = presented_key(authorization, x_api_key);
-  if (key.empty()) return false;
+namespace {
+
+bool listed(const std::vector<std::string>& keys, const std::string& key) {
   bool ok = false;
   for (const auto& k : keys) ok |= constant_time_equal(key, k);  // no short-circuit
-  return ok;
+  return ok && !key.empty();
+}
+
+}  // namespace
+
+bool authorized(const std::vector<std::string>& keys, std::string_view authorization,
+                std::string_view x_api_key) {
+  return keys.empty() || listed(keys, presented_key(authorization, x_api_key));
+}
+
+Access access(const std::vector<std::string>& keys, const std::vector<std::string>& admin, bool admin_route,
+              std::string_view authorization, std::string_view x_api_key) {
+  const std::string key = presented_key(authorization, x_api_key);
+  const bool is_user = listed(keys, key), is_admin = listed(admin, key);
+  if (admin_route && !admin.empty()) {
+    if (is_admin) return Access::granted;
+    return is_user ? Access::forbidden : Access::unauthorized;
+  }
+  return keys.empty() || is_user || is_admin ? Access::granted : Access::unauthorized;
 }
 
 }  // namespace kevlaya::http

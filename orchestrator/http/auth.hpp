@@ -17,4 +17,12 @@ std::string presented_key(std::string_view authorization, std::string_view x_api
 bool authorized(const std::vector<std::string>& keys, std::string_view authorization,
                 std::string_view x_api_key);
 
+// Two kinds of key: `keys` for every route (none = open) and `admin` for the admin routes
+// (/admin/*, /logs: none = `keys` decide there too). An admin key is accepted everywhere. On an
+// admin route with admin keys set, an ordinary key is `forbidden` (403), a missing or unknown one
+// `unauthorized` (401). Both lists are always compared in full (no early exit).
+enum class Access { granted, unauthorized, forbidden };
+Access access(const std::vector<std::string>& keys, const std::vector<std::string>& admin, bool admin_route,
+              std::string_view authorization, std::string_view x_api_key);
+
 }  // namespace kevlaya::http

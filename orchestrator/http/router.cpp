@@ -293,8 +293,16 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (m.route == Route::root && req.method() == bhttp::verb::get &&
       ui::prefers_html(header(req, bhttp::field::accept)))
     return std::nullopt;
-  if (!authorized(d.opt.api_keys, header(req, bhttp::field::authorization), header(req, "X-Api-Key")))
-    return unauthorized_reply();
+  const bool admin_route = m.route == Route::admin_load || m.route == Route::admin_unload ||
+                           m.route == Route::admin_reload || m.route == Route::logs;
+  switch (access(d.opt.api_keys, d.opt.admin_api_keys, admin_route, header(req, bhttp::field::authorization),
+                 header(req, "X-Api-Key"))) {
+    case Access::granted: break;
+    case Access::unauthorized: return unauthorized_reply();
+    case Access::forbidden:
+      return error_reply(make_error(Errc::forbidden, "this key may call models but not /admin or /logs",
+                                    "use one of admin_api_keys (docs/security.md)"));
+  }
   if (m.route == Route::none || m.route == Route::root) {
     const std::string_view target(req.target().data(), req.target().size());
     return error_reply(make_error(Errc::not_found, "no route for " + std::string(req.method_string()) +

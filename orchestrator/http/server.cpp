@@ -348,6 +348,7 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   o.host = orch.listen.host;
   o.port = orch.listen.port;
   o.api_keys = orch.api_keys;
+  o.admin_api_keys = orch.admin_api_keys;
   o.allowed_hosts = orch.allowed_hosts;
   o.allowed_origins = orch.cors.allowed_origins;
   o.runs = orch.runs;

@@ -31,6 +31,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> api_keys;  // empty = open; never logged or shown
+  std::vector<std::string> admin_api_keys;  // /admin/* and /logs when set (http/auth.hpp: access)
   std::vector<std::string> allowed_hosts;    // Host names served besides loopback
   std::vector<std::string> allowed_origins;  // cors.allowed_origins
   config::RunsCfg runs;                      // pipeline runs queued at the door

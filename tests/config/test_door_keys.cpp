@@ -98,3 +98,23 @@ TEST_CASE("door keys: a missing key file, an empty one or an unset variable is a
   CHECK(has_diag(r2, diag(g, 1, 16, "api_keys_file " + cfg::display_path(d / "empty.txt") +
                                      " is readable by other users (chmod 600 it)", "warning")));
 }
+
+TEST_CASE("door keys: admin keys inline, from a file and a variable, kept apart from api_keys", "[config]") {
+  TempDir d("door-keys-admin");
+  write_text(d / "admin.txt", "sk-admin-file\n");
+  ::chmod((d / "admin.txt").c_str(), 0600);
+  ::setenv("KEVLAYA_TEST_ADMIN_KEYS", "sk-admin-env", 1);
+  const auto f = tree(d, "api_keys: [sk-agent]\nadmin_api_keys: [sk-admin]\nadmin_api_keys_file: admin.txt\n"
+                         "admin_api_keys_env: KEVLAYA_TEST_ADMIN_KEYS\n");
+  const auto r = cfg::load(f);
+  ::unsetenv("KEVLAYA_TEST_ADMIN_KEYS");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  CHECK(r.config.orch.api_keys == std::vector<std::string>{"sk-agent"});
+  CHECK(r.config.orch.admin_api_keys == std::vector<std::string>{"sk-admin", "sk-admin-file", "sk-admin-env"});
+  const auto g = tree(d, "admin_api_keys: ['']\nadmin_api_keys_file: nope.txt\n");
+  const auto r2 = cfg::load(g);
+  INFO(dump(r2));
+  CHECK(has_diag(r2, diag(g, 1, 17, "admin_api_keys: an API key must not be empty (is an environment variable unset?)")));
+  CHECK(has_diag(r2, diag(g, 2, 22, "admin_api_keys_file: cannot read " + cfg::display_path(d / "nope.txt"))));
+}

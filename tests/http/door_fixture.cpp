@@ -235,6 +235,7 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.queue.max_depth = o.max_depth;
   cfg_.orch.queue.max_wait_s = o.max_wait_s;
   cfg_.orch.api_keys = o.api_keys;
+  cfg_.orch.admin_api_keys = o.admin_api_keys;
   cfg_.orch.limits.max_body_bytes = o.max_body_bytes;
   cfg_.orch.limits.max_connections = o.max_connections;
   cfg_.orch.limits.read_timeout_s = o.read_timeout_s;

@@ -78,6 +78,7 @@ class ScriptedUpstream {
 struct DoorOptions {
   int load_ms = 20;                  // fake child start time
   std::vector<std::string> api_keys;
+  std::vector<std::string> admin_api_keys;
   int max_depth = 64;
   int max_wait_s = 30;
   std::int64_t max_body_bytes = 1 << 20;

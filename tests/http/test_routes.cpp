@@ -161,6 +161,41 @@ TEST_CASE("API keys: Bearer or X-Api-Key, 401 otherwise", "[http]") {
   CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 401);
 }
 
+// admin_api_keys: an agent's key calls models but cannot unload them, reload the config or read
+// the children's logs; an admin key can do all of it (docs/security.md, "API keys").
+TEST_CASE("admin keys: /admin and /logs take only an admin key (403 for an ordinary one), which works everywhere", "[http]") {
+  DoorOptions o;
+  o.api_keys = {"agent-key"};
+  o.admin_api_keys = {"admin-key"};
+  Door door(o);
+  const std::vector<std::pair<std::string, std::string>> agent = {{"Authorization", "Bearer agent-key"}},
+                                                         admin = {{"X-Api-Key", "admin-key"}};
+  CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), agent).status == 200);
+  CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("laya"), admin).status == 200);
+  CHECK(http_request(door.port(), "GET", "/status", "", agent).status == 200);
+  for (const char* target : {"/admin/unload", "/admin/unload/kev", "/admin/load/kev", "/admin/reload"}) {
+    INFO(target);
+    const auto refused = http_request(door.port(), "POST", target, "", agent);
+    CHECK(refused.status == 403);
+    CHECK(refused.json_body()["error"]["message"] == "this key may call models but not /admin or /logs");
+    CHECK(http_request(door.port(), "POST", target, "", {{"Authorization", "Bearer wrong"}}).status == 401);
+    CHECK(http_request(door.port(), "POST", target).status == 401);
+  }
+  CHECK(http_request(door.port(), "GET", "/logs/kev", "", agent).status == 403);
+  CHECK(http_request(door.port(), "GET", "/logs/kev", "", admin).status != 403);
+  REQUIRE(http_request(door.port(), "POST", "/admin/unload", "", admin).status == 200);
+  for (const auto& p : door.snapshot().profiles) CHECK(p.state != kevlaya::supervisor::Phase::ready);
+}
+
+TEST_CASE("admin keys without api_keys: model calls stay open, /admin needs the admin key", "[http]") {
+  DoorOptions o;
+  o.admin_api_keys = {"admin-key"};
+  Door door(o);
+  CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
+  CHECK(http_request(door.port(), "POST", "/admin/unload").status == 401);
+  CHECK(http_request(door.port(), "POST", "/admin/unload", "", {{"Authorization", "Bearer admin-key"}}).status == 200);
+}
+
 TEST_CASE("admin load makes a model resident, unload stops it", "[http]") {
   Door door;
   auto r = http_request(door.port(), "POST", "/admin/load/laya");

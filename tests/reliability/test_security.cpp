@@ -43,6 +43,24 @@ TEST_CASE("constant_time_equal: equal only for identical strings, whatever the l
   CHECK_FALSE(kevlaya::http::authorized({kKey}, "", ""));
 }
 
+TEST_CASE("access: admin keys alone open the admin routes, and work on every route", "[security]") {
+  using kevlaya::http::access;
+  using A = kevlaya::http::Access;
+  const std::vector<std::string> users = {"user"}, admins = {"admin"}, none;
+  CHECK(access(users, admins, true, "Bearer admin", "") == A::granted);
+  CHECK(access(users, admins, true, "Bearer user", "") == A::forbidden);
+  CHECK(access(users, admins, true, "Bearer nope", "") == A::unauthorized);
+  CHECK(access(users, admins, true, "", "") == A::unauthorized);
+  CHECK(access(users, admins, false, "", "admin") == A::granted);
+  CHECK(access(users, admins, false, "", "user") == A::granted);
+  CHECK(access(users, admins, false, "", "") == A::unauthorized);
+  CHECK(access(none, admins, false, "", "") == A::granted);  // model calls open, admin keyed
+  CHECK(access(none, admins, true, "", "") == A::unauthorized);
+  CHECK(access(users, none, true, "Bearer user", "") == A::granted);  // no admin keys: as before
+  CHECK(access(none, none, true, "", "") == A::granted);
+  CHECK(access(users, admins, true, "Bearer ", "") == A::unauthorized);  // an empty key never matches
+}
+
 TEST_CASE("security: API key required and never logged, no traversal, smuggling refused with 400",
           "[reliability][security]") {
   TempDir dir("security");

@@ -334,6 +334,9 @@ async function pollLog() {
         if (!j.file && !pre.textContent) pre.textContent = '(no log yet)';
         S.logOffset = j.offset;
         if (atEnd) pre.scrollTop = pre.scrollHeight;
+      } else if (r.status === 403) {  // admin_api_keys set: this key may not read logs
+        const j = await r.json().catch(() => ({}));
+        $('log').textContent = '(' + ((j.error && j.error.message) || 'HTTP 403') + ')';
       }
     } catch (e) { /* the door is away; the stream's reconnect repaints */ }
   }
