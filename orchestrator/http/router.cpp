@@ -301,7 +301,7 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
     case Access::unauthorized: return unauthorized_reply();
     case Access::forbidden:
       return error_reply(make_error(Errc::forbidden, "this key may call models but not /admin or /logs",
-                                    "use one of admin_api_keys (docs/security.md)"));
+                                    "use one of admin_api_keys; see docs/security.md"));
   }
   if (m.route == Route::none || m.route == Route::root) {
     const std::string_view target(req.target().data(), req.target().size());

@@ -279,6 +279,29 @@ TEST_CASE("lifecycle e2e: the client commands against a running door", "[lifecyc
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
+// admin_api_keys end to end: the agent's key is refused on unload (403, one sentence from the
+// CLI), the CLI with --config takes the admin key and unloads.
+TEST_CASE("lifecycle e2e: with admin keys an agent's key cannot unload, the CLI's --config uses the admin key",
+          "[lifecycle][e2e]") {
+  TempDir dir("life-admin");
+  write_config(dir, standin_binary().string(), "api_keys: [agent-key]\nadmin_api_keys: [admin-key]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  CHECK(cli("load kev --url " + url(serve) + " --api-key admin-key").exit_code == 0);
+  auto agent = cli("unload kev --url " + url(serve) + " --api-key agent-key");
+  INFO(agent.output);
+  CHECK(agent.exit_code == 1);
+  CHECK(agent.output.find("this key may call models but not /admin or /logs") != std::string::npos);
+  CHECK(std::regex_search(cli("status --url " + url(serve) + " --api-key agent-key").output, std::regex("kev +ready")));
+  auto chat = run_command("curl -sS --max-time 30 -H 'Authorization: Bearer agent-key' " + url(serve) +
+                          "/v1/chat/completions -d '{\"model\":\"kev\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'");
+  CHECK(chat.output.find("\"choices\"") != std::string::npos);  // curl -d: a form type, read as JSON
+  auto op = cli("unload kev --config " + (dir / "kevlaya.yaml").string() + " --url " + url(serve));
+  INFO(op.output);
+  CHECK(op.exit_code == 0);
+  CHECK(op.output.find("kev: unloaded") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
 TEST_CASE("lifecycle e2e: the client commands against a door that is down fail with one sentence",
           "[lifecycle][e2e]") {
   for (const char* cmd : {"status", "load kev", "unload", "reload", "events"}) {
