@@ -264,23 +264,6 @@ void combine(const PlacedPlan& pp, std::size_t d, std::vector<const std::vector<
   }
 }
 
-// Drops duplicates and sets contained in another.
-std::vector<std::vector<std::string>> maximal(const std::vector<std::vector<std::string>>& sets) {
-  std::vector<std::vector<std::string>> out;
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    const auto inside = [&](const std::vector<std::string>& big) {
-      return std::all_of(sets[i].begin(), sets[i].end(), [&](const auto& n) { return contains(big, n); });
-    };
-    bool dominated = false;
-    for (std::size_t j = 0; j < sets.size() && !dominated; ++j) {
-      if (j == i || !inside(sets[j])) continue;
-      dominated = sets[j].size() > sets[i].size() || j < i;  // equal sets: keep the first
-    }
-    if (!dominated) out.push_back(sets[i]);
-  }
-  return out;
-}
-
 }  // namespace
 
 const DevicePlan* PlacedPlan::device(int index) const {
@@ -370,7 +353,7 @@ PlacedPlan place(const std::vector<ProfileInput>& in, const std::vector<Device>&
   std::vector<const std::vector<std::string>*> chosen;
   std::vector<std::vector<std::string>> sets;
   combine(out, 0, chosen, sets);
-  out.plan.allowed_sets = maximal(sets);
+  out.plan.allowed_sets = maximal_sets(sets);
   if (devices.size() > 1) {
     const bool one_set = out.plan.allowed_sets.size() == 1 && out.plan.allowed_sets.front().size() == out.placement.size();
     out.plan.mode = !one_set ? Mode::rotate
@@ -379,6 +362,23 @@ PlacedPlan place(const std::vector<ProfileInput>& in, const std::vector<Device>&
                         : Mode::co_resident;
   }
   return out;
+}
+
+void fit_host_ram(PlacedPlan& pp, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                  config::Residency residency) {
+  fit_host_ram(pp.plan, in, budget, residency);
+  for (auto& d : pp.devices) {  // each device's sets, cut along the machine's (a split set splits here too)
+    std::vector<std::vector<std::string>> cut;
+    for (const auto& s : d.allowed_sets) {
+      for (const auto& m : pp.plan.allowed_sets) {
+        std::vector<std::string> both;
+        for (const auto& n : s)
+          if (contains(m, n)) both.push_back(n);
+        if (!both.empty()) cut.push_back(std::move(both));
+      }
+    }
+    d.allowed_sets = maximal_sets(cut);
+  }
 }
 
 }  // namespace kevlaya::ledger

@@ -52,6 +52,11 @@ struct PlacedPlan {
 // single-budget plan of make_plan(in, opt) with no placement.
 PlacedPlan place(const std::vector<ProfileInput>& in, const std::vector<Device>& devices, const PlanOptions& opt);
 
+// fit_host_ram (plan.hpp) on the machine's plan, then each device's allowed sets cut along the
+// machine's, so the per-device view (check, plan, the startup line) says when a device rotates.
+void fit_host_ram(PlacedPlan& pp, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                  config::Residency residency);
+
 // GPU bytes of `bill` on each device when llama.cpp splits `p`'s layers in the proportions `ratio`
 // (llama_model_base::load_tensors: layer i of the ngl offloaded goes to the first device whose
 // cumulative share exceeds i/ngl; the output layer is the last). Weights and KV follow their

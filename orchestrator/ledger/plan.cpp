@@ -373,9 +373,6 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
   return r;
 }
 
-namespace {
-
-// Sets none of the others contains, in their order.
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets) {
   const auto within = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
     return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return std::find(b.begin(), b.end(), n) != b.end(); });
@@ -384,13 +381,11 @@ std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector
   for (std::size_t i = 0; i < sets.size(); ++i) {
     bool dominated = false;
     for (std::size_t j = 0; j < sets.size() && !dominated; ++j)
-      dominated = j != i && within(sets[i], sets[j]) && (!within(sets[j], sets[i]) || j < i);
+      dominated = j != i && within(sets[i], sets[j]) && (sets[j].size() > sets[i].size() || j < i);
     if (!dominated) out.push_back(sets[i]);
   }
   return out;
 }
-
-}  // namespace
 
 void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                   config::Residency residency) {

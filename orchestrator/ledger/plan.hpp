@@ -95,6 +95,9 @@ struct RamResidency {
 };
 RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::optional<std::uint64_t> budget);
 
+// `sets` without duplicates and without sets contained in another (the first of equal sets kept).
+std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets);
+
 // With a GPU budget, what each child keeps in host RAM (layers not offloaded, a CPU KV cache, CPU
 // compute buffers) still adds up for children alive together. Every allowed set of two or more
 // children that needs more than `budget` (host RAM, nullopt = unknown: nothing checked) is split

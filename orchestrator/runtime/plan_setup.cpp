@@ -127,7 +127,7 @@ ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger:
 ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
                                  const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt) {
   auto placed = ledger::place(gathered.profiles, devices, opt);
-  if (!devices.empty()) ledger::fit_host_ram(placed.plan, gathered.profiles, host_ram_budget(), cfg.orch.residency);
+  if (!devices.empty()) ledger::fit_host_ram(placed, gathered.profiles, host_ram_budget(), cfg.orch.residency);
   return placed;
 }
 

@@ -277,4 +277,5 @@ TEST_CASE("check CLI in a memory cgroup too small for both profiles: they rotate
   CHECK(gpu_inside.exit_code == 0);
   CHECK(gpu_inside.output.find("residency: rotate") != std::string::npos);
   CHECK(gpu_inside.output.find("they rotate instead") != std::string::npos);
+  CHECK(gpu_inside.output.find("  (rotate)") != std::string::npos);  // the device's line says so too
 }

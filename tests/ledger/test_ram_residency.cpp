@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fixtures.hpp"
+#include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
 
 using namespace kevlaya;
@@ -113,4 +114,19 @@ TEST_CASE("ram with a GPU: co-resident asked for is kept with a warning, a pin t
   CHECK(std::any_of(pinned.diagnostics.begin(), pinned.diagnostics.end(), [](const PlanDiagnostic& d) {
     return d.pin && d.message.find("pinned, but alive together") != std::string::npos;
   }));
+}
+
+TEST_CASE("ram with a GPU: a device whose children are split by host RAM rotates in its own plan too") {
+  auto kev = test::reference_kev(), laya = test::reference_laya();
+  kev.flags.ngl = 0;
+  laya.flags.ngl = 0;
+  PlanOptions opt;
+  const std::vector<Device> gpus = {Device{0, "gpu", "", 24576 * kMiB, 24576 * kMiB}};
+  auto pp = place({kev, laya}, gpus, opt);
+  REQUIRE(pp.devices.size() == 1);
+  REQUIRE_FALSE(pp.devices[0].rotates());
+  fit_host_ram(pp, {kev, laya}, 4096 * kMiB, R::auto_);
+  CHECK(pp.plan.allowed_sets == Sets{{"kev"}, {"laya"}});
+  CHECK(pp.devices[0].rotates());
+  CHECK(pp.devices[0].allowed_sets == Sets{{"kev"}, {"laya"}});
 }
