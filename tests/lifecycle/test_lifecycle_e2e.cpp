@@ -279,12 +279,13 @@ TEST_CASE("lifecycle e2e: the client commands against a running door", "[lifecyc
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
+namespace {
+
 // admin_api_keys end to end: the agent's key is refused on unload (403, one sentence from the
-// CLI), the CLI with --config takes the admin key and unloads.
-TEST_CASE("lifecycle e2e: with admin keys an agent's key cannot unload, the CLI's --config uses the admin key",
-          "[lifecycle][e2e]") {
+// CLI) and still calls models with curl's form type, the CLI with --config takes the admin key.
+void admin_keys_through_the_cli(const std::string& binary) {
   TempDir dir("life-admin");
-  write_config(dir, standin_binary().string(), "api_keys: [agent-key]\nadmin_api_keys: [admin-key]\n");
+  write_config(dir, binary, "api_keys: [agent-key]\nadmin_api_keys: [admin-key]\n");
   Serve serve(dir / "kevlaya.yaml");
   CHECK(cli("load kev --url " + url(serve) + " --api-key admin-key").exit_code == 0);
   auto agent = cli("unload kev --url " + url(serve) + " --api-key agent-key");
@@ -293,13 +294,25 @@ TEST_CASE("lifecycle e2e: with admin keys an agent's key cannot unload, the CLI'
   CHECK(agent.output.find("this key may call models but not /admin or /logs") != std::string::npos);
   CHECK(std::regex_search(cli("status --url " + url(serve) + " --api-key agent-key").output, std::regex("kev +ready")));
   auto chat = run_command("curl -sS --max-time 30 -H 'Authorization: Bearer agent-key' " + url(serve) +
-                          "/v1/chat/completions -d '{\"model\":\"kev\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'");
+                          "/v1/chat/completions -d '{\"model\":\"kev\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}'");
   CHECK(chat.output.find("\"choices\"") != std::string::npos);  // curl -d: a form type, read as JSON
   auto op = cli("unload kev --config " + (dir / "kevlaya.yaml").string() + " --url " + url(serve));
   INFO(op.output);
   CHECK(op.exit_code == 0);
   CHECK(op.output.find("kev: unloaded") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: with admin keys an agent's key cannot unload, the CLI's --config uses the admin key",
+          "[lifecycle][e2e]") {
+  admin_keys_through_the_cli(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: admin keys and curl -d with the real llama-server", "[lifecycle][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  admin_keys_through_the_cli(real);
 }
 
 TEST_CASE("lifecycle e2e: the client commands against a door that is down fail with one sentence",
