@@ -169,8 +169,8 @@ Error origin_refused() {  // the origin is not echoed: client-controlled
 }
 
 Error not_json() {
-  return make_error(Errc::unsupported_media, "a request from a web page must send its JSON body with "
-                                             "'Content-Type: application/json'");
+  return make_error(Errc::unsupported_media, "a request with browser headers (Origin, Sec-Fetch-*) must send its "
+                                             "JSON body with 'Content-Type: application/json'");
 }
 
 }  // namespace kevlaya::http
