@@ -99,6 +99,29 @@ void default_dirs(OrchestratorCfg& o, const fs::path& base) {
   o.log_dir = (base / "var/log").lexically_normal();
 }
 
+// One kind of door key: NAME (a list), NAME_file and NAME_env; finish() checks the list and merges.
+struct DoorKeys {
+  DoorKeys(Doc& doc, std::string n, std::vector<std::string>& k) : d(doc), name(std::move(n)), keys(k) {}
+  Doc& d;
+  std::string name, file_key = name + "_file", env_key = name + "_env";
+  std::vector<std::string>& keys;
+  std::optional<YAML::Node> listed;
+  std::vector<std::string> more;
+  auto list() {
+    return [this](const YAML::Node& v) {
+      listed.emplace(v);
+      if (auto k = read_string_list(d, name, v, false)) keys = *k;
+    };
+  }
+  auto file() { return [this](const YAML::Node& v) { read_api_keys_file(d, file_key.c_str(), v, more); }; }
+  auto env() { return [this](const YAML::Node& v) { read_api_keys_env(d, env_key.c_str(), v, more); }; }
+  void finish() {
+    if (listed && std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.empty(); }))
+      d.error(*listed, name + ": an API key must not be empty (is an environment variable unset?)");
+    keys.insert(keys.end(), more.begin(), more.end());
+  }
+};
+
 void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
   o.file = d.file();
   o.loc = d.loc(d.root());
@@ -109,8 +132,7 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
   const auto section = [&](const char* key) {
     return [&d, key, &o](const YAML::Node& v) { read_sections(d, key, v, o); };
   };
-  std::optional<YAML::Node> api_keys, admin_keys;
-  std::vector<std::string> more_keys, more_admin;  // *_file / *_env
+  DoorKeys user(d, "api_keys", o.api_keys), admin(d, "admin_api_keys", o.admin_api_keys);
   walk_map(d, "orchestrator config", d.root(), {
       {"profiles_dir", dir("profiles_dir", o.profiles_dir)},
       {"pipelines_dir", [&](const YAML::Node& v) { pipelines_dir_set = true; dir("pipelines_dir", o.pipelines_dir)(v); }},
@@ -118,18 +140,12 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"log_dir", dir("log_dir", o.log_dir)},
       {"gpu", [&](const YAML::Node& v) { read_gpu(d, v, o.gpu); }},
       {"listen", section("listen")},
-      {"api_keys", [&](const YAML::Node& v) {
-         api_keys.emplace(v);
-         if (auto k = read_string_list(d, "api_keys", v, false)) o.api_keys = *k;
-       }},
-      {"api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, "api_keys_file", v, more_keys); }},
-      {"api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, "api_keys_env", v, more_keys); }},
-      {"admin_api_keys", [&](const YAML::Node& v) {
-         admin_keys.emplace(v);
-         if (auto k = read_string_list(d, "admin_api_keys", v, false)) o.admin_api_keys = *k;
-       }},
-      {"admin_api_keys_file", [&](const YAML::Node& v) { read_api_keys_file(d, "admin_api_keys_file", v, more_admin); }},
-      {"admin_api_keys_env", [&](const YAML::Node& v) { read_api_keys_env(d, "admin_api_keys_env", v, more_admin); }},
+      {"api_keys", user.list()},
+      {"api_keys_file", user.file()},
+      {"api_keys_env", user.env()},
+      {"admin_api_keys", admin.list()},
+      {"admin_api_keys_file", admin.file()},
+      {"admin_api_keys_env", admin.env()},
       {"allowed_hosts", [&](const YAML::Node& v) { read_allowed_hosts(d, v, o.allowed_hosts); }},
       {"cors", [&](const YAML::Node& v) { read_cors(d, v, o.cors); }},
       {"peers", [&](const YAML::Node& v) { read_peers(d, v, o.peers); }},
@@ -150,14 +166,8 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;
        }},
   });
-  const auto no_empty = [&](const std::optional<YAML::Node>& n, const std::vector<std::string>& keys, const char* key) {
-    if (n && std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.empty(); }))
-      d.error(*n, std::string(key) + ": an API key must not be empty (is an environment variable unset?)");
-  };
-  no_empty(api_keys, o.api_keys, "api_keys");
-  no_empty(admin_keys, o.admin_api_keys, "admin_api_keys");
-  o.api_keys.insert(o.api_keys.end(), more_keys.begin(), more_keys.end());
-  o.admin_api_keys.insert(o.admin_api_keys.end(), more_admin.begin(), more_admin.end());
+  user.finish();
+  admin.finish();
   const bool loopback = o.listen.host == "127.0.0.1" || o.listen.host == "localhost" ||
                         o.listen.host == "::1";
   if (!loopback && o.api_keys.empty())
