@@ -98,3 +98,23 @@ TEST_CASE("the status page goes offline when the door stops and is live and repa
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("UI_RECONNECT ok") != std::string::npos);
 }
+
+// admin_api_keys: the page opened with an agent's key shows the door's 403 in the log pane and on a
+// card's Unload, and unloads nothing (tests/ui/agent_key.mjs).
+TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload when admin keys are set",
+          "[http][ui][e2e][browser]") {
+  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  TempDir dir("http-ui-agent-key");
+  write_api_config(dir.path(), standin_binary().string());
+  std::filesystem::remove(dir / "profiles/emb.yaml");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\napi_keys: [ui-test-key]\nadmin_api_keys: [ui-admin-key]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
+                       " KEVLAYA_KEY=ui-test-key KEVLAYA_ADMIN_KEY=ui-admin-key CHROMIUM=" + chromium() + " timeout 120 node " +
+                       (source_dir() / "tests/ui/agent_key.mjs").string() + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("UI_AGENT_KEY ok") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
