@@ -373,6 +373,8 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
   return r;
 }
 
+std::uint64_t host_part(const Bill& b) { return b.weights_cpu + b.kv_cpu + b.compute_cpu; }
+
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets) {
   const auto within = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
     return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return std::find(b.begin(), b.end(), n) != b.end(); });
@@ -396,9 +398,8 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
   };
   std::map<std::string, std::uint64_t> host;  // child -> bytes; a shared base's child counts once
   for (const auto& p : plan.profiles) {
-    const Bill& b = p.effective;
     auto& h = host[child_of(p.name)];
-    h = std::max(h, b.weights_cpu + b.kv_cpu + b.compute_cpu);
+    h = std::max(h, host_part(p.effective));
   }
   const auto pinned = [&](const std::string& name) {
     return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name && p.pin; });

@@ -95,6 +95,10 @@ struct RamResidency {
 };
 RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::optional<std::uint64_t> budget);
 
+// What a child priced by `b` keeps in host RAM beside a GPU: layers not offloaded, a CPU KV cache,
+// CPU compute buffers.
+std::uint64_t host_part(const Bill& b);
+
 // `sets` without duplicates and without sets contained in another (the first of equal sets kept).
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets);
 

@@ -158,6 +158,12 @@ asio::awaitable<StopReport> ProcessEffects::stop(const std::string& profile) {
   co_return rep;
 }
 
+std::optional<std::uint64_t> ProcessEffects::host_ram_available() {
+  const auto mib = warm::mem_available_mib();
+  if (!mib || *mib < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*mib) << 20;
+}
+
 void ProcessEffects::likely_next(const std::string& profile) {
   if (!prefetcher_ || children_.count(profile) || prefetching_ == profile) return;
   auto it = seen_.find(profile);

@@ -34,6 +34,7 @@ class ProcessEffects : public Effects {
   asio::awaitable<StopReport> stop(const std::string& profile) override;
   // Prefetches `profile`'s files unless it is alive or already being prefetched; never blocks.
   void likely_next(const std::string& profile) override;
+  std::optional<std::uint64_t> host_ram_available() override;  // warm::mem_available_mib, live
   // True when the profile's child process has exited (by its pid), reported yet or not.
   bool exited(const std::string& profile) override;
   // A starting child's stage and percent, from what it logged since its spawn (load_progress.hpp).

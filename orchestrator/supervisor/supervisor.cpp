@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "ledger/plan.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
@@ -141,7 +142,34 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   if (cfg_->orch.scheduling.switch_ahead && queue_.empty() && (!in.children.empty() || !switch_.empty()))
     in.ahead = predict_alternation(recent_);
   for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
+  if (ram_short(in)) in.allowed_sets.clear();  // one child at a time until it has started
   return in;
+}
+
+// The plan priced its co-resident sets against host RAM at startup; other programs may have taken
+// memory since. The oldest model waiting to start beside live children is checked against what is
+// available now (read only then).
+bool SupervisorImpl::ram_short(const SchedInput& in) const {
+  if (opts_.host_bytes.empty() || in.children.empty() || in.allowed_sets.empty()) return false;
+  for (const auto& r : in.queue) {
+    const bool live = std::any_of(in.children.begin(), in.children.end(),
+                                  [&](const SchedChild& c) { return c.profile == r.profile; });
+    if (live) continue;
+    const auto need = opts_.host_bytes.find(r.profile);
+    const auto avail = need == opts_.host_bytes.end() ? std::nullopt : effects_->host_ram_available();
+    if (!avail || *avail >= need->second + static_cast<std::uint64_t>(ledger::kRamReserveMiB) * ledger::kMiB) {
+      ram_warned_.clear();
+      return false;
+    }
+    if (ram_warned_ != r.profile) {
+      spdlog::warn("{} needs {} MiB of host RAM (+{} MiB kept free) and {} MiB are available now: the "
+                   "children it could have joined are stopped first", r.profile, need->second >> 20,
+                   ledger::kRamReserveMiB, *avail >> 20);
+      ram_warned_ = r.profile;
+    }
+    return true;
+  }
+  return false;
 }
 
 // A failed child whose backoff (and cooldown) is over, and that nobody restarted, is stopped.

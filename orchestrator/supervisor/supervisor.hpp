@@ -119,6 +119,9 @@ class Effects {
   // How far the profile's starting child has got (read from its log). Must not block for long.
   // Default: unknown.
   virtual std::optional<LoadProgress> progress(const std::string& /*profile*/) { return std::nullopt; }
+  // Host memory available now, bytes (MemAvailable, the cgroup limit included). Read only when a
+  // start waits beside other children; must not block for long. Default: unknown (never short).
+  virtual std::optional<std::uint64_t> host_ram_available() { return std::nullopt; }
 };
 
 class EventHub;
@@ -162,6 +165,11 @@ struct SupervisorOptions {
   // a group: the synthesized one, named by shared_child_name). E.g. records calibration.
   // (Everything else that follows the supervisor subscribes to its events.)
   std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
+  // Host RAM each child takes (the ledger's figure, by child name). When a model must start while
+  // others are alive and available RAM (Effects::host_ram_available) is under its figure plus
+  // ledger::kRamReserveMiB, the supervisor runs one child at a time until it has started: the plan's
+  // co-resident sets were priced at startup, and other programs may have taken memory since.
+  std::map<std::string, std::uint64_t> host_bytes;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
   std::vector<DeviceStatus> devices;  // the machine's GPUs, for status (placement is on each Profile)
   // The executor given runs one handler at a time already (an io_context run by one thread, as

@@ -100,6 +100,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   const std::string& child_of(const std::string& profile) const;
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
+  bool ram_short(const SchedInput& in) const;  // the oldest model waiting to start lacks host RAM
   void apply(const Action& a, Clock::time_point now);
   void release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now);
   asio::awaitable<void> do_start(std::string name, std::uint64_t gen);
@@ -133,6 +134,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::list<config::Config> versions_;  // every configuration applied; the last is current
   const config::Config* cfg_ = nullptr;  // = &versions_.back()
   std::unique_ptr<Effects> effects_;
+  mutable std::string ram_warned_;  // the model ram_short last warned about (one line per episode)
   SupervisorOptions opts_;
   std::map<std::string, ProfState> profs_;  // by child name
   std::map<std::string, std::string> child_of_;  // profile -> child name (itself unless grouped)

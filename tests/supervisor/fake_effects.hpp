@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,8 @@ struct FakeWorld {
   bool start_hangs = false;        // start() never completes (the watchdog must end it)
   bool start_throws = false;       // start() throws (a bug in the effects)
   std::set<std::string> exited;    // exited(profile) answers true (the process is gone)
+  std::optional<std::uint64_t> ram_available;  // host_ram_available(); nullopt = unknown
+  int ram_reads = 0;                           // how often the supervisor asked
 };
 
 class FakeEffects : public Effects {
@@ -64,6 +67,10 @@ class FakeEffects : public Effects {
     co_return StopReport{};
   }
   bool exited(const std::string& profile) override { return w_.exited.count(profile) > 0; }
+  std::optional<std::uint64_t> host_ram_available() override {
+    ++w_.ram_reads;
+    return w_.ram_available;
+  }
 
  private:
   FakeWorld& w_;
