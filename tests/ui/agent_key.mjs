@@ -1,7 +1,7 @@
 // The status page opened with an agent's key when admin_api_keys are set, in headless Chromium:
 // the log pane and a card's Unload show the door's 403 sentence, and nothing is unloaded. The
 // admin key ($KEVLAYA_ADMIN_KEY) loads kev first. Started by tests/http/test_ui_browser.cpp.
-import { launchBrowser, doorCalls, waitPhase, phaseOf } from './page.mjs';
+import { launchBrowser, doorCalls, waitPhase, phaseOf, openWithKey } from './page.mjs';
 import assert from 'node:assert/strict';
 
 const url = process.env.KEVLAYA_URL;
@@ -9,12 +9,7 @@ const refusal = 'this key may call models but not /admin or /logs';
 const browser = await launchBrowser();
 const problems = [];
 try {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-  await page.goto(url + '/ui', { waitUntil: 'load' });
-  await page.waitForSelector('#key-form:not([hidden])');
-  await page.type('#key-input', process.env.KEVLAYA_KEY);
-  await page.keyboard.press('Enter');
+  const page = await openWithKey(browser, url, process.env.KEVLAYA_KEY, problems);
   assert.equal(await doorCalls(url, process.env.KEVLAYA_ADMIN_KEY).adminLoad('kev'), 200);
   await waitPhase(page, 'kev', 'ready');
 

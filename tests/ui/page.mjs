@@ -30,3 +30,14 @@ export const phaseOf = (page, m) => page.$eval(`[data-model="${m}"]`, (e) => e.d
 export const waitPhase = (page, m, phase) =>
   page.waitForFunction((m, p) => document.querySelector(`[data-model="${m}"]`)?.dataset.phase === p,
     { timeout: 60000 }, m, phase);
+
+// A new page on the door's /ui with `key` entered in its key form; page errors go to `problems`.
+export async function openWithKey(browser, url, key, problems) {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  await page.goto(url + '/ui', { waitUntil: 'load' });
+  await page.waitForSelector('#key-form:not([hidden])');
+  await page.type('#key-input', key);
+  await page.keyboard.press('Enter');
+  return page;
+}

@@ -3,7 +3,7 @@
 // loads kev, stops the door (SIGTERM), checks the page says it is offline and keeps retrying, starts
 // the door again and checks the page is live again and repainted from the new door (kev stopped,
 // its phase changes followed live). Started by tests/http/test_ui_browser.cpp. Exit 0 = pass.
-import { launchBrowser, doorCalls, waitPhase } from './page.mjs';
+import { launchBrowser, doorCalls, waitPhase, openWithKey } from './page.mjs';
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 
@@ -32,12 +32,7 @@ let door = await startDoor();
 const browser = await launchBrowser();
 const problems = [];
 try {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-  await page.goto(url + '/ui', { waitUntil: 'load' });
-  await page.waitForSelector('#key-form:not([hidden])');
-  await page.type('#key-input', key);
-  await page.keyboard.press('Enter');
+  const page = await openWithKey(browser, url, key, problems);
   await liveText(page, 'live');
   assert.equal(await adminLoad('kev'), 200);
   await waitPhase(page, 'kev', 'ready');
