@@ -151,6 +151,10 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
 // available now (read only then).
 bool SupervisorImpl::ram_short(const SchedInput& in) const {
   if (opts_.host_bytes.empty() || in.children.empty() || in.allowed_sets.empty()) return false;
+  const auto pinned = [&](const SchedChild& c) {  // a pin is never a victim: the plan's sets stay
+    return std::find(in.wanted.begin(), in.wanted.end(), c.profile) != in.wanted.end();
+  };
+  if (std::any_of(in.children.begin(), in.children.end(), pinned)) return false;
   for (const auto& r : in.queue) {
     const bool live = std::any_of(in.children.begin(), in.children.end(),
                                   [&](const SchedChild& c) { return c.profile == r.profile; });

@@ -14,17 +14,18 @@ namespace {
 constexpr std::uint64_t GiB = 1ULL << 30;
 
 // kev and laya may co-reside; each child takes 2 GiB of host RAM; `available` is what is free now.
-std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, int* reads = nullptr) {
+std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, int* reads = nullptr,
+                                       bool pin_kev = false) {
   asio::io_context ioc;
   test::FakeWorld world;
   world.ram_available = available;
   SupervisorOptions opts;
   opts.allowed_sets = {{"kev", "laya"}};
   opts.host_bytes = {{"kev", 2 * GiB}, {"laya", 2 * GiB}};
+  auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
+  kev.pin = pin_kev;
   Supervisor sup(ioc.get_executor(),
-                 test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
-                                    test::fast_profile("laya", "x", "/m/laya.gguf")},
-                                   "/nonexistent"),
+                 test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, "/nonexistent"),
                  std::make_unique<test::FakeEffects>(world), opts);
   test::run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya"}) {
@@ -56,5 +57,11 @@ TEST_CASE("ram pressure: with less host RAM free than the plan counted on, the o
 
 TEST_CASE("ram pressure: host RAM unknown changes nothing") {
   const auto events = kev_then_laya(std::nullopt);
+  CHECK(std::vector<std::string>(events.begin(), events.begin() + 2) == std::vector<std::string>{"start kev", "start laya"});
+}
+
+TEST_CASE("ram pressure: a pinned child is never stopped for it (the plan's sets stay)") {
+  const auto events = kev_then_laya(5 * GiB / 2, nullptr, true);
+  REQUIRE(events.size() >= 2);
   CHECK(std::vector<std::string>(events.begin(), events.begin() + 2) == std::vector<std::string>{"start kev", "start laya"});
 }
