@@ -42,11 +42,6 @@ bool listed(const std::vector<std::string>& keys, const std::string& key) {
 
 }  // namespace
 
-bool authorized(const std::vector<std::string>& keys, std::string_view authorization,
-                std::string_view x_api_key) {
-  return keys.empty() || listed(keys, presented_key(authorization, x_api_key));
-}
-
 Access access(const std::vector<std::string>& keys, const std::vector<std::string>& admin, bool admin_route,
               std::string_view authorization, std::string_view x_api_key) {
   const std::string key = presented_key(authorization, x_api_key);

@@ -157,10 +157,6 @@ bool is_json_content_type(std::string_view ct) {
          iequal(type.substr(type.size() - 5), "+json");
 }
 
-bool post_type_ok(std::string_view content_type, bool from_browser) {
-  return !from_browser || is_json_content_type(content_type);
-}
-
 Error origin_refused() {  // the origin is not echoed: client-controlled
   return make_error(Errc::forbidden, "requests from web pages are refused unless their origin is "
                                      "listed in cors.allowed_origins",

@@ -56,12 +56,6 @@ OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::st
 // True for application/json (any parameters) and application/<something>+json.
 bool is_json_content_type(std::string_view content_type);
 
-// A POST may go on with this Content-Type: JSON always; any other type (curl -d's form type,
-// none) only from a client that is not a browser. A browser adds Origin to every POST (Fetch
-// standard) and Sec-Fetch-* to every request; without a JSON type such a POST is what a page
-// sends without a preflight, so it is refused (415) even from an allowed origin.
-bool post_type_ok(std::string_view content_type, bool from_browser);
-
 // The gate's refusals, one sentence each (the caller's error shape is applied by error_reply).
 Error origin_refused();
 Error not_json();

@@ -314,8 +314,10 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
     const auto ms = req.method_string();
     return method_not_allowed(m, std::string_view(ms.data(), ms.size()));
   }
-  const bool browser = !origin.empty() || !header(req, "Sec-Fetch-Mode").empty() || !header(req, "Sec-Fetch-Site").empty();
-  if (req.method() == bhttp::verb::post && !post_type_ok(header(req, bhttp::field::content_type), browser))
+  // A POST without a JSON type is what a page sends without a preflight: refused from a browser
+  // (Origin on every POST, Sec-Fetch-* on every request), read as JSON from anyone else (curl -d).
+  if (req.method() == bhttp::verb::post && !is_json_content_type(header(req, bhttp::field::content_type)) &&
+      (!origin.empty() || !header(req, "Sec-Fetch-Mode").empty() || !header(req, "Sec-Fetch-Site").empty()))
     return error_reply(not_json());
   return std::nullopt;
 }

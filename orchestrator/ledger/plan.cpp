@@ -375,6 +375,28 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
 
 std::uint64_t host_part(const Bill& b) { return b.weights_cpu + b.kv_cpu + b.compute_cpu; }
 
+namespace {
+
+// The supervisor names a shared base's child the same way (supervisor::shared_child_name).
+std::string child_name(const Plan& plan, const std::string& profile) {
+  const auto* g = plan.group_of(profile);
+  return g ? join(g->members, "+") : profile;
+}
+
+}  // namespace
+
+std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& p : in) {
+    std::uint64_t bytes = gpu ? 0 : host_bytes(p);
+    for (const auto& b : plan.profiles)
+      if (gpu && b.name == p.name) bytes = host_part(b.effective);
+    auto& slot = out[child_name(plan, p.name)];
+    slot = std::max(slot, bytes);
+  }
+  return out;
+}
+
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets) {
   const auto within = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
     return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return std::find(b.begin(), b.end(), n) != b.end(); });
@@ -392,15 +414,7 @@ std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector
 void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                   config::Residency residency) {
   if (!budget) return;
-  const auto child_of = [&](const std::string& name) {
-    const auto* g = plan.group_of(name);
-    return g ? join(g->members, "+") : name;
-  };
-  std::map<std::string, std::uint64_t> host;  // child -> bytes; a shared base's child counts once
-  for (const auto& p : plan.profiles) {
-    auto& h = host[child_of(p.name)];
-    h = std::max(h, host_part(p.effective));
-  }
+  auto host = child_host_bytes(plan, in, true);
   const auto pinned = [&](const std::string& name) {
     return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name && p.pin; });
   };
@@ -408,7 +422,7 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
   bool split = false;
   for (const auto& set : plan.allowed_sets) {
     std::map<std::string, std::vector<std::string>> children;  // child -> its profiles in the set
-    for (const auto& n : set) children[child_of(n)].push_back(n);
+    for (const auto& n : set) children[child_name(plan, n)].push_back(n);
     std::uint64_t need = 0;
     for (const auto& [c, members] : children) need += host[c];
     if (children.size() < 2 || need <= *budget) {
@@ -432,7 +446,7 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
   }
   plan.allowed_sets = maximal_sets(kept);
   const bool one_child_each = std::all_of(plan.allowed_sets.begin(), plan.allowed_sets.end(), [&](const auto& set) {
-    return std::all_of(set.begin(), set.end(), [&](const std::string& n) { return child_of(n) == child_of(set.front()); });
+    return std::all_of(set.begin(), set.end(), [&](const std::string& n) { return child_name(plan, n) == child_name(plan, set.front()); });
   });
   if (split && one_child_each) plan.mode = Mode::rotate;
 }

@@ -99,6 +99,11 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
 // CPU compute buffers.
 std::uint64_t host_part(const Bill& b);
 
+// Host RAM each child of `plan` takes, by child name (a shared base's child, named by its members
+// joined with '+', counts once: its largest member): without a GPU (`gpu` false) the whole bill at
+// ngl 0 (host_bytes), beside one its host_part. What fit_host_ram sums and the supervisor checks.
+std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu);
+
 // `sets` without duplicates and without sets contained in another (the first of equal sets kept).
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets);
 

@@ -234,26 +234,6 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
 
 namespace {
 
-// Host RAM of each child (SupervisorOptions::host_bytes): without a GPU its whole bill at ngl 0,
-// beside one the part its bill keeps on the CPU; a shared base's child counts once.
-std::map<std::string, std::uint64_t> host_needs(const ledger::Plan& plan, const ledger::Gathered& g, bool gpu) {
-  std::map<std::string, std::uint64_t> out;
-  for (const auto& p : g.profiles) {
-    std::uint64_t bytes = gpu ? 0 : ledger::host_bytes(p);
-    for (const auto& b : plan.profiles)
-      if (gpu && b.name == p.name) bytes = ledger::host_part(b.effective);
-    std::string child = p.name;
-    if (const auto* grp = plan.group_of(p.name)) {
-      supervisor::SharedBase sb;
-      sb.members = grp->members;
-      child = supervisor::shared_child_name(sb);
-    }
-    auto& slot = out[child];
-    slot = std::max(slot, bytes);
-  }
-  return out;
-}
-
 // What the plan is priced against: the GPUs' budgets, or without any, host RAM (which may change
 // `opt.residency`; docs/ledger.md, "No GPU").
 struct BudgetBasis {
@@ -303,7 +283,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   const auto placed = place_on_gpus(cfg, *gathered, setup.devices, opt);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
-  setup.options.host_bytes = host_needs(plan, *gathered, !setup.devices.empty());
+  setup.options.host_bytes = ledger::child_host_bytes(plan, gathered->profiles, !setup.devices.empty());
   for (const auto& d : setup.devices)
     setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
   for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);

@@ -106,7 +106,7 @@ void raw_mode(std::string_view raw) {
     auto api_key = req.find("X-Api-Key");
     const std::string_view x_api_key =
         api_key == req.end() ? std::string_view() : std::string_view(api_key->value().data(), api_key->value().size());
-    (void)kh::authorized(keys, field(req, bhttp::field::authorization), x_api_key);
+    (void)kh::access(keys, keys, true, field(req, bhttp::field::authorization), x_api_key);
     const std::string_view target(req.target().data(), req.target().size());
     const auto m = kh::match_route(target.substr(0, target.find('?')));
     if (m.route == kh::Route::none) continue;
