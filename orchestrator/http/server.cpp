@@ -321,7 +321,7 @@ void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) 
 void Connection::unwatch() {
   ++watch_gen_;
   error_code ec;
-  socket_.cancel(ec);  // ends the pending async_wait; no other operation is pending now
+  socket_.cancel(ec);  // ends the pending peek; no other operation is pending now
 }
 
 // ---- Door and Server ----------------------------------------------------------------------

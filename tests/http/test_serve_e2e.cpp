@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "door_fixture.hpp"
+#include "gguf/writer.hpp"
 #include "support/models.hpp"
 #include "support/paths.hpp"
 #include "support/process.hpp"
@@ -104,6 +105,44 @@ TEST_CASE("serve end to end with the stand-in child, SIGTERM exits 0", "[http][e
 TEST_CASE("serve end to end with the real llama-server", "[http][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
   exercise(real);
+}
+
+// A streaming client that hangs up must stop the real child's generation, not only the door's
+// relay: llama-server cancels a task when its HTTP connection closes ("cancel task" in its log),
+// so the door has to close the upstream connection at once. The model's 32768-token context lets
+// an uncancelled generation run for seconds (and end without a cancel line); with one slot, the
+// next request is served only once that slot is free.
+TEST_CASE("a client that hangs up mid-stream cancels the real llama-server's generation",
+          "[http][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  TempDir dir("http-hangup");
+  auto spec = kevlaya::gguf::stories_shaped_spec();
+  spec.n_ctx_train = 32768;
+  REQUIRE(kevlaya::gguf::write_tiny_model(dir / "long.gguf", spec).ok());
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + real + "\nmodel: " + (dir / "long.gguf").string() +
+                                            "\nngl: 0\nctx: 32768\nparallel: 1\n");
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n");
+  Serve serve(dir / "kevlaya.yaml");
+  {
+    RawClient c(static_cast<std::uint16_t>(serve.port()));
+    const std::string body =
+        R"({"model":"kev","stream":true,"max_tokens":100000,"ignore_eos":true,"messages":[{"role":"user","content":"Once"}]})";
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    REQUIRE(c.read_until("data: ", 60s).find("data: ") != std::string::npos);
+    c.close();
+  }
+  const auto log = dir / "logs/kev.log";
+  const bool cancelled =
+      eventually([&] { return read_text(log).find("cancel task") != std::string::npos; }, 30s);
+  const auto text = read_text(log);
+  INFO(text.substr(text.size() > 3000 ? text.size() - 3000 : 0));
+  CHECK(cancelled);
+  const auto next = http_request(static_cast<std::uint16_t>(serve.port()), "POST", "/v1/chat/completions",
+                                 R"({"model":"kev","max_tokens":4,"messages":[{"role":"user","content":"Once"}]})");
+  CHECK(next.status == 200);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
 TEST_CASE("serve refuses a port already in use with a clear error", "[http][e2e]") {
