@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/strings.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
@@ -162,13 +163,16 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
   }
   const auto devices = runtime::gpu_devices(c);
   if (devices.empty()) {
-    const auto ram = runtime::host_ram_residency(c, *g);
-    out << "ledger: " << config::to_string(ram.residency) << " by host RAM: " << ram.why << '\n';
-    if (ram.warning) out << "warning: " << *ram.warning << '\n';
-    if (const auto* pin = runtime::pinned_profile(c); pin && !ram.fits) {
-      std::cerr << "error: " << runtime::pin_needs_budget(*pin) << '\n';
-      ++n.errors;
+    const auto ram = runtime::plan_without_gpu(c, *g);
+    out << "ledger: " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why << '\n';
+    if (ram.verdict.warning) out << "warning: " << *ram.verdict.warning << '\n';
+    if (runtime::pinned_profile(c)) {  // the sets the pins give (they stay beside every other child)
+      out << "ledger: resident sets:";
+      for (const auto& set : ram.plan.allowed_sets) out << " [" << join(set, ", ") << "]";
+      out << '\n';
     }
+    for (const auto& d : ram.plan.diagnostics)
+      if (d.pin) report(c, d, n);
     return n;
   }
   const auto pp = runtime::place_on_gpus(c, *g, devices, ledger::plan_options(c.orch, 0));

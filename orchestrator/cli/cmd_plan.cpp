@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/strings.hpp"
 #include "cli/commands.hpp"
 #include "common/bytes.hpp"
 #include "config/config.hpp"
@@ -77,12 +78,6 @@ void print_profiles(const ledger::Plan& plan) {
                 << "\n";
     }
   }
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
 }
 
 std::string gpu_label(const ledger::Device& d) {

@@ -1,5 +1,6 @@
 // Residency planning over "units": a unit is one child, serving one profile or a shared-base group.
 #include "ledger/plan.hpp"
+#include "common/strings.hpp"
 
 #include <algorithm>
 
@@ -15,12 +16,6 @@ struct Unit {
   std::vector<AdapterInput> adapters;
   Bill bill;
 };
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 // A command server's bill is what its profile declares, plus the usual per-child overhead.
 Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
@@ -411,20 +406,71 @@ std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector
   return out;
 }
 
+namespace {
+
+using ChildMembers = std::map<std::string, std::vector<std::string>>;  // child -> its profiles in a set
+
+ChildMembers children_of(const Plan& plan, const std::vector<std::string>& set) {
+  ChildMembers children;
+  for (const auto& n : set) children[child_name(plan, n)].push_back(n);
+  return children;
+}
+
+bool any_pinned(const std::vector<ProfileInput>& in, const std::vector<std::string>& names) {
+  return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) {
+    return p.pin && std::find(names.begin(), names.end(), p.name) != names.end();
+  });
+}
+
+// `set` split beside its pins: the pinned children stay in every piece and each other child gets
+// a piece with them (a pin is never stopped, so a child that cannot fit beside the pins could
+// never start: a pin error). Without a budget nothing is priced. Appends to `out`.
+void split_beside_pins(Plan& plan, const ChildMembers& children, const std::vector<ProfileInput>& in,
+                       const std::map<std::string, std::uint64_t>& host, std::optional<std::uint64_t> budget,
+                       std::vector<std::vector<std::string>>& out) {
+  std::vector<std::string> pins;
+  std::uint64_t pin_need = 0;
+  for (const auto& [c, members] : children) {
+    if (!any_pinned(in, members)) continue;
+    pins.insert(pins.end(), members.begin(), members.end());
+    pin_need += host.at(c);
+  }
+  const std::string where = " of host RAM (layers not offloaded, CPU KV cache and buffers), budget ";
+  if (budget && pin_need > *budget) {
+    plan.diagnostics.push_back({config::Severity::error, join(pins, "+"), "pinned, but alone they need " + format_mib(pin_need) +
+                                    " MiB" + where + format_mib(*budget) + " MiB; unpin, or lower ctx/ngl", true});
+    return;
+  }
+  bool other = false;
+  for (const auto& [c, members] : children) {
+    if (any_pinned(in, members)) continue;
+    other = true;
+    if (budget && pin_need + host.at(c) > *budget) {
+      plan.diagnostics.push_back({config::Severity::error, join(members, "+"),
+                                  "does not fit beside the pinned " + join(pins, ", ") + ": together they need " +
+                                      format_mib(pin_need + host.at(c)) + " MiB" + where + format_mib(*budget) +
+                                      " MiB; unpin, or lower ctx/ngl", true});
+      continue;
+    }
+    auto piece = pins;
+    piece.insert(piece.end(), members.begin(), members.end());
+    out.push_back(std::move(piece));
+  }
+  if (!other) out.push_back(pins);
+}
+
+}  // namespace
+
 void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                   config::Residency residency) {
   if (!budget) return;
-  auto host = child_host_bytes(plan, in, true);
-  const auto pinned = [&](const std::string& name) {
-    return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name && p.pin; });
-  };
+  const auto host = child_host_bytes(plan, in, true);
   std::vector<std::vector<std::string>> kept;
   bool split = false;
   for (const auto& set : plan.allowed_sets) {
-    std::map<std::string, std::vector<std::string>> children;  // child -> its profiles in the set
-    for (const auto& n : set) children[child_name(plan, n)].push_back(n);
+    const auto children = children_of(plan, set);
     std::uint64_t need = 0;
-    for (const auto& [c, members] : children) need += host[c];
+    for (const auto& [c, members] : children) need += host.at(c);
     if (children.size() < 2 || need <= *budget) {
       kept.push_back(set);
       continue;
@@ -435,20 +481,27 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
     if (residency == config::Residency::co_resident) {
       plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), "residency: co-resident, but " + sums + "; the system may swap"});
       kept.push_back(set);
-    } else if (std::any_of(set.begin(), set.end(), pinned)) {
-      plan.diagnostics.push_back({config::Severity::error, join(set, "+"), "pinned, but " + sums + "; unpin, or lower ctx/ngl", true});
-      kept.push_back(set);
-    } else {
-      plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), sums + ": they rotate instead"});
-      for (auto& [c, members] : children) kept.push_back(members);
-      split = true;
+      continue;
     }
+    const bool pins = any_pinned(in, set);
+    plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), sums + (pins ? ": the others rotate beside the pins" : ": they rotate instead")});
+    if (pins) {
+      split_beside_pins(plan, children, in, host, budget, kept);
+    } else {
+      for (const auto& [c, members] : children) kept.push_back(members);
+    }
+    split = true;
   }
   plan.allowed_sets = maximal_sets(kept);
-  const bool one_child_each = std::all_of(plan.allowed_sets.begin(), plan.allowed_sets.end(), [&](const auto& set) {
-    return std::all_of(set.begin(), set.end(), [&](const std::string& n) { return child_name(plan, n) == child_name(plan, set.front()); });
-  });
-  if (split && one_child_each) plan.mode = Mode::rotate;
+  if (split && plan.allowed_sets.size() > 1) plan.mode = Mode::rotate;
+}
+
+void rotate_beside_pins(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget) {
+  const auto host = child_host_bytes(plan, in, false);
+  std::vector<std::vector<std::string>> kept;
+  for (const auto& set : plan.allowed_sets) split_beside_pins(plan, children_of(plan, set), in, host, budget, kept);
+  plan.allowed_sets = maximal_sets(kept);
+  if (plan.allowed_sets.size() > 1) plan.mode = Mode::rotate;
 }
 
 Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {

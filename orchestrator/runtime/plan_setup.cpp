@@ -15,6 +15,7 @@
 #include "supervisor/child.hpp"
 #include "supervisor/nvml.hpp"
 #include "warm/page_cache.hpp"
+#include "common/strings.hpp"
 
 namespace kevlaya::runtime {
 
@@ -25,12 +26,6 @@ namespace fs = std::filesystem;
 
 // The load's buffer lines are near the end of the log when the child has just become ready.
 constexpr std::streamoff kLogTailBytes = 1 << 20;
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 std::string read_tail(const fs::path& file) {
   std::ifstream in(file, std::ios::binary | std::ios::ate);
@@ -131,10 +126,16 @@ ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gather
   return placed;
 }
 
-std::string pin_needs_budget(const config::Profile& p) {
-  return "profile '" + p.name + "' is pinned (pin: true), but the GPU memory is unknown (gpu.vram_mib is auto "
-         "and no NVIDIA GPU answered) and host RAM does not hold every profile at once: set gpu.vram_mib so "
-         "the ledger can check that the pin fits";
+RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gathered) {
+  RamPlan out;
+  out.verdict = host_ram_residency(cfg, gathered);
+  auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
+  // A pin where RAM does not hold everything (or under `rotate`): the others rotate beside it.
+  const bool beside = pinned_profile(cfg) && out.verdict.residency == config::Residency::rotate;
+  opt.residency = beside ? config::Residency::co_resident : out.verdict.residency;
+  out.plan = ledger::make_plan(gathered.profiles, opt);
+  if (beside) ledger::rotate_beside_pins(out.plan, gathered.profiles, host_ram_budget());
+  return out;
 }
 
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
@@ -234,24 +235,21 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
 
 namespace {
 
-// What the plan is priced against: the GPUs' budgets, or without any, host RAM (which may change
-// `opt.residency`; docs/ledger.md, "No GPU").
-struct BudgetBasis {
-  std::string why;                         // for the summary
-  std::optional<std::string> ram_warning;  // co-resident asked for beyond host RAM
-  bool ram_fits = false;                   // no GPU, and host RAM holds every profile at once
-};
-BudgetBasis budget_basis(const config::Config& cfg, const std::vector<ledger::Device>& devices,
-                         const ledger::Gathered& gathered, ledger::PlanOptions& opt) {
+// The machine's plan: on the GPUs (each budget named in `why`), or without any, by host RAM.
+ledger::PlacedPlan plan_machine(const config::Config& cfg, const std::vector<ledger::Device>& devices,
+                                const ledger::Gathered& gathered, std::string& why,
+                                std::optional<std::string>& ram_warning) {
   if (devices.empty()) {
-    auto verdict = host_ram_residency(cfg, gathered);
-    opt.residency = verdict.residency;
-    return {std::move(verdict.why), std::move(verdict.warning), verdict.fits};
+    auto ram = plan_without_gpu(cfg, gathered);
+    why = std::move(ram.verdict.why);
+    ram_warning = std::move(ram.verdict.warning);
+    ledger::PlacedPlan placed;
+    placed.plan = std::move(ram.plan);
+    return placed;
   }
-  BudgetBasis b;
   for (const auto& d : devices)
-    b.why += (b.why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
-  return b;
+    why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
+  return place_on_gpus(cfg, gathered, devices, ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max()));
 }
 
 }  // namespace
@@ -271,16 +269,9 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     return setup;
   }
   setup.devices = gpu_devices(cfg);
-  auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
-  auto [why, ram_warning, ram_fits] = budget_basis(cfg, setup.devices, *gathered, opt);
-  // Without a GPU budget a pin is kept only when host RAM holds every profile at once.
-  if (const auto* pin = pinned_profile(cfg); pin && setup.devices.empty() && !ram_fits) {
-    setup.refused = make_error(Errc::config_invalid, pin_needs_budget(*pin));
-    setup.summary = "residency: refused: " + setup.refused->message;
-    spdlog::error("{}", setup.summary);
-    return setup;
-  }
-  const auto placed = place_on_gpus(cfg, *gathered, setup.devices, opt);
+  std::string why;
+  std::optional<std::string> ram_warning;
+  const auto placed = plan_machine(cfg, setup.devices, *gathered, why, ram_warning);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
   setup.options.host_bytes = ledger::child_host_bytes(plan, gathered->profiles, !setup.devices.empty());

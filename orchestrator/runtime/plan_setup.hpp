@@ -52,7 +52,7 @@ ResidencySetup setup_residency(const config::Config& cfg);
 // reload. Errors: the plan's refusal (nothing may be spawned).
 Result<ResidencySetup> plan_and_place(config::Config& cfg);
 
-// The first pinned profile (nullptr: none), and the sentence refusing a pin without a budget.
+// The first pinned profile (nullptr: none).
 const config::Profile* pinned_profile(const config::Config& cfg);
 // Without a GPU budget: the residency host RAM allows for the gathered profiles (reads
 // MemAvailable; docs/ledger.md, "No GPU"). What serve, up, run, eval, plan and check all report.
@@ -64,7 +64,14 @@ std::optional<std::uint64_t> host_ram_budget();
 // The plan serve, up, run, eval, plan and check all use.
 ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
                                  const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt);
-std::string pin_needs_budget(const config::Profile& p);
+// Without a GPU budget: host RAM's verdict and the plan it gives (co-resident or rotate; with a
+// pin that RAM cannot hold beside everything, the others rotate beside it, each pair priced
+// against host RAM: ledger::rotate_beside_pins). What serve, up, run, eval and check all use.
+struct RamPlan {
+  ledger::RamResidency verdict;
+  ledger::Plan plan;
+};
+RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gathered);
 
 // Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);

@@ -279,3 +279,58 @@ TEST_CASE("check CLI in a memory cgroup too small for both profiles: they rotate
   CHECK(gpu_inside.output.find("they rotate instead") != std::string::npos);
   CHECK(gpu_inside.output.find("  (rotate)") != std::string::npos);  // the device's line says so too
 }
+
+namespace {
+
+// kev (pinned), laya and x on the project's model, three children; `ctx` sizes each one's KV.
+std::string write_pinned_trio(const test::TempDir& dir, const std::string& ctx, const std::string& top = "") {
+  test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\n" + top);
+  for (const char* n : {"kev", "laya", "x"})
+    test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
+                     std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() + "\nngl: 0\nctx: " + ctx +
+                         "\nshared_base: false\n" + (n == std::string("kev") ? "pin: true\n" : ""));
+  return test::orch_binary().string() + " check " + (dir / "kevlaya.yaml").string() + " 2>&1";
+}
+
+}  // namespace
+
+// Regression: without a GPU a pin was refused unless host RAM held every profile at once ("set
+// gpu.vram_mib"), and always under `residency: rotate`; the others now rotate beside it.
+TEST_CASE("check CLI without a GPU: a pin under rotate stays resident and the others rotate beside it") {
+  test::TempDir dir("plan-cli-pin-rotate");
+  const auto r = test::run_command(write_pinned_trio(dir, "256", "residency: rotate\n"));
+  INFO(r.output);
+  if (r.output.find("by host RAM") == std::string::npos) KEVLAYA_SKIP("an NVIDIA GPU answered: the VRAM ledger plans");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("ledger: rotate by host RAM: ") != std::string::npos);
+  CHECK(r.output.find("ledger: resident sets: [kev, laya] [kev, x]") != std::string::npos);
+}
+
+// Host RAM (a memory cgroup's limit) holds kev with one partner, not with both: each partner in
+// turn beside the pin; with room for kev alone, neither partner could ever start: refused.
+TEST_CASE("check CLI without a GPU in a memory cgroup: a pin keeps one partner at a time, or is refused") {
+  test::TempDir dir("plan-cli-pin-cgroup");
+  const auto check = write_pinned_trio(dir, "262144");
+  const auto outside = test::run_command(check);
+  INFO(outside.output);
+  if (outside.output.find("by host RAM") == std::string::npos) KEVLAYA_SKIP("an NVIDIA GPU answered: the VRAM ledger plans");
+  REQUIRE(outside.output.find("ledger: co-resident by host RAM: ") != std::string::npos);
+  const double need = needed_mib(outside.output);  // all three
+  REQUIRE(need > 1024);
+  const auto in_cgroup = [&](double share) {
+    MemoryCgroup cg(1024 + static_cast<std::uint64_t>(need * share));
+    if (cg.dir.empty()) return test::CmdResult{};
+    return test::run_command("sh -c 'echo $$ > " + (cg.dir / "cgroup.procs").string() + " && exec " + check + "'");
+  };
+  const auto pairs = in_cgroup(0.8);  // two of three fit (2/3 of the need), three do not
+  if (pairs.exit_code == -1) KEVLAYA_SKIP("cannot make a memory cgroup here (not root, or no memory controller)");
+  INFO(pairs.output);
+  CHECK(pairs.exit_code == 0);
+  CHECK(pairs.output.find("ledger: rotate by host RAM: ") != std::string::npos);
+  CHECK(pairs.output.find("ledger: resident sets: [kev, laya] [kev, x]") != std::string::npos);
+  const auto alone = in_cgroup(0.5);  // kev fits, kev with a partner does not
+  INFO(alone.output);
+  CHECK(alone.exit_code == 1);
+  CHECK(alone.output.find("profile laya: does not fit beside the pinned kev") != std::string::npos);
+  CHECK(alone.output.find("profile x: does not fit beside the pinned kev") != std::string::npos);
+}

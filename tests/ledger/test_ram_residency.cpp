@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 
 #include "fixtures.hpp"
 #include "ledger/placement.hpp"
@@ -112,8 +113,74 @@ TEST_CASE("ram with a GPU: co-resident asked for is kept with a warning, a pin t
   fit_host_ram(pinned, inputs(true), 4096 * kMiB, R::auto_);
   CHECK_FALSE(pinned.ok());
   CHECK(std::any_of(pinned.diagnostics.begin(), pinned.diagnostics.end(), [](const PlanDiagnostic& d) {
-    return d.pin && d.message.find("pinned, but alive together") != std::string::npos;
+    return d.pin && d.message.find("pinned") != std::string::npos;  // kev alone, or laya beside it
   }));
+}
+
+namespace {
+
+// kev pinned beside laya and x (laya's twin): three children, all at ngl `ngl`.
+std::vector<ProfileInput> pinned_trio(int ngl) {
+  auto kev = test::reference_kev(), laya = test::reference_laya(), x = test::reference_laya();
+  x.name = "x";
+  kev.pin = true;
+  for (auto* p : {&kev, &laya, &x}) {
+    p->flags.ngl = ngl;
+    p->shared_base = false;  // laya and x: two children of one model, not a shared base
+  }
+  return {kev, laya, x};
+}
+
+bool has_pin_error(const Plan& p, const std::string& subject, const std::string& text) {
+  return std::any_of(p.diagnostics.begin(), p.diagnostics.end(), [&](const PlanDiagnostic& d) {
+    return d.pin && d.severity == config::Severity::error && d.subject == subject && d.message.find(text) != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("ram with a GPU: a pin whose partners do not fit host RAM together keeps each one beside it in turn") {
+  const auto in = pinned_trio(0);
+  PlanOptions opt;
+  opt.budget = 24576 * kMiB;
+  const Plan base = make_plan(in, opt);
+  REQUIRE(base.allowed_sets == Sets{{"kev", "laya", "x"}});  // the GPU alone keeps all three
+  const auto host = child_host_bytes(base, in, true);
+  Plan plan = base;  // room for kev and one partner, not two
+  fit_host_ram(plan, in, host.at("kev") + host.at("laya") + kMiB, R::auto_);
+  CHECK(plan.ok());
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}});
+  CHECK(has_diag(plan, config::Severity::warning, "the others rotate beside the pins"));
+  Plan tight = base;  // no partner fits beside kev: neither could ever start
+  fit_host_ram(tight, in, host.at("kev") + host.at("laya") - kMiB, R::auto_);
+  CHECK_FALSE(tight.ok());
+  CHECK(has_pin_error(tight, "laya", "does not fit beside the pinned kev"));
+  CHECK(has_pin_error(tight, "x", "does not fit beside the pinned kev"));
+  Plan none = base;  // not even the pin alone
+  fit_host_ram(none, in, host.at("kev") - kMiB, R::auto_);
+  CHECK(has_pin_error(none, "kev", "pinned, but alone they need"));
+}
+
+TEST_CASE("ram without a GPU: a pin stays resident and the others rotate beside it, priced by host RAM") {
+  const auto in = pinned_trio(32);  // without a GPU, ngl changes nothing: every byte is in RAM
+  PlanOptions opt;
+  opt.budget = std::numeric_limits<std::uint64_t>::max();
+  opt.residency = R::co_resident;
+  const Plan base = make_plan(in, opt);
+  Plan plan = base;
+  rotate_beside_pins(plan, in, host_bytes(in[0]) + host_bytes(in[1]) + kMiB);
+  CHECK(plan.ok());
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}});
+  Plan unpriced = base;  // host RAM unknown: the shape is kept, nothing is priced
+  rotate_beside_pins(unpriced, in, std::nullopt);
+  CHECK(unpriced.ok());
+  CHECK(unpriced.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}});
+  Plan tight = base;
+  rotate_beside_pins(tight, in, host_bytes(in[0]) + host_bytes(in[1]) - kMiB);
+  CHECK(has_pin_error(tight, "laya", "does not fit beside the pinned kev"));
+  CHECK(tight.allowed_sets.empty());
 }
 
 TEST_CASE("ram with a GPU: a device whose children are split by host RAM rotates in its own plan too") {

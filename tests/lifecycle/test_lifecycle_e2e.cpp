@@ -231,6 +231,37 @@ TEST_CASE("lifecycle e2e: a pin on the defaults with the real llama-server", "[l
   pin_on_defaults(real);
 }
 
+namespace {
+
+// Without a GPU, `residency: rotate` with a pin used to be refused ("set gpu.vram_mib"); now the
+// pin stays up and the others rotate beside it, one at a time (each pair priced by host RAM).
+void pin_beside_rotation(const std::string& binary) {
+  TempDir dir("life-ram-pin-rotate");
+  write_config(dir, binary, "residency: rotate\n", "pin: true\n");
+  write_text(dir / "profiles/x.yaml", replaced(read_text(dir / "profiles/laya.yaml"), "name: laya", "name: x"));
+  Serve serve(dir / "kevlaya.yaml");
+  INFO(serve.proc().log());
+  CHECK(eventually([&] { return state_of(serve, "kev") == "ready"; }, 60s));
+  CHECK(post_chat(serve, chat_body("laya")).output == "200");
+  CHECK(state_of(serve, "laya") == "ready");
+  CHECK(post_chat(serve, chat_body("x")).output == "200");
+  CHECK(state_of(serve, "x") == "ready");
+  CHECK(eventually([&] { return state_of(serve, "laya") == "stopped"; }, 30s));  // x took its place
+  CHECK(state_of(serve, "kev") == "ready");  // never a victim
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: without a GPU a pin stays up while the others rotate beside it", "[lifecycle][e2e]") {
+  pin_beside_rotation(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: without a GPU a pin stays up beside rotating real llama-servers", "[lifecycle][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  pin_beside_rotation(real);
+}
+
 TEST_CASE("lifecycle e2e: the defaults keep two real llama-servers resident when both fit", "[lifecycle][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
   defaults_keep_both(real);
