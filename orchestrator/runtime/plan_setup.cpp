@@ -113,11 +113,16 @@ std::optional<std::uint64_t> host_ram_budget() {
   return static_cast<std::uint64_t>(std::max<std::int64_t>(*avail - ledger::kRamReserveMiB, 0)) * ledger::kMiB;
 }
 
+namespace {
+
+// The residency host RAM allows for every gathered profile at once (docs/ledger.md, "No GPU").
 ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered) {
   std::uint64_t need = 0;
   for (const auto& p : gathered.profiles) need += ledger::host_bytes(p);
   return ledger::ram_residency(cfg.orch.residency, need, host_ram_budget());
 }
+
+}  // namespace
 
 ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
                                  const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt) {

@@ -54,9 +54,6 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg);
 
 // The first pinned profile (nullptr: none).
 const config::Profile* pinned_profile(const config::Config& cfg);
-// Without a GPU budget: the residency host RAM allows for the gathered profiles (reads
-// MemAvailable; docs/ledger.md, "No GPU"). What serve, up, run, eval, plan and check all report.
-ledger::RamResidency host_ram_residency(const config::Config& cfg, const ledger::Gathered& gathered);
 // Host RAM the children may take: MemAvailable (cgroup limit included) at the first call, less
 // ledger::kRamReserveMiB; nullopt when unknown.
 std::optional<std::uint64_t> host_ram_budget();
@@ -66,7 +63,7 @@ ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gather
                                  const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt);
 // Without a GPU budget: host RAM's verdict and the plan it gives (co-resident or rotate; with a
 // pin that RAM cannot hold beside everything, the others rotate beside it, each pair priced
-// against host RAM: ledger::rotate_beside_pins). What serve, up, run, eval and check all use.
+// against host RAM: ledger::rotate_beside_pins). What serve, up, run, eval, plan and check all use.
 struct RamPlan {
   ledger::RamResidency verdict;
   ledger::Plan plan;

@@ -304,6 +304,10 @@ TEST_CASE("check CLI without a GPU: a pin under rotate stays resident and the ot
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("ledger: rotate by host RAM: ") != std::string::npos);
   CHECK(r.output.find("ledger: resident sets: [kev, laya] [kev, x]") != std::string::npos);
+  const auto p = plan(dir, "2>&1");  // plan, which needs a GPU budget, says what serve does instead
+  INFO(p.output);
+  CHECK(p.output.find("without them, serve runs rotate by host RAM") != std::string::npos);
+  CHECK(p.output.find("resident sets: [kev, laya] [kev, x]") != std::string::npos);
 }
 
 // Host RAM (a memory cgroup's limit) holds kev with one partner, not with both: each partner in
