@@ -166,11 +166,9 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     const auto ram = runtime::plan_without_gpu(c, *g);
     out << "ledger: " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why << '\n';
     if (ram.verdict.warning) out << "warning: " << *ram.verdict.warning << '\n';
-    if (runtime::pinned_profile(c)) {  // the sets the pins give (they stay beside every other child)
-      out << "ledger: resident sets:";
-      for (const auto& set : ram.plan.allowed_sets) out << " [" << join(set, ", ") << "]";
-      out << '\n';
-    }
+    out << "ledger: resident sets:";  // which children may be alive together (each set takes its turn)
+    for (const auto& set : ram.plan.allowed_sets) out << " [" << join(set, ", ") << "]";
+    out << '\n';
     for (const auto& d : ram.plan.diagnostics)
       if (d.pin) report(c, d, n);
     return n;

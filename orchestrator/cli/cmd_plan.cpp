@@ -244,11 +244,9 @@ int run_plan(const PlanArgs& a) {
                  "or list the GPUs under gpu.devices\n";
     if (gathered) {  // what serve does then: host RAM decides
       const auto ram = runtime::plan_without_gpu(cfg, *gathered);
-      std::cerr << "  without them, serve runs " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why;
-      if (runtime::pinned_profile(cfg)) {
-        std::cerr << "; resident sets:";
-        for (const auto& set : ram.plan.allowed_sets) std::cerr << " [" << join(set, ", ") << "]";
-      }
+      std::cerr << "  without them, serve runs " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why
+                << "; resident sets:";
+      for (const auto& set : ram.plan.allowed_sets) std::cerr << " [" << join(set, ", ") << "]";
       std::cerr << '\n';
     }
     return kExitFailure;

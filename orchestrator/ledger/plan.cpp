@@ -3,6 +3,7 @@
 #include "common/strings.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace kevlaya::ledger {
 namespace {
@@ -422,41 +423,84 @@ bool any_pinned(const std::vector<ProfileInput>& in, const std::vector<std::stri
   });
 }
 
-// `set` split beside its pins: the pinned children stay in every piece and each other child gets
-// a piece with them (a pin is never stopped, so a child that cannot fit beside the pins could
-// never start: a pin error). Without a budget nothing is priced. Appends to `out`.
-void split_beside_pins(Plan& plan, const ChildMembers& children, const std::vector<ProfileInput>& in,
-                       const std::map<std::string, std::uint64_t>& host, std::optional<std::uint64_t> budget,
-                       std::vector<std::vector<std::string>>& out) {
-  std::vector<std::string> pins;
+// One set's children for cut_to_fit: names, members, host figures and pins, in one order.
+struct Kids {
+  std::vector<const std::vector<std::string>*> members;
+  std::vector<std::uint64_t> host;
+  std::vector<bool> pinned;
   std::uint64_t pin_need = 0;
-  for (const auto& [c, members] : children) {
-    if (!any_pinned(in, members)) continue;
-    pins.insert(pins.end(), members.begin(), members.end());
-    pin_need += host.at(c);
+  std::vector<std::string> pins;  // the pinned children's profiles
+  std::vector<std::string> names(const std::vector<std::size_t>& idx) const {
+    auto v = pins;
+    for (const auto i : idx) v.insert(v.end(), members[i]->begin(), members[i]->end());
+    return v;
   }
-  const std::string where = " of host RAM (layers not offloaded, CPU KV cache and buffers), budget ";
-  if (budget && pin_need > *budget) {
-    plan.diagnostics.push_back({config::Severity::error, join(pins, "+"), "pinned, but alone they need " + format_mib(pin_need) +
-                                    " MiB" + where + format_mib(*budget) + " MiB; unpin, or lower ctx/ngl", true});
+};
+
+// The largest subsets of the non-pinned children that fit beside the pins (n <= kMaxUnitsForSubsets).
+std::vector<std::vector<std::size_t>> largest_fitting(const Kids& k, std::uint64_t budget) {
+  std::vector<std::size_t> others;
+  for (std::size_t i = 0; i < k.members.size(); ++i)
+    if (!k.pinned[i]) others.push_back(i);
+  std::vector<unsigned> fit;
+  for (unsigned m = 1; m < (1U << others.size()); ++m) {
+    std::uint64_t need = k.pin_need;
+    for (std::size_t j = 0; j < others.size(); ++j)
+      if (m & (1U << j)) need += k.host[others[j]];
+    // Without pins a child alone is always a set, even over the budget (mmap pages it in).
+    if (need <= budget || (k.pins.empty() && std::popcount(m) == 1)) fit.push_back(m);
+  }
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto m : fit) {
+    if (std::any_of(fit.begin(), fit.end(), [&](unsigned o) { return o != m && (o & m) == m; })) continue;
+    auto& v = out.emplace_back();
+    for (std::size_t j = 0; j < others.size(); ++j)
+      if (m & (1U << j)) v.push_back(others[j]);
+  }
+  return out;
+}
+
+// `children` cut into the largest subsets that hold every pinned child and fit `budget` by `host`.
+// Pins over the budget, or a child that fits beside no pins, get a pin error (a pin is never
+// stopped, so that child could never start). Without a budget, or with more children than the
+// planner enumerates, or not `largest`, the sets are the pins plus each other child (priced one by one).
+void cut_to_fit(Plan& plan, const ChildMembers& children, const std::vector<ProfileInput>& in,
+                const std::map<std::string, std::uint64_t>& host, std::optional<std::uint64_t> budget,
+                bool largest, std::vector<std::vector<std::string>>& out) {
+  Kids k;
+  for (const auto& [c, members] : children) {
+    k.members.push_back(&members);
+    k.host.push_back(host.at(c));
+    k.pinned.push_back(any_pinned(in, members));
+    if (!k.pinned.back()) continue;
+    k.pin_need += host.at(c);
+    k.pins.insert(k.pins.end(), members.begin(), members.end());
+  }
+  const std::string where = " MiB of host RAM (layers not offloaded, CPU KV cache and buffers), budget ";
+  if (budget && k.pin_need > *budget) {
+    plan.diagnostics.push_back({config::Severity::error, join(k.pins, "+"), "pinned, but alone they need " +
+                                    format_mib(k.pin_need) + where + format_mib(*budget) + " MiB; unpin, or lower ctx/ngl", true});
     return;
   }
-  bool other = false;
-  for (const auto& [c, members] : children) {
-    if (any_pinned(in, members)) continue;
-    other = true;
-    if (budget && pin_need + host.at(c) > *budget) {
-      plan.diagnostics.push_back({config::Severity::error, join(members, "+"),
-                                  "does not fit beside the pinned " + join(pins, ", ") + ": together they need " +
-                                      format_mib(pin_need + host.at(c)) + " MiB" + where + format_mib(*budget) +
-                                      " MiB; unpin, or lower ctx/ngl", true});
-      continue;
-    }
-    auto piece = pins;
-    piece.insert(piece.end(), members.begin(), members.end());
-    out.push_back(std::move(piece));
+  std::vector<std::vector<std::size_t>> sets;
+  if (largest && budget && k.members.size() <= kMaxUnitsForSubsets) {
+    sets = largest_fitting(k, *budget);
+  } else {
+    for (std::size_t i = 0; i < k.members.size(); ++i)
+      if (!k.pinned[i] && (!budget || k.pin_need + k.host[i] <= *budget || k.pins.empty())) sets.push_back({i});
   }
-  if (!other) out.push_back(pins);
+  for (std::size_t i = 0; i < k.members.size(); ++i) {
+    const bool placed = k.pinned[i] || std::any_of(sets.begin(), sets.end(), [&](const auto& v) {
+                          return std::find(v.begin(), v.end(), i) != v.end();
+                        });
+    if (placed) continue;
+    plan.diagnostics.push_back({config::Severity::error, join(*k.members[i], "+"),
+                                "does not fit beside the pinned " + join(k.pins, ", ") + ": together they need " +
+                                    format_mib(k.pin_need + k.host[i]) + where + format_mib(budget.value_or(0)) +
+                                    " MiB; unpin, or lower ctx/ngl", true});
+  }
+  if (sets.empty() && !k.pins.empty()) sets.push_back({});
+  for (const auto& v : sets) out.push_back(k.names(v));
 }
 
 }  // namespace
@@ -485,21 +529,18 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
     }
     const bool pins = any_pinned(in, set);
     plan.diagnostics.push_back({config::Severity::warning, join(set, "+"), sums + (pins ? ": the others rotate beside the pins" : ": they rotate instead")});
-    if (pins) {
-      split_beside_pins(plan, children, in, host, budget, kept);
-    } else {
-      for (const auto& [c, members] : children) kept.push_back(members);
-    }
+    cut_to_fit(plan, children, in, host, budget, true, kept);  // the largest groups that fit take turns
     split = true;
   }
   plan.allowed_sets = maximal_sets(kept);
   if (split && plan.allowed_sets.size() > 1) plan.mode = Mode::rotate;
 }
 
-void rotate_beside_pins(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget) {
+void fit_sets_to_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                          bool largest) {
   const auto host = child_host_bytes(plan, in, false);
   std::vector<std::vector<std::string>> kept;
-  for (const auto& set : plan.allowed_sets) split_beside_pins(plan, children_of(plan, set), in, host, budget, kept);
+  for (const auto& set : plan.allowed_sets) cut_to_fit(plan, children_of(plan, set), in, host, budget, largest, kept);
   plan.allowed_sets = maximal_sets(kept);
   if (plan.allowed_sets.size() > 1) plan.mode = Mode::rotate;
 }

@@ -109,17 +109,19 @@ std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector
 
 // With a GPU budget, what each child keeps in host RAM (layers not offloaded, a CPU KV cache, CPU
 // compute buffers) still adds up for children alive together. Every allowed set of two or more
-// children that needs more than `budget` (host RAM, nullopt = unknown: nothing checked) is split
-// into one set per child under `auto` (with pins: the pins plus each other child, a pin error for
-// a child that cannot fit beside them), and kept with a warning under `co-resident`. Each split or
-// kept set gets a diagnostic.
+// children that needs more than `budget` (host RAM, nullopt = unknown: nothing checked) is cut
+// under `auto` into its largest subsets that fit (each holding the pins; a pin error for a child
+// that fits beside no pins), and kept with a warning under `co-resident`. Each cut or kept set
+// gets a diagnostic.
 void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                   config::Residency residency);
 
-// Without a GPU, with a pin, when host RAM does not hold every profile (or `residency: rotate`):
-// each allowed set becomes the pinned children plus each other child, priced by host_bytes against
-// `budget` (nullopt: not priced); a pin error for pins, or a child beside them, over it.
-void rotate_beside_pins(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget);
+// Without a GPU, when host RAM does not hold every profile (or a pin under `residency: rotate`):
+// each allowed set is cut into its `largest` subsets that fit `budget` by host_bytes, each holding
+// the pins (not `largest`, or `budget` nullopt = unknown: the pins plus each other child); a pin
+// error for pins, or a child beside them, over the budget. A child alone is always allowed.
+void fit_sets_to_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
+                          bool largest);
 
 // The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead);

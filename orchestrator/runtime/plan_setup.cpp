@@ -135,11 +135,14 @@ RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gath
   RamPlan out;
   out.verdict = host_ram_residency(cfg, gathered);
   auto opt = ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max());
-  // A pin where RAM does not hold everything (or under `rotate`): the others rotate beside it.
-  const bool beside = pinned_profile(cfg) && out.verdict.residency == config::Residency::rotate;
-  opt.residency = beside ? config::Residency::co_resident : out.verdict.residency;
+  // Host RAM cuts the plan into the largest groups that fit when `auto` cannot keep everything
+  // (budget known), and around a pin under `rotate` or with RAM unknown (pins plus each other).
+  const auto budget = host_ram_budget();
+  const bool cut = out.verdict.residency == config::Residency::rotate &&
+                   (pinned_profile(cfg) || (budget && cfg.orch.residency == config::Residency::auto_));
+  opt.residency = cut ? config::Residency::co_resident : out.verdict.residency;
   out.plan = ledger::make_plan(gathered.profiles, opt);
-  if (beside) ledger::rotate_beside_pins(out.plan, gathered.profiles, host_ram_budget());
+  if (cut) ledger::fit_sets_to_host_ram(out.plan, gathered.profiles, budget, cfg.orch.residency != config::Residency::rotate);
   return out;
 }
 

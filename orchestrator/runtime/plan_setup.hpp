@@ -61,9 +61,9 @@ std::optional<std::uint64_t> host_ram_budget();
 // The plan serve, up, run, eval, plan and check all use.
 ledger::PlacedPlan place_on_gpus(const config::Config& cfg, const ledger::Gathered& gathered,
                                  const std::vector<ledger::Device>& devices, const ledger::PlanOptions& opt);
-// Without a GPU budget: host RAM's verdict and the plan it gives (co-resident or rotate; with a
-// pin that RAM cannot hold beside everything, the others rotate beside it, each pair priced
-// against host RAM: ledger::rotate_beside_pins). What serve, up, run, eval, plan and check all use.
+// Without a GPU budget: host RAM's verdict and the plan it gives: co-resident when RAM holds every
+// profile, else the largest groups that fit take turns (a pin in each; ledger::fit_sets_to_host_ram),
+// or one at a time under `rotate`. What serve, up, run, eval, plan and check all use.
 struct RamPlan {
   ledger::RamResidency verdict;
   ledger::Plan plan;

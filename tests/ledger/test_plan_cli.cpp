@@ -282,13 +282,15 @@ TEST_CASE("check CLI in a memory cgroup too small for both profiles: they rotate
 
 namespace {
 
-// kev (pinned), laya and x on the project's model, three children; `ctx` sizes each one's KV.
-std::string write_pinned_trio(const test::TempDir& dir, const std::string& ctx, const std::string& top = "") {
+// kev (pinned unless `pin` is false), laya and x on the project's model, three children; `ctx`
+// sizes each one's KV.
+std::string write_pinned_trio(const test::TempDir& dir, const std::string& ctx, const std::string& top = "",
+                              bool pin = true) {
   test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\n" + top);
   for (const char* n : {"kev", "laya", "x"})
     test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
                      std::string("name: ") + n + "\nmodel: " + test::tiny_llama().string() + "\nngl: 0\nctx: " + ctx +
-                         "\nshared_base: false\n" + (n == std::string("kev") ? "pin: true\n" : ""));
+                         "\nshared_base: false\n" + (pin && n == std::string("kev") ? "pin: true\n" : ""));
   return test::orch_binary().string() + " check " + (dir / "kevlaya.yaml").string() + " 2>&1";
 }
 
@@ -312,7 +314,7 @@ TEST_CASE("check CLI without a GPU: a pin under rotate stays resident and the ot
 
 // Host RAM (a memory cgroup's limit) holds kev with one partner, not with both: each partner in
 // turn beside the pin; with room for kev alone, neither partner could ever start: refused.
-TEST_CASE("check CLI without a GPU in a memory cgroup: a pin keeps one partner at a time, or is refused") {
+TEST_CASE("check CLI without a GPU in a memory cgroup: the largest groups that fit take turns, a pin in each, or it is refused") {
   test::TempDir dir("plan-cli-pin-cgroup");
   const auto check = write_pinned_trio(dir, "262144");
   const auto outside = test::run_command(check);
@@ -337,4 +339,11 @@ TEST_CASE("check CLI without a GPU in a memory cgroup: a pin keeps one partner a
   CHECK(alone.exit_code == 1);
   CHECK(alone.output.find("profile laya: does not fit beside the pinned kev") != std::string::npos);
   CHECK(alone.output.find("profile x: does not fit beside the pinned kev") != std::string::npos);
+  // Unpinned, the same room keeps any two together: three pairs take turns instead of one child.
+  write_pinned_trio(dir, "262144", "", false);
+  const auto unpinned = in_cgroup(0.8);
+  INFO(unpinned.output);
+  CHECK(unpinned.exit_code == 0);
+  CHECK(unpinned.output.find("ledger: rotate by host RAM: ") != std::string::npos);
+  CHECK(unpinned.output.find("ledger: resident sets: [kev, laya] [kev, x] [laya, x]") != std::string::npos);
 }

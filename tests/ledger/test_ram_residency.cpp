@@ -169,18 +169,18 @@ TEST_CASE("ram without a GPU: a pin stays resident and the others rotate beside 
   opt.residency = R::co_resident;
   const Plan base = make_plan(in, opt);
   Plan plan = base;
-  rotate_beside_pins(plan, in, host_bytes(in[0]) + host_bytes(in[1]) + kMiB);
+  fit_sets_to_host_ram(plan, in, host_bytes(in[0]) + host_bytes(in[1]) + kMiB, true);
   CHECK(plan.ok());
   CHECK(plan.mode == Mode::rotate);
   CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}});
   Plan unpriced = base;  // host RAM unknown: the shape is kept, nothing is priced
-  rotate_beside_pins(unpriced, in, std::nullopt);
+  fit_sets_to_host_ram(unpriced, in, std::nullopt, true);
   CHECK(unpriced.ok());
   CHECK(unpriced.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}});
   Plan tight = base;
-  rotate_beside_pins(tight, in, host_bytes(in[0]) + host_bytes(in[1]) - kMiB);
+  fit_sets_to_host_ram(tight, in, host_bytes(in[0]) + host_bytes(in[1]) - kMiB, true);
   CHECK(has_pin_error(tight, "laya", "does not fit beside the pinned kev"));
-  CHECK(tight.allowed_sets.empty());
+  CHECK_FALSE(tight.ok());
 }
 
 TEST_CASE("ram with a GPU: a device whose children are split by host RAM rotates in its own plan too") {
@@ -196,4 +196,44 @@ TEST_CASE("ram with a GPU: a device whose children are split by host RAM rotates
   CHECK(pp.plan.allowed_sets == Sets{{"kev"}, {"laya"}});
   CHECK(pp.devices[0].rotates());
   CHECK(pp.devices[0].allowed_sets == Sets{{"kev"}, {"laya"}});
+}
+
+TEST_CASE("ram without a GPU: when not every profile fits, the largest groups that fit take turns") {
+  auto in = pinned_trio(0);
+  in[0].pin = false;
+  PlanOptions opt;
+  opt.budget = std::numeric_limits<std::uint64_t>::max();
+  opt.residency = R::co_resident;
+  const Plan base = make_plan(in, opt);
+  const std::uint64_t kev = host_bytes(in[0]), laya = host_bytes(in[1]);
+  REQUIRE(kev > laya);  // kev is the 7B, laya and x the 3B
+  Plan pairs = base;  // any two fit, not three
+  fit_sets_to_host_ram(pairs, in, kev + laya + kMiB, true);
+  CHECK(pairs.ok());
+  CHECK(pairs.mode == Mode::rotate);
+  CHECK(pairs.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}, {"laya", "x"}});
+  Plan small = base;  // laya and x together, kev only alone
+  fit_sets_to_host_ram(small, in, 2 * laya + kMiB, true);
+  CHECK(small.allowed_sets == Sets{{"kev"}, {"laya", "x"}});
+  Plan one = base;  // nothing fits beside anything; a child over the budget still runs alone (mmap)
+  fit_sets_to_host_ram(one, in, laya - kMiB, true);
+  CHECK(one.ok());
+  CHECK(one.allowed_sets == Sets{{"kev"}, {"laya"}, {"x"}});
+  Plan rotate = base;  // not `largest` (residency: rotate): one at a time
+  fit_sets_to_host_ram(rotate, in, kev + laya + kMiB, false);
+  CHECK(rotate.allowed_sets == Sets{{"kev"}, {"laya"}, {"x"}});
+}
+
+TEST_CASE("ram with a GPU: CPU children over host RAM together keep the largest groups that fit") {
+  auto in = pinned_trio(0);
+  in[0].pin = false;
+  PlanOptions opt;
+  opt.budget = 24576 * kMiB;
+  Plan plan = make_plan(in, opt);
+  REQUIRE(plan.allowed_sets == Sets{{"kev", "laya", "x"}});
+  const auto host = child_host_bytes(plan, in, true);
+  fit_host_ram(plan, in, host.at("kev") + host.at("laya") + kMiB, R::auto_);
+  CHECK(plan.ok());
+  CHECK(plan.mode == Mode::rotate);
+  CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"kev", "x"}, {"laya", "x"}});
 }
