@@ -201,8 +201,9 @@ void rotate_sets(const std::vector<Unit>& units, const std::vector<unsigned>& fi
 
 // Pins (docs/lifecycle.md): every allowed set holds every pinned unit, so the scheduler never
 // picks a pin as a victim; a unit that cannot fit beside the pins is refused with the figures.
+// Under `rotate` (not `largest`) the others run one at a time beside the pins.
 void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
-                 Plan& plan) {
+                 bool largest, Plan& plan) {
   unsigned pins = 0;
   std::vector<const Unit*> pinned;
   for (std::size_t i = 0; i < units.size(); ++i) {
@@ -227,7 +228,7 @@ void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>
   }
   std::vector<unsigned> masks;  // pins plus each unit that fits beside them (maximal sets kept below)
   for (unsigned mask = pins; mask < (1U << units.size()); ++mask) {
-    if ((mask & pins) != pins) continue;
+    if ((mask & pins) != pins || (!largest && std::popcount(mask & ~pins) > 1)) continue;
     std::vector<const Unit*> chosen;
     for (std::size_t i = 0; i < units.size(); ++i)
       if (mask & (1U << i)) chosen.push_back(&units[i]);
@@ -575,7 +576,7 @@ Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
   }
   decide_mode(plan, units, in, opt);
   const bool pinned = std::any_of(in.begin(), in.end(), [](const ProfileInput& p) { return p.pin; });
-  if (pinned && plan.mode != Mode::co_resident && plan.allowed_sets.size() > 1) pinned_sets(units, in, opt.budget, plan);
+  if (pinned && plan.mode != Mode::co_resident && plan.allowed_sets.size() > 1) pinned_sets(units, in, opt.budget, opt.residency != config::Residency::rotate, plan);
   warn_headroom(plan, units, in);
   return plan;
 }

@@ -44,6 +44,20 @@ TEST_CASE("plan pins: a pin that fits beside each rotating profile is in every a
   CHECK(plan.allowed_sets == Sets{{"pin", "kev"}, {"pin", "laya"}});
 }
 
+// Regression: under `residency: rotate` a pin kept every profile that fit beside it resident (the
+// search took the largest sets); rotate means one at a time beside the pins, as without a GPU.
+TEST_CASE("plan pins: under rotate the others take turns one at a time beside the pin, even with room for more") {
+  const auto one = alone(small("x"));
+  const PlanOptions roomy{4 * one, kOverhead, config::Residency::rotate};  // all three would fit
+  const auto plan = make_plan({small("pin", true), small("kev"), small("laya")}, roomy);
+  CHECK(plan.ok());
+  CHECK(plan.allowed_sets == Sets{{"pin", "kev"}, {"pin", "laya"}});
+  auto largest = roomy;
+  largest.residency = config::Residency::auto_;  // auto: everything fits, so everything stays
+  CHECK(make_plan({small("pin", true), small("kev"), small("laya")}, largest).allowed_sets ==
+        Sets{{"pin", "kev", "laya"}});
+}
+
 TEST_CASE("plan pins: a profile that cannot fit beside the pin is refused with the figures") {
   const auto one = alone(small("x"));
   const PlanOptions opt{one + one / 2, kOverhead, config::Residency::auto_};  // one at a time
