@@ -18,21 +18,35 @@ void earliest(std::optional<SchedClock::time_point>& wake, SchedClock::time_poin
   if (!wake || t < *wake) wake = t;
 }
 
+bool has_queued(const SchedInput& in, const std::string& profile) {
+  return std::any_of(in.queue.begin(), in.queue.end(),
+                     [&](const SchedRequest& r) { return r.profile == profile; });
+}
+
 // Live children that must go for `target` to start: those outside the allowed set that contains
-// the target and keeps the most of what is alive now.
+// the target and keeps the most of what is alive now; between sets that keep as many, the one
+// whose victims have the least work (in flight or queued), so an idle child goes before a busy one.
 std::vector<const SchedChild*> victims_for(const SchedInput& in, const std::string& target) {
-  std::vector<const SchedChild*> out;
+  const auto busy_outside = [&](const std::vector<std::string>& set) {
+    std::size_t n = 0;
+    for (const auto& c : in.children)
+      n += !contains(set, c.profile) && (c.in_flight > 0 || has_queued(in, c.profile)) ? 1 : 0;
+    return n;
+  };
   const std::vector<std::string>* best = nullptr;
-  std::size_t best_overlap = 0;
+  std::size_t best_overlap = 0, best_busy = 0;
   for (const auto& set : in.allowed_sets) {
     if (!contains(set, target)) continue;
     std::size_t overlap = 0;
     for (const auto& c : in.children) overlap += contains(set, c.profile) ? 1 : 0;
-    if (!best || overlap > best_overlap) {
+    const std::size_t busy = busy_outside(set);
+    if (!best || overlap > best_overlap || (overlap == best_overlap && busy < best_busy)) {
       best = &set;
       best_overlap = overlap;
+      best_busy = busy;
     }
   }
+  std::vector<const SchedChild*> out;
   for (const auto& c : in.children) {
     if (!best || !contains(*best, c.profile)) out.push_back(&c);
   }
@@ -43,11 +57,6 @@ struct Target {
   std::string profile;
   SchedClock::time_point head_enqueued;
 };
-
-bool has_queued(const SchedInput& in, const std::string& profile) {
-  return std::any_of(in.queue.begin(), in.queue.end(),
-                     [&](const SchedRequest& r) { return r.profile == profile; });
-}
 
 // Distinct models without a live child, in the order of their oldest queued request.
 std::vector<Target> pick_targets(const SchedInput& in) {

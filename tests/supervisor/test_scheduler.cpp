@@ -204,6 +204,25 @@ TEST_CASE("scheduler: may_coreside") {
   CHECK_FALSE(may_coreside({"a", "d"}, {{"a", "b", "c"}}));
 }
 
+// Host RAM planned in pairs (docs/ledger.md "No GPU"): kev and laya alive, x asked for. Both
+// {kev, x} and {laya, x} keep one child; the idle one goes, not the one still answering.
+TEST_CASE("scheduler: between sets that keep as many children, the idle child is the victim") {
+  auto in = base();
+  in.allowed_sets = {{"kev", "laya"}, {"kev", "x"}, {"laya", "x"}};
+  in.children = {ready("kev", 1), ready("laya")};
+  in.queue = {{1, "x", t0}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::stop) == std::vector<Action>{{K::stop, "laya", 0}});
+  CHECK(of_kind(d, K::drain).empty());
+  in.children = {ready("kev"), ready("laya", 1)};
+  d = decide(in);
+  CHECK(of_kind(d, K::stop) == std::vector<Action>{{K::stop, "kev", 0}});
+  in.children = {ready("kev"), ready("laya")};  // both idle, one queued for laya: kev goes
+  in.queue = {{1, "x", t0}, {2, "laya", t0 + 1ms}};
+  d = decide(in);
+  CHECK(of_kind(d, K::stop) == std::vector<Action>{{K::stop, "kev", 0}});
+}
+
 namespace {
 // Per-device rotation as allowed sets: gpu 0 takes turns between a0 and b0, gpu 1 between a1 and b1.
 const std::vector<std::vector<std::string>> kTwoDevices = {{"a0", "a1"}, {"a0", "b1"}, {"b0", "a1"}, {"b0", "b1"}};
