@@ -418,6 +418,12 @@ ChildMembers children_of(const Plan& plan, const std::vector<std::string>& set) 
   return children;
 }
 
+// A child's host figure (0 for a name the figures do not know: nothing priced, nothing thrown).
+std::uint64_t host_of(const std::map<std::string, std::uint64_t>& host, const std::string& child) {
+  const auto it = host.find(child);
+  return it == host.end() ? 0 : it->second;
+}
+
 bool any_pinned(const std::vector<ProfileInput>& in, const std::vector<std::string>& names) {
   return std::any_of(in.begin(), in.end(), [&](const ProfileInput& p) {
     return p.pin && std::find(names.begin(), names.end(), p.name) != names.end();
@@ -471,10 +477,10 @@ void cut_to_fit(Plan& plan, const ChildMembers& children, const std::vector<Prof
   Kids k;
   for (const auto& [c, members] : children) {
     k.members.push_back(&members);
-    k.host.push_back(host.at(c));
+    k.host.push_back(host_of(host, c));
     k.pinned.push_back(any_pinned(in, members));
     if (!k.pinned.back()) continue;
-    k.pin_need += host.at(c);
+    k.pin_need += host_of(host, c);
     k.pins.insert(k.pins.end(), members.begin(), members.end());
   }
   const std::string where = " MiB of host RAM (layers not offloaded, CPU KV cache and buffers), budget ";
@@ -515,7 +521,7 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
   for (const auto& set : plan.allowed_sets) {
     const auto children = children_of(plan, set);
     std::uint64_t need = 0;
-    for (const auto& [c, members] : children) need += host.at(c);
+    for (const auto& [c, members] : children) need += host_of(host, c);
     if (children.size() < 2 || need <= *budget) {
       kept.push_back(set);
       continue;
