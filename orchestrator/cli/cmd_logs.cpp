@@ -1,7 +1,10 @@
 // `kevlaya-orch logs PROFILE [-f] [-n N] [--config F]`: print a child's captured log (stdout and
 // stderr of its llama-server, written by the supervisor to log_dir/PROFILE.log and rotated by
 // spdlog to PROFILE.1.log .. PROFILE.3.log). `-f` keeps printing what is appended, across rotations.
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -20,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kRotatedFiles = 3;                    // supervisor/child.cpp keeps 3 rotated files
-constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+constexpr auto kFollowPoll = std::chrono::milliseconds(200);  // the longest wait between checks
 constexpr std::size_t kReadChunk = 64 * 1024;
 
 struct LogsArgs {
@@ -79,13 +82,41 @@ void drain(std::ifstream& in) {
   std::cout.flush();
 }
 
+// Sleeps until something in `dir` changes (inotify: a write, a create, a rename), or kFollowPoll
+// at most (also the whole wait when inotify is unavailable), so appended lines print at once.
+class DirWatch {
+ public:
+  explicit DirWatch(const fs::path& dir) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0 && ::inotify_add_watch(fd_, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~DirWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirWatch(const DirWatch&) = delete;
+  DirWatch& operator=(const DirWatch&) = delete;
+  void wait() {
+    if (fd_ < 0) return std::this_thread::sleep_for(kFollowPoll);
+    pollfd p{fd_, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(kFollowPoll.count()));
+    char events[4096];  // drained only: the events wake us, the file is checked either way
+    while (::read(fd_, events, sizeof events) > 0) continue;
+  }
+
+ private:
+  int fd_;
+};
+
 // Prints appended text until killed; on rotation finishes the old file, then reopens the new one.
 [[noreturn]] void follow(const fs::path& base) {
   std::ifstream in(base, std::ios::binary | std::ios::ate);
   auto id = file_id(base);
+  DirWatch watch(base.parent_path());
   for (;;) {
     drain(in);
-    std::this_thread::sleep_for(kFollowPoll);
+    watch.wait();
     const auto now = file_id(base);
     if (now && (!id || !(*now == *id))) {
       drain(in);  // the renamed file: its last lines were written before the rotation
