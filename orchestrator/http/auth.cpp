@@ -44,13 +44,12 @@ bool listed(const std::vector<std::string>& keys, const std::string& key) {
 
 Access access(const std::vector<std::string>& keys, const std::vector<std::string>& admin, bool admin_route,
               std::string_view authorization, std::string_view x_api_key) {
+  const bool guarded = admin_route && !admin.empty();
+  if (keys.empty() && !guarded) return Access::granted;  // an open door: no key to read (every request)
   const std::string key = presented_key(authorization, x_api_key);
   const bool is_user = listed(keys, key), is_admin = listed(admin, key);
-  if (admin_route && !admin.empty()) {
-    if (is_admin) return Access::granted;
-    return is_user ? Access::forbidden : Access::unauthorized;
-  }
-  return keys.empty() || is_user || is_admin ? Access::granted : Access::unauthorized;
+  if (guarded) return is_admin ? Access::granted : is_user ? Access::forbidden : Access::unauthorized;
+  return is_user || is_admin ? Access::granted : Access::unauthorized;
 }
 
 }  // namespace kevlaya::http

@@ -118,6 +118,10 @@ std::string_view allow_of(const RouteMatch& m) {
   return m.method == bhttp::verb::post ? "POST, OPTIONS" : "GET, OPTIONS";
 }
 
+bool is_admin(Route r) {
+  return r == Route::admin_load || r == Route::admin_unload || r == Route::admin_reload || r == Route::logs;
+}
+
 std::optional<Error> check_host(const GatePolicy& p, const bhttp::fields& f) {
   auto it = f.find(bhttp::field::host);
   if (it == f.end() || it->value().empty())

@@ -44,6 +44,8 @@ struct RouteMatch {
 RouteMatch match_route(std::string_view path);
 // The Allow header value of a route ("GET, OPTIONS" / "POST, OPTIONS").
 std::string_view allow_of(const RouteMatch& m);
+// The routes admin_api_keys guard: /admin/load, /admin/unload, /admin/reload and /logs.
+bool is_admin(Route r);
 
 // 400 without exactly one non-empty Host (RFC 9112 3.2); 403 when the policy does not serve it.
 std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::fields& f);

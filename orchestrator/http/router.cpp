@@ -293,9 +293,7 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (m.route == Route::root && req.method() == bhttp::verb::get &&
       ui::prefers_html(header(req, bhttp::field::accept)))
     return std::nullopt;
-  const bool admin_route = m.route == Route::admin_load || m.route == Route::admin_unload ||
-                           m.route == Route::admin_reload || m.route == Route::logs;
-  switch (access(d.opt.api_keys, d.opt.admin_api_keys, admin_route, header(req, bhttp::field::authorization),
+  switch (access(d.opt.api_keys, d.opt.admin_api_keys, is_admin(m.route), header(req, bhttp::field::authorization),
                  header(req, "X-Api-Key"))) {
     case Access::granted: break;
     case Access::unauthorized: return unauthorized_reply();
