@@ -27,11 +27,11 @@ bool has_queued(const SchedInput& in, const std::string& profile) {
 // the target and keeps the most of what is alive now; between sets that keep as many, the one
 // whose victims have the least work (in flight or queued), so an idle child goes before a busy one.
 std::vector<const SchedChild*> victims_for(const SchedInput& in, const std::string& target) {
+  std::vector<const std::string*> busy;  // live children with work, found once (sets may be many)
+  for (const auto& c : in.children)
+    if (c.in_flight > 0 || has_queued(in, c.profile)) busy.push_back(&c.profile);
   const auto busy_outside = [&](const std::vector<std::string>& set) {
-    std::size_t n = 0;
-    for (const auto& c : in.children)
-      n += !contains(set, c.profile) && (c.in_flight > 0 || has_queued(in, c.profile)) ? 1 : 0;
-    return n;
+    return static_cast<std::size_t>(std::count_if(busy.begin(), busy.end(), [&](const std::string* p) { return !contains(set, *p); }));
   };
   const std::vector<std::string>* best = nullptr;
   std::size_t best_overlap = 0, best_busy = 0;
