@@ -152,7 +152,8 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
 bool SupervisorImpl::ram_short(const SchedInput& in) const {
   if (opts_.host_bytes.empty() || in.children.empty() || in.allowed_sets.empty()) return false;
   const auto pinned = [&](const SchedChild& c) {  // a pin is never a victim: the plan's sets stay
-    return std::find(in.wanted.begin(), in.wanted.end(), c.profile) != in.wanted.end();
+    const auto it = profs_.find(c.profile);
+    return it != profs_.end() && it->second.profile->pin;
   };
   if (std::any_of(in.children.begin(), in.children.end(), pinned)) return false;
   for (const auto& r : in.queue) {

@@ -15,7 +15,7 @@ constexpr std::uint64_t GiB = 1ULL << 30;
 
 // kev and laya may co-reside; each child takes 2 GiB of host RAM; `available` is what is free now.
 std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, int* reads = nullptr,
-                                       bool pin_kev = false) {
+                                       bool pin_kev = false, bool preload_kev = false) {
   asio::io_context ioc;
   test::FakeWorld world;
   world.ram_available = available;
@@ -24,9 +24,10 @@ std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, i
   opts.host_bytes = {{"kev", 2 * GiB}, {"laya", 2 * GiB}};
   auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
   kev.pin = pin_kev;
-  Supervisor sup(ioc.get_executor(),
-                 test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, "/nonexistent"),
-                 std::make_unique<test::FakeEffects>(world), opts);
+  auto cfg = test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, "/nonexistent");
+  if (preload_kev) cfg.orch.preload = {"kev"};
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<test::FakeEffects>(world), opts);
+  if (preload_kev) sup.start_wanted();
   test::run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya"}) {
       auto l = co_await sup.acquire(m, test::in(2s));
@@ -64,4 +65,12 @@ TEST_CASE("ram pressure: a pinned child is never stopped for it (the plan's sets
   const auto events = kev_then_laya(5 * GiB / 2, nullptr, true);
   REQUIRE(events.size() >= 2);
   CHECK(std::vector<std::string>(events.begin(), events.begin() + 2) == std::vector<std::string>{"start kev", "start laya"});
+}
+
+// Only a pin is spared: a preload is an ordinary child once started, stopped first like any other.
+TEST_CASE("ram pressure: a preloaded child is stopped first like any other") {
+  const auto events = kev_then_laya(5 * GiB / 2, nullptr, false, true);
+  REQUIRE(events.size() >= 3);
+  CHECK(std::vector<std::string>(events.begin(), events.begin() + 3) ==
+        std::vector<std::string>{"start kev", "stop kev", "start laya"});
 }
