@@ -8,7 +8,6 @@
 #include <optional>
 #include <sstream>
 
-#include "common/strings.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
@@ -166,9 +165,8 @@ LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
     const auto ram = runtime::plan_without_gpu(c, *g);
     out << "ledger: " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why << '\n';
     if (ram.verdict.warning) out << "warning: " << *ram.verdict.warning << '\n';
-    out << "ledger: resident sets:";  // which children may be alive together (each set takes its turn)
-    for (const auto& set : ram.plan.allowed_sets) out << " [" << join(set, ", ") << "]";
-    out << '\n';
+    // Which children may be alive together (each set takes its turn).
+    out << "ledger: resident sets: " << ledger::format_sets(ram.plan.allowed_sets) << '\n';
     for (const auto& d : ram.plan.diagnostics)
       if (d.pin) report(c, d, n);
     return n;

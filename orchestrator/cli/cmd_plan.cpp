@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "common/strings.hpp"
 #include "cli/commands.hpp"
 #include "common/bytes.hpp"
+#include "common/strings.hpp"
 #include "config/config.hpp"
 #include "ledger/calibration.hpp"
 #include "ledger/inputs.hpp"
@@ -123,8 +123,7 @@ void print_plan(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
               << "\n";
   }
   print_devices(pp);
-  std::cout << "\nmode: " << ledger::to_string(plan.mode) << "\nallowed resident sets:";
-  for (const auto& s : plan.allowed_sets) std::cout << " [" << join(s, ", ") << "]";
+  std::cout << "\nmode: " << ledger::to_string(plan.mode) << "\nallowed resident sets: " << ledger::format_sets(plan.allowed_sets);
   std::cout << "\nshared-base groups:" << (plan.groups.empty() ? " none" : "") << "\n";
   for (const auto& gr : plan.groups) {
     std::cout << "  [" << join(gr.members, ", ") << "] one child, adapters:";
@@ -245,9 +244,7 @@ int run_plan(const PlanArgs& a) {
     if (gathered) {  // what serve does then: host RAM decides
       const auto ram = runtime::plan_without_gpu(cfg, *gathered);
       std::cerr << "  without them, serve runs " << config::to_string(ram.verdict.residency) << " by host RAM: " << ram.verdict.why
-                << "; resident sets:";
-      for (const auto& set : ram.plan.allowed_sets) std::cerr << " [" << join(set, ", ") << "]";
-      std::cerr << '\n';
+                << "; resident sets: " << ledger::format_sets(ram.plan.allowed_sets) << '\n';
     }
     return kExitFailure;
   }

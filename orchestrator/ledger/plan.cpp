@@ -1,9 +1,10 @@
 // Residency planning over "units": a unit is one child, serving one profile or a shared-base group.
 #include "ledger/plan.hpp"
-#include "common/strings.hpp"
 
 #include <algorithm>
 #include <bit>
+
+#include "common/strings.hpp"
 
 namespace kevlaya::ledger {
 namespace {
@@ -406,6 +407,12 @@ std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector
     if (!dominated) out.push_back(sets[i]);
   }
   return out;
+}
+
+std::string format_sets(const std::vector<std::vector<std::string>>& sets) {
+  std::string s;
+  for (const auto& set : sets) s += (s.empty() ? "[" : " [") + join(set, ", ") + "]";
+  return s.empty() ? "none" : s;
 }
 
 namespace {

@@ -107,6 +107,9 @@ std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const st
 // `sets` without duplicates and without sets contained in another (the first of equal sets kept).
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets);
 
+// `sets` as the CLI and the startup line print them: "[kev, laya] [x]", or "none".
+std::string format_sets(const std::vector<std::vector<std::string>>& sets);
+
 // With a GPU budget, what each child keeps in host RAM (layers not offloaded, a CPU KV cache, CPU
 // compute buffers) still adds up for children alive together. Every allowed set of two or more
 // children that needs more than `budget` (host RAM, nullopt = unknown: nothing checked) is cut

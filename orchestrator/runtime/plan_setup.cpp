@@ -11,11 +11,11 @@
 #include <map>
 #include <memory>
 
+#include "common/strings.hpp"
 #include "ledger/calibration.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/nvml.hpp"
 #include "warm/page_cache.hpp"
-#include "common/strings.hpp"
 
 namespace kevlaya::runtime {
 
@@ -41,13 +41,9 @@ std::string read_tail(const fs::path& file) {
 
 std::string describe(const ledger::Plan& plan, const std::string& why) {
   std::string s = "residency: " + ledger::to_string(plan.mode) + (why.empty() ? "" : " (" + why + ")");
-  s += "; resident sets:";
-  for (const auto& set : plan.allowed_sets) s += " [" + join(set, ", ") + "]";
-  if (plan.allowed_sets.empty()) s += " none";
-  s += "; shared base:";
-  for (const auto& g : plan.groups) s += " [" + join(g.members, ", ") + "]";
-  if (plan.groups.empty()) s += " none";
-  return s;
+  std::vector<std::vector<std::string>> groups;
+  for (const auto& g : plan.groups) groups.push_back(g.members);
+  return s + "; resident sets: " + ledger::format_sets(plan.allowed_sets) + "; shared base: " + ledger::format_sets(groups);
 }
 
 // Which measurement keys each child's load calibrates: child name -> (keys, shared-base child).
@@ -244,20 +240,25 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
 namespace {
 
 // The machine's plan: on the GPUs (each budget named in `why`), or without any, by host RAM.
-ledger::PlacedPlan plan_machine(const config::Config& cfg, const std::vector<ledger::Device>& devices,
-                                const ledger::Gathered& gathered, std::string& why,
-                                std::optional<std::string>& ram_warning) {
+struct MachinePlan {
+  ledger::PlacedPlan placed;
+  std::string why;                         // for the startup summary
+  std::optional<std::string> ram_warning;  // co-resident asked for beyond host RAM
+};
+MachinePlan plan_machine(const config::Config& cfg, const std::vector<ledger::Device>& devices,
+                         const ledger::Gathered& gathered) {
+  MachinePlan m;
   if (devices.empty()) {
     auto ram = plan_without_gpu(cfg, gathered);
-    why = std::move(ram.verdict.why);
-    ram_warning = std::move(ram.verdict.warning);
-    ledger::PlacedPlan placed;
-    placed.plan = std::move(ram.plan);
-    return placed;
+    m.placed.plan = std::move(ram.plan);
+    m.why = std::move(ram.verdict.why);
+    m.ram_warning = std::move(ram.verdict.warning);
+    return m;
   }
   for (const auto& d : devices)
-    why += (why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
-  return place_on_gpus(cfg, gathered, devices, ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max()));
+    m.why += (m.why.empty() ? "" : ", ") + ("gpu " + std::to_string(d.index) + " budget " + ledger::format_mib(d.budget) + " MiB");
+  m.placed = place_on_gpus(cfg, gathered, devices, ledger::plan_options(cfg.orch, std::numeric_limits<std::uint64_t>::max()));
+  return m;
 }
 
 }  // namespace
@@ -277,9 +278,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     return setup;
   }
   setup.devices = gpu_devices(cfg);
-  std::string why;
-  std::optional<std::string> ram_warning;
-  const auto placed = plan_machine(cfg, setup.devices, *gathered, why, ram_warning);
+  const auto [placed, why, ram_warning] = plan_machine(cfg, setup.devices, *gathered);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
   setup.options.host_bytes = ledger::child_host_bytes(plan, gathered->profiles, !setup.devices.empty());
