@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 
 #include "common/strings.hpp"
 
@@ -200,6 +201,25 @@ void rotate_sets(const std::vector<Unit>& units, const std::vector<unsigned>& fi
   }
 }
 
+// The largest index masks over `n` items (n <= kMaxUnitsForSubsets) that hold `required` and
+// whose summed `cost` fits `budget`; with `one_more`, at most one item beside `required`. The
+// subset search of pins on a GPU and of host RAM (cut_to_fit) alike.
+std::vector<unsigned> maximal_fitting(std::size_t n, unsigned required, const std::function<std::uint64_t(std::size_t)>& cost,
+                                      std::uint64_t budget, bool one_more) {
+  std::vector<unsigned> fit;
+  for (unsigned m = required ? required : 1; m < (1U << n); ++m) {
+    if ((m & required) != required || (one_more && std::popcount(m & ~required) > 1)) continue;
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (m & (1U << i)) sum += cost(i);
+    if (sum <= budget) fit.push_back(m);
+  }
+  std::vector<unsigned> out;
+  for (const auto m : fit)
+    if (std::none_of(fit.begin(), fit.end(), [&](unsigned o) { return o != m && (o & m) == m; })) out.push_back(m);
+  return out;
+}
+
 // Pins (docs/lifecycle.md): every allowed set holds every pinned unit, so the scheduler never
 // picks a pin as a victim; a unit that cannot fit beside the pins is refused with the figures.
 // Under `rotate` (not `largest`) the others run one at a time beside the pins.
@@ -227,14 +247,8 @@ void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>
                                     format_mib(budget) + " MiB budget; unpin one or lower its ctx/ngl", true});
     return;
   }
-  std::vector<unsigned> masks;  // pins plus each unit that fits beside them (maximal sets kept below)
-  for (unsigned mask = pins; mask < (1U << units.size()); ++mask) {
-    if ((mask & pins) != pins || (!largest && std::popcount(mask & ~pins) > 1)) continue;
-    std::vector<const Unit*> chosen;
-    for (std::size_t i = 0; i < units.size(); ++i)
-      if (mask & (1U << i)) chosen.push_back(&units[i]);
-    if (price_set(chosen, in, budget).fits) masks.push_back(mask);
-  }
+  const auto masks = maximal_fitting(units.size(), pins, [&](std::size_t i) { return units[i].bill.total_gpu(); },
+                                     budget, !largest);
   for (std::size_t i = 0; i < units.size(); ++i) {
     if (pins & (1U << i)) continue;
     const bool covered = std::any_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); });
@@ -248,8 +262,6 @@ void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>
                                     " MiB budget; unpin, or lower ctx/ngl", true});
   }
   for (const auto m : masks) {
-    const bool dominated = std::any_of(masks.begin(), masks.end(), [&](unsigned o) { return o != m && (o & m) == m; });
-    if (dominated) continue;
     std::vector<const Unit*> chosen;
     for (std::size_t i = 0; i < units.size(); ++i)
       if (m & (1U << i)) chosen.push_back(&units[i]);
@@ -451,25 +463,21 @@ struct Kids {
   }
 };
 
-// The largest subsets of the non-pinned children that fit beside the pins (n <= kMaxUnitsForSubsets).
+// The largest subsets of the non-pinned children that fit beside the pins (n <= kMaxUnitsForSubsets);
+// without pins a child alone is always a set, even over the budget (mmap pages it in).
 std::vector<std::vector<std::size_t>> largest_fitting(const Kids& k, std::uint64_t budget) {
-  std::vector<std::size_t> others;
+  unsigned pins = 0;
   for (std::size_t i = 0; i < k.members.size(); ++i)
-    if (!k.pinned[i]) others.push_back(i);
-  std::vector<unsigned> fit;
-  for (unsigned m = 1; m < (1U << others.size()); ++m) {
-    std::uint64_t need = k.pin_need;
-    for (std::size_t j = 0; j < others.size(); ++j)
-      if (m & (1U << j)) need += k.host[others[j]];
-    // Without pins a child alone is always a set, even over the budget (mmap pages it in).
-    if (need <= budget || (k.pins.empty() && std::popcount(m) == 1)) fit.push_back(m);
-  }
+    if (k.pinned[i]) pins |= 1U << i;
+  auto masks = maximal_fitting(k.members.size(), pins, [&](std::size_t i) { return k.host[i]; }, budget, false);
+  for (std::size_t i = 0; i < k.members.size() && pins == 0; ++i)
+    if (std::none_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); })) masks.push_back(1U << i);
+  std::sort(masks.begin(), masks.end());  // in the children's order, lone ones included
   std::vector<std::vector<std::size_t>> out;
-  for (const auto m : fit) {
-    if (std::any_of(fit.begin(), fit.end(), [&](unsigned o) { return o != m && (o & m) == m; })) continue;
+  for (const auto m : masks) {
     auto& v = out.emplace_back();
-    for (std::size_t j = 0; j < others.size(); ++j)
-      if (m & (1U << j)) v.push_back(others[j]);
+    for (std::size_t i = 0; i < k.members.size(); ++i)
+      if ((m & (1U << i)) && !k.pinned[i]) v.push_back(i);
   }
   return out;
 }
