@@ -48,6 +48,14 @@ http::ReloadOutcome to_outcome(const runtime::ReloadReport& r) {
   return o;
 }
 
+// The door's options for one snapshot, at startup and after each reload alike (a reload used to
+// drop the plan and /status "gpu" went null).
+http::ServerOptions door_options(const config::Config& cfg, const std::optional<ledger::Plan>& plan) {
+  auto opt = http::ServerOptions::from(cfg.orch);
+  if (plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"
+  return opt;
+}
+
 bool is_loopback(const std::string& host) {
   boost::system::error_code ec;
   const auto a = asio::ip::make_address(host, ec);
@@ -64,10 +72,9 @@ int serve(const ServeArgs& args) {
     if (port) c.orch.listen.port = *port;
   };
   overrides(cfg);
-  auto opt = http::ServerOptions::from(cfg.orch);
-  if (!is_loopback(opt.host) && opt.api_keys.empty())
+  if (!is_loopback(cfg.orch.listen.host) && cfg.orch.api_keys.empty())
     spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
-                 opt.host);
+                 cfg.orch.listen.host);
 
   auto rt = runtime::Runtime::open(cfg);
   if (!rt) {
@@ -77,15 +84,15 @@ int serve(const ServeArgs& args) {
   }
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
-  if (const auto& plan = (*rt)->residency().plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"
   const config::Config& served = (*rt)->config();  // with the peers' models imported
+  const auto opt = door_options(served, (*rt)->residency().plan);
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
   http::Server door(ioc, sup, served, opt, runner);
   // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
-  runtime::Reloader reloader(**rt, args.config, overrides, [&door, runner](const config::Config& c) {
-    door.set_config(c, http::ServerOptions::from(c.orch));
-    runner->set_config(c);
+  runtime::Reloader reloader(**rt, args.config, overrides, [&door, runner](const runtime::Snapshot& s) {
+    door.set_config(s.config, door_options(s.config, s.plan));
+    runner->set_config(s.config);
   });
   door.set_reload([&reloader]() -> asio::awaitable<http::ReloadOutcome> {
     co_return to_outcome(co_await reloader.reload());

@@ -41,6 +41,24 @@ bool Measured::empty() const {
          !compute_cpu && !adapters_gpu && !adapters_cpu;
 }
 
+namespace {
+
+// One priced flag as the child reads it ("all" layers is -1, as the profile writes it).
+void read_flag(Flags& f, std::string_view key, const std::optional<std::string>& v) {
+  if (key == "ngl") f.ngl = v && (*v == "all" || *v == "auto") ? -1 : int_or(v, f.ngl);
+  if (key == "ctx") f.ctx = int_or(v, f.ctx);
+  if (key == "parallel") f.parallel = int_or(v, f.parallel);
+  if (key == "batch") f.n_batch = int_or(v, f.n_batch);
+  if (key == "ubatch") f.n_ubatch = int_or(v, f.n_ubatch);
+  if (key == "cache_type_k" && v) f.cache_type_k = *v;
+  if (key == "cache_type_v" && v) f.cache_type_v = *v;
+  if (key == "kv_unified") f.kv_unified = true;
+  if (key == "no_kv_unified") f.kv_unified = false;
+  if (key == "flash_attn" && v) f.flash_attn = *v != "off";
+}
+
+}  // namespace
+
 Flags flags_from_profile(const config::Profile& p) {
   Flags f;
   f.ngl = p.ngl;
@@ -50,13 +68,12 @@ Flags flags_from_profile(const config::Profile& p) {
   if (!p.cache_type_k.empty()) f.cache_type_k = p.cache_type_k;
   if (!p.cache_type_v.empty()) f.cache_type_v = p.cache_type_v;
   if (p.flash_attn) f.flash_attn = *p.flash_attn;
-  // extra_args come after the profile's flags, so llama-server lets them win: read them last.
-  for (const auto& use : config::scan_flags(p.extra_args)) {
-    const std::string_view key = use.flag->key;
-    if (key == "ubatch") f.n_ubatch = int_or(use.value, f.n_ubatch);
-    if (key == "kv_unified") f.kv_unified = true;
-    if (key == "no_kv_unified") f.kv_unified = false;
-    if (key == "flash_attn" && use.value) f.flash_attn = *use.value != "off";
+  // Priced as it runs: the child's argv in order (profile flags, then extra_args), the last value of
+  // a flag winning as in llama-server, so `extra_args: [-c, 8192]` is priced at 8192.
+  if (p.backend == config::Backend::llama_server) {
+    const auto argv = config::build_argv(p, config::SpawnArgs{"127.0.0.1", "0", {}, {}});
+    const std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+    for (const auto& use : config::scan_flags(args)) read_flag(f, use.flag->key, use.value);
   }
   if (f.parallel <= 0) {
     f.parallel = kAutoSlots;

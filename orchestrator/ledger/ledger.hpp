@@ -26,7 +26,7 @@ struct Flags {
   bool kv_unified = false;  // -kvu; llama-server's default with an explicit -np
 };
 
-// Flags a profile passes to its child (extra_args are scanned for -ub / -kvu / -fa).
+// Flags a profile's child runs with, read from its argv (extra_args win over the profile keys).
 Flags flags_from_profile(const config::Profile& p);
 // Stable text of the flags, used as part of a calibration key ("ngl=32 c=2048 ...").
 std::string flags_key(const Flags& f);

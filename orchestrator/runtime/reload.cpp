@@ -41,11 +41,9 @@ void stamp_dir(std::string& out, const fs::path& dir) {
 // As at start (Runtime::open): the peers' models, then plan_and_place. Without them a reload
 // dropped the peers' models and restarted a changed child without its devices (no
 // CUDA_VISIBLE_DEVICES: every GPU).
-Result<supervisor::SupervisorOptions> prepare(config::Config& next, const config::Config& running) {
+Result<ResidencySetup> prepare(config::Config& next, const config::Config& running) {
   if (auto st = remote::carry_imported(next, running); !st) return st.error();
-  auto residency = plan_and_place(next);
-  if (!residency) return residency.error();
-  return std::move(residency->options);
+  return plan_and_place(next);
 }
 
 }  // namespace
@@ -86,7 +84,7 @@ std::string config_files_stamp(const fs::path& file, const config::OrchestratorC
 }
 
 Reloader::Reloader(Runtime& rt, fs::path file, std::function<void(config::Config&)> overrides,
-                   std::function<void(const config::Config&)> applied)
+                   std::function<void(const Snapshot&)> applied)
     : rt_(rt), file_(std::move(file)), overrides_(std::move(overrides)), applied_(std::move(applied)),
       shared_(std::make_shared<Shared>()) {}
 
@@ -110,16 +108,16 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   if (loaded.ok()) {
     if (overrides_) overrides_(loaded.config);
-    const auto& running = versions_.empty() ? rt_.config() : versions_.back();
-    auto options = prepare(loaded.config, running);
-    if (!options) {
-      rep.errors.push_back(options.error().message);
-      spdlog::error("reload: {}", options.error().message);
+    const auto& running = versions_.empty() ? rt_.config() : versions_.back().config;
+    auto residency = prepare(loaded.config, running);
+    if (!residency) {
+      rep.errors.push_back(residency.error().message);
+      spdlog::error("reload: {}", residency.error().message);
     } else {
       rep.needs_restart = needs_restart(running.orch, loaded.config.orch);
       for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
-      versions_.push_back(loaded.config);
-      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(options.value()));
+      versions_.push_back(Snapshot{loaded.config, residency->plan});
+      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(residency->options));
       if (applied_) applied_(versions_.back());
       rep.ok = true;
     }
@@ -138,7 +136,7 @@ void Reloader::watch(std::chrono::milliseconds interval) {
       boost::system::error_code ec;
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
-      const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().orch;
+      const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().config.orch;
       auto now = config_files_stamp(file_, orch);
       if (now == last) continue;
       last = std::move(now);

@@ -12,15 +12,24 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "ledger/plan.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::runtime {
 
 class Runtime;
+
+// One applied configuration and the residency plan made for it: what the door and /status follow.
+// Each reload publishes a new one; the Reloader keeps every one alive (readers hold references).
+struct Snapshot {
+  config::Config config;
+  std::optional<ledger::Plan> plan;  // the plan followed (/status "gpu"); none when not planned
+};
 
 struct ReloadReport {
   bool ok = false;
@@ -33,10 +42,10 @@ class Reloader {
  public:
   // `file`: kevlaya.yaml as given to serve (empty = defaults in the current directory);
   // `overrides`: command-line settings applied to every version (e.g. --host/--port);
-  // `applied`: called on the runtime's thread with each new configuration (it stays alive as
-  // long as the Reloader).
+  // `applied`: called on the runtime's thread with each new snapshot (it stays alive as long as
+  // the Reloader).
   Reloader(Runtime& rt, std::filesystem::path file, std::function<void(config::Config&)> overrides,
-           std::function<void(const config::Config&)> applied);
+           std::function<void(const Snapshot&)> applied);
   ~Reloader();
 
   // Reloads now (one at a time: a second call waits for the first). Never throws for bad input.
@@ -51,8 +60,8 @@ class Reloader {
   Runtime& rt_;
   std::filesystem::path file_;
   std::function<void(config::Config&)> overrides_;
-  std::function<void(const config::Config&)> applied_;
-  std::list<config::Config> versions_;  // every applied configuration (the door keeps pointers)
+  std::function<void(const Snapshot&)> applied_;
+  std::list<Snapshot> versions_;  // every applied snapshot (the door keeps pointers)
   std::shared_ptr<Shared> shared_;
 };
 

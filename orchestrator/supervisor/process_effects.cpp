@@ -56,8 +56,7 @@ ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Orchestrator
 
 ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
     : ProcessEffects(ioc, cfg.orch) {
-  cfg_ = cfg;
-  for (const auto& p : cfg.profiles) seen_[p.name] = p;
+  configure(cfg);
 }
 
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
@@ -166,6 +165,10 @@ std::optional<std::uint64_t> ProcessEffects::host_ram_available() {
 
 void ProcessEffects::likely_next(const std::string& profile) {
   if (!prefetcher_ || children_.count(profile) || prefetching_ == profile) return;
+  if (cfg_) {  // the version in force: a reload may have moved the model
+    if (const auto* p = cfg_->find_profile(profile)) prefetch(*p);
+    return;
+  }
   auto it = seen_.find(profile);
   if (it != seen_.end()) prefetch(it->second);
 }
@@ -184,11 +187,10 @@ void ProcessEffects::prefetch_after_start(const std::string& started) {
   std::string previous = last_started_ == started ? std::string() : last_started_;
   last_started_ = started;
   if (!prefetcher_) return;
-  config::Config known;
-  if (cfg_) known = *cfg_;
-  else
-    for (const auto& [name, p] : seen_) known.profiles.push_back(p);
-  for (const auto& name : warm::likely_next(known, started, previous)) {
+  config::Config seen;
+  if (!cfg_)
+    for (const auto& [name, p] : seen_) seen.profiles.push_back(p);
+  for (const auto& name : warm::likely_next(cfg_ ? *cfg_ : seen, started, previous)) {
     if (children_.count(name)) continue;  // already resident (co-resident sets)
     likely_next(name);
     return;

@@ -27,11 +27,14 @@ class ProcessEffects : public Effects {
   // Prefetch prediction then knows only the profiles it has started (two-model rotation).
   ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch);
   // Same, and predicts the next profile from the pipelines (the stage after the one now serving).
+  // `cfg` must outlive the effects (until configure() names another).
   ProcessEffects(asio::io_context& ioc, const config::Config& cfg);
   ~ProcessEffects() override;
 
   asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override;
   asio::awaitable<StopReport> stop(const std::string& profile) override;
+  // Prediction and prefetch follow `cfg` from now on (its model paths, its pipelines).
+  void configure(const config::Config& cfg) override { cfg_ = &cfg; }
   // Prefetches `profile`'s files unless it is alive or already being prefetched; never blocks.
   void likely_next(const std::string& profile) override;
   std::optional<std::uint64_t> host_ram_available() override;  // warm::mem_available_mib, live
@@ -66,8 +69,8 @@ class ProcessEffects : public Effects {
 
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
-  std::optional<config::Config> cfg_;                        // set by the Config constructor
-  std::map<std::string, config::Profile> seen_;              // profiles started so far
+  const config::Config* cfg_ = nullptr;                      // in force (configure); null: unknown
+  std::map<std::string, config::Profile> seen_;              // started so far (when cfg_ is null)
   std::map<std::string, std::shared_ptr<Child>> children_;  // starting or running, by profile
   std::map<std::string, upstream::Endpoint> ready_;          // children that became ready
   std::map<std::string, SlotPlan> slot_plans_;               // of the children alive now

@@ -50,6 +50,7 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std
       wake_(strand_) {
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
+  effects_->configure(*cfg_);
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
   start_remotes();
 }

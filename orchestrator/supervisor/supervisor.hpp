@@ -110,6 +110,9 @@ class Effects {
   virtual asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) = 0;
   // Stops the child (SIGTERM group, grace, SIGKILL, reap, VRAM wait). Never fails; no-op if absent.
   virtual asio::awaitable<StopReport> stop(const std::string& profile) = 0;
+  // The configuration now in force, at construction and after each reload; the supervisor keeps
+  // it alive as long as the effects. Default: ignored.
+  virtual void configure(const config::Config& /*cfg*/) {}
   // Hint: `profile` is likely to be started soon (e.g. the oldest queued request's model); the
   // real effects prefetch its files into the page cache. Must not block. Default: ignored.
   virtual void likely_next(const std::string& /*profile*/) {}

@@ -95,6 +95,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
   const auto remotes_before = remote_keys(*cfg_);
   versions_.push_back(std::move(cfg));
   cfg_ = &versions_.back();
+  effects_->configure(*cfg_);  // what the effects predict and prefetch follows the new version
   opts.serial_executor = opts_.serial_executor;  // a property of the executor, fixed at construction
   opts_ = std::move(opts);
   const auto next = build_children();

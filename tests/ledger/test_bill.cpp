@@ -193,3 +193,24 @@ TEST_CASE("flags_from_profile maps profile fields and extra_args") {
   CHECK(flags_from_profile(p).parallel == 4);
   CHECK(flags_key(f) != flags_key(flags_from_profile(p)));
 }
+
+// The child runs with the last value of a flag, extra_args coming after the profile's keys: the
+// ledger prices that (`extra_args: [-c, 8192]` was priced at the profile's ctx).
+TEST_CASE("flags_from_profile prices extra_args that repeat a profile flag as the child runs them") {
+  config::Profile p;
+  p.ngl = 20;
+  p.ctx = 2048;
+  p.parallel = 1;
+  p.extra_args = {"-c", "8192", "--n-gpu-layers", "all", "--parallel=3", "-ctv", "q4_0", "-b", "512"};
+  const auto f = flags_from_profile(p);
+  CHECK(f.ctx == 8192);
+  CHECK(f.ngl == -1);
+  CHECK(f.parallel == 3);
+  CHECK(f.cache_type_v == "q4_0");
+  CHECK(f.n_batch == 512);
+  p.extra_args = {"--ctx-size", "1024", "-c", "4096"};  // the last one wins
+  CHECK(flags_from_profile(p).ctx == 4096);
+  p.backend = config::Backend::command;  // not llama-server: its argv is not read as llama-server's
+  p.command = {"/bin/server", "-c", "999"};
+  CHECK(flags_from_profile(p).ctx == 2048);
+}

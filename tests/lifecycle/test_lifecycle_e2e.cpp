@@ -408,6 +408,24 @@ TEST_CASE("lifecycle e2e: reload restarts only the changed child, an invalid edi
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
+// /status "gpu" is the plan of the configuration in force: a reload publishes the new plan with the
+// new configuration (it used to hand the door options without a plan, so "gpu" went null).
+TEST_CASE("lifecycle e2e: /status keeps its GPU plan across a reload", "[lifecycle][e2e]") {
+  TempDir dir("life-reload-plan");
+  write_config(dir, standin_binary().string(), "residency: rotate\ngpu: {vram_mib: 4096}\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const std::string u = " --url " + url(serve);
+  INFO(serve.proc().log());
+  REQUIRE(status_json(serve).at("gpu").value("mode", "") == "rotate");
+  REQUIRE(cli("reload" + u).exit_code == 0);
+  CHECK(status_json(serve).at("gpu").value("mode", "") == "rotate");
+  // A reload that changes the plan shows the new one.
+  write_text(dir / "kevlaya.yaml", replaced(read_text(dir / "kevlaya.yaml"), "residency: rotate", "residency: co-resident"));
+  REQUIRE(cli("reload" + u).exit_code == 0);
+  CHECK(status_json(serve).at("gpu").value("mode", "") == "co-resident");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
 // A reload plans as the start does: a child restarted by it keeps the devices its profile names
 // (it used to come back without CUDA_VISIBLE_DEVICES, i.e. on every GPU), and an unchanged plan
 // restarts nothing.

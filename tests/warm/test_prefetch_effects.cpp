@@ -89,3 +89,28 @@ TEST_CASE("prefetch: nothing is read under prefetch.min_available_mib", "[warm]"
   CHECK(warm::resident_pct(dir / "laya.gguf") < 50.0);
   test::stop(ioc, fx, "kev");
 }
+
+// The effects follow the configuration the supervisor applies: after a reload moves laya's model,
+// the prediction reads the new file (the effects kept the first version's profiles and read the old one).
+TEST_CASE("prefetch: after a reload that moves a model, the new file is the one prefetched", "[warm]") {
+  TempDir dir("warm-prefetch-reload");
+  auto cfg = two_models(dir, 0);
+  fs::copy_file(test::tiny_llama(), dir / "laya-moved.gguf");
+  if (!droppable(dir / "laya.gguf") || !droppable(dir / "laya-moved.gguf"))
+    KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
+  asio::io_context ioc;
+  auto owned = std::make_unique<ProcessEffects>(ioc, cfg);
+  ProcessEffects& fx = *owned;
+  Supervisor sup(ioc.get_executor(), cfg, std::move(owned));
+  auto next = cfg;
+  next.profiles[1].model = dir / "laya-moved.gguf";
+  test::run_co(ioc, [&]() -> asio::awaitable<void> {
+    co_await sup.reload(next, SupervisorOptions{});
+    auto kev = co_await sup.acquire("kev", test::in(std::chrono::seconds(30)));  // then laya is predicted
+    REQUIRE(kev.ok());
+    kev->release();
+    fx.wait_prefetch_idle();
+    CHECK(warm::resident_pct(dir / "laya-moved.gguf") > 95.0);
+    co_await sup.shutdown();
+  });
+}
