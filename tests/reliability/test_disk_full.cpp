@@ -1,7 +1,8 @@
 // Disk full under `kevlaya-orch run` (issue 14): the journal sits on a 64 KiB tmpfs (mounted in a
 // private user+mount namespace, so nothing is left mounted and no root is needed where unprivileged
 // namespaces are allowed). The summary must count only what the journal durably holds, and a
-// --resume elsewhere finishes the rest with every task exactly once.
+// --resume elsewhere finishes the rest with every task exactly once. State files are written whole
+// or not at all under a full disk, and a broken one left by an older version is dropped at start-up.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
