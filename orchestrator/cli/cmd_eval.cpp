@@ -259,6 +259,7 @@ int run_eval(const EvalArgs& a) {
   });
   const bool interrupted = session.run([&]() -> asio::awaitable<void> {
     for (const auto& variant : *variants) {
+      if (session.interrupted()) break;  // a signal between two variants: the next one never starts
       pl::ExecOptions opts;
       opts.constrain = variant.constrain;
       pl::Executor exec(session.executor(), session.sup(), variant.pipeline, opts);

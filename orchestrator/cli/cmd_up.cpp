@@ -43,14 +43,16 @@ void print_error(const std::string& profile, const Error& e) {
   for (const auto& l : e.detail) std::cerr << "  | " << l << "\n";
 }
 
-// Brings each profile up in turn, `rounds` times. Returns how many starts failed.
-asio::awaitable<int> rotate(sv::Supervisor& sup, const UpArgs& a, int rounds) {
+// Brings each profile up in turn, `rounds` times, until the first signal (whose drain stops the
+// children: a start refused by it is not a failure). Returns how many starts failed.
+asio::awaitable<int> rotate(runtime::Runtime& rt, const UpArgs& a, int rounds) {
   constexpr auto kReadyWait = std::chrono::minutes(10);
   int failed = 0;
   for (int round = 0; round < rounds; ++round) {
     for (const auto& p : a.profiles) {
-      auto st = co_await sup.ensure_ready(p, std::chrono::steady_clock::now() + kReadyWait);
-      if (!st.ok()) {
+      if (rt.interrupted()) co_return failed;
+      auto st = co_await rt.sup().ensure_ready(p, std::chrono::steady_clock::now() + kReadyWait);
+      if (!st.ok() && !rt.interrupted()) {
         print_error(p, st.error());
         ++failed;
       }
@@ -84,7 +86,8 @@ int run_up(const UpArgs& a) {
   int exit_code = kExitOk;
   (*rt)->on_first_signal([] { std::cout << "stopping (again to kill)..." << std::endl; });
   const bool interrupted = (*rt)->run([&]() -> asio::awaitable<void> {
-    int failed = co_await rotate(sup, a, std::max(1, a.cycle));
+    int failed = co_await rotate(**rt, a, std::max(1, a.cycle));
+    if ((*rt)->interrupted()) co_return;  // not "up": the signal's drain is stopping the children
     if (failed == static_cast<int>(a.profiles.size()) * std::max(1, a.cycle)) {
       exit_code = kExitFailure;  // nothing ever came up: no point staying in the foreground
       co_return;

@@ -130,7 +130,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> run();  // the request loop, until close, timeout or shutdown
 
   asio::awaitable<bool> send(Reply r);  // a whole response; false when the client is gone
-  // Chunked response head (flushed at once); false when the client is gone.
+  // Streamed response head (flushed at once), chunked for HTTP/1.1, ended by closing the connection
+  // for HTTP/1.0; false when the client is gone.
   asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers);
   asio::awaitable<bool> chunk(std::string_view data);         // one chunk, flushed
   asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk
@@ -183,6 +184,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
+  bool chunked_ = true;  // the stream in progress is chunked (HTTP/1.1); else ended by the close
   bool failed_ = false;
   bool head_sent_ = false;
   bool in_request_ = false;

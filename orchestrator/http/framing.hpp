@@ -12,8 +12,9 @@ namespace kevlaya::http {
 
 // Why a parsed header's framing is refused, or nullopt: repeated or list Content-Length, a
 // Transfer-Encoding other than exactly `chunked` (Beast takes "gzip, chunked" as chunked and
-// "chunked, identity" as no body), or a repeated Transfer-Encoding.
-std::optional<std::string> framing_problem(const boost::beast::http::fields& f);
+// "chunked, identity" as no body), a repeated Transfer-Encoding, or one in an HTTP/1.0 request
+// (RFC 9112 6.1: its framing is faulty; 1.0 has no chunked coding).
+std::optional<std::string> framing_problem(const boost::beast::http::request_header<>& h);
 
 // One raw request parsed with the door's rules. status 0 = complete and acceptable; else the
 // status the door answers with (400 bad framing / malformed, 413 body too large); `complete`

@@ -151,6 +151,12 @@ OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::st
   return OriginVerdict::refused;
 }
 
+OriginVerdict check_origin(const GatePolicy& p, const bhttp::fields& f) {
+  if (f.count(bhttp::field::origin) > 1) return OriginVerdict::refused;
+  const auto origin = f[bhttp::field::origin], host = f[bhttp::field::host];
+  return check_origin(p, {origin.data(), origin.size()}, {host.data(), host.size()});
+}
+
 bool is_json_content_type(std::string_view ct) {
   const auto semi = ct.find(';');
   auto type = ct.substr(0, semi);

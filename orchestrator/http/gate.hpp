@@ -54,6 +54,9 @@ std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::f
 // (listed in cors.allowed_origins), refused (anything else, including "null").
 enum class OriginVerdict { none, same, allowed, refused };
 OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host);
+// The verdict on a request's header: refused for more than one Origin (which one a browser sent
+// is unknowable; the first one used to be judged and the others ignored).
+OriginVerdict check_origin(const GatePolicy& p, const boost::beast::http::fields& f);
 
 // True for application/json (any parameters) and application/<something>+json.
 bool is_json_content_type(std::string_view content_type);

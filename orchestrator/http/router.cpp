@@ -281,7 +281,7 @@ Reply reserve_only_reply() {
 std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const RouteMatch& m) {
   if (auto e = check_host(d.gate, req)) return error_reply(*e);
   const auto origin = header(req, bhttp::field::origin);
-  const auto verdict = check_origin(d.gate, origin, header(req, bhttp::field::host));
+  const auto verdict = check_origin(d.gate, req);
   if (verdict == OriginVerdict::refused) return error_reply(origin_refused());
   if (verdict != OriginVerdict::none) c.set_cors_origin(origin);
   if (req.method() == bhttp::verb::options) return options_reply(m, verdict);

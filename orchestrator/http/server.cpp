@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "common/fd.hpp"
 #include "http/detail.hpp"
 #include "http/framing.hpp"
 #include "upstream/wire.hpp"
@@ -264,8 +265,12 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   res.set(bhttp::field::content_type, content_type);
   for (auto& [k, v] : headers) res.set(k, v);
   add_cors(res);
+  // HTTP/1.0 has no chunked coding (RFC 9112 6.1): its stream is the bytes as they come, ended
+  // by closing the connection.
+  chunked_ = version_ >= 11;
+  if (!chunked_) keep_alive_ = false;
   res.keep_alive(keep_alive_ && !door_->draining);
-  res.chunked(true);
+  res.chunked(chunked_);
   status_ = status;
   head_sent_ = true;
   if (!res.keep_alive()) keep_alive_ = false;
@@ -282,13 +287,17 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  const auto framed = bhttp::make_chunk(asio::buffer(data.data(), data.size()));
-  co_await upstream::write_all(socket_, socket_, framed, ec);
+  if (chunked_) {
+    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())), ec);
+  } else {
+    co_await upstream::write_all(socket_, socket_, asio::buffer(data.data(), data.size()), ec);
+  }
   co_return co_await write_done(ec);
 }
 
 asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   if (failed_) co_return false;
+  if (!chunked_) co_return true;  // no trailers without chunks: the close ends the body
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   if (trailers.empty()) {
@@ -380,6 +389,7 @@ Result<std::uint16_t> Server::listen() {
   const tcp::endpoint ep(addr, static_cast<std::uint16_t>(d.opt.port));
   auto acc = std::make_unique<tcp::acceptor>(d.strand);
   acc->open(ep.protocol(), ec);
+  if (!ec) set_cloexec(acc->native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
   if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
@@ -403,7 +413,7 @@ std::int64_t open_connections(const Door& d) {
   return static_cast<std::int64_t>(d.conns.size()) - d.evicting;
 }
 
-// All slots taken: close the connection idle the longest (no request in progress), if any.
+// Every full slot taken: close the connection idle the longest (no request in progress), if any.
 void evict_one(Door& d) {
   const auto now = Clock::now();
   Connection* oldest = nullptr;
@@ -422,11 +432,15 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
       spdlog::warn("http: accept failed: {}", ec.message());
       continue;  // e.g. EMFILE; the loop keeps the door open for the next one
     }
+    set_cloexec(sock.native_handle());  // Asio 1.74 accepts without accept4(SOCK_CLOEXEC)
     sock.set_option(tcp::no_delay(true), ec);  // SSE chunks must not wait for Nagle
     auto conn = std::make_shared<Connection>(d, std::move(sock));
     const auto& lim = d->opt.limits;
     const std::int64_t cap = static_cast<std::int64_t>(lim.max_connections) + lim.reserved_connections;
-    if (open_connections(*d) > cap) evict_one(*d);
+    // Past max_connections an idle (or silent) connection makes room before the new one is put in
+    // the reserve, where it could only ask /health or /metrics: silent sockets held every full
+    // slot until header_timeout_s while model calls got 503.
+    if (open_connections(*d) > lim.max_connections) evict_one(*d);
     const auto open = open_connections(*d);  // this one included
     if (open > cap) {
       auto refuse = [conn]() -> asio::awaitable<void> {

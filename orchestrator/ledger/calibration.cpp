@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "common/bytes.hpp"
+#include "common/replace_file.hpp"
 
 namespace kevlaya::ledger {
 namespace {
@@ -148,15 +149,7 @@ Status save_store(const std::filesystem::path& file, const std::map<std::string,
   for (const auto& [key, m] : store) j["measurements"][key] = measured_to_json(m);
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
-  const auto tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << dump_json(j, 2) << "\n";
-    if (!out.flush()) return make_error(Errc::io_error, "cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) return make_error(Errc::io_error, "cannot replace " + file.string() + ": " + ec.message());
-  return ok_status();
+  return replace_file(file, dump_json(j, 2) + "\n");
 }
 
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m) {

@@ -53,6 +53,8 @@ class Runtime {
 
   // Completes at the first signal (for a body that runs until stopped, after its own work).
   boost::asio::awaitable<void> until_signal();
+  // The first signal came (a body checks it between steps: nothing new starts after it).
+  bool interrupted() const { return interrupted_; }
 
  private:
   Runtime(config::Config cfg, StateLock lock);

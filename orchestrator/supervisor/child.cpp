@@ -28,6 +28,7 @@
 
 #include "common/clock.hpp"
 #include "common/fd.hpp"
+#include "supervisor/spawn_setup.hpp"
 #include "supervisor/state_file.hpp"
 #include "supervisor/stop_command.hpp"
 #include "upstream/client.hpp"
@@ -54,18 +55,6 @@ constexpr auto kLogBatchMax = milliseconds(800);
 constexpr int kPipeBytes = 1 << 20;
 constexpr std::size_t kBatchReadMax = 4u << 20;  // per batch: a flood of output cannot hog the thread
 constexpr std::size_t kMaxLineBytes = 64 * 1024;   // longer output without a newline is cut into lines
-
-// Runs in the forked child before exec: own process group (so signals reach the whole tree) and
-// SIGKILL when the spawning thread dies (so a SIGKILLed orchestrator leaves nothing behind).
-struct GroupAndDeathSignal : bp::extend::handler {
-  pid_t parent;
-  template <class Exec>
-  void on_exec_setup(Exec&) const {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
-  }
-};
 
 bp::environment child_env(const config::Profile& p) {
   bp::environment env = boost::this_process::environment();
@@ -163,9 +152,11 @@ void Child::Impl::open_log() {
   if (opts_.log_dir.empty()) return;
   std::error_code ec;
   fs::create_directories(opts_.log_dir, ec);
+  spdlog::file_event_handlers on_open;  // spdlog's fopen has no "e": no child may get the file
+  on_open.after_open = [](const spdlog::filename_t&, std::FILE* f) { set_cloexec(::fileno(f)); };
   try {
     auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_st>(
-        child_log_path(opts_.log_dir, opts_.profile.name).string(), kLogFileBytes, kLogFiles);
+        child_log_path(opts_.log_dir, opts_.profile.name).string(), kLogFileBytes, kLogFiles, false, on_open);
     log_ = std::make_shared<spdlog::logger>(opts_.profile.name, sink);
     log_->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %v");
     // Flushed once per batch of lines read (read_lines), not per line: a real server prints ~20
@@ -193,11 +184,15 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   }
   out_ = std::make_unique<bp::async_pipe>(ioc_);
   err_ = std::make_unique<bp::async_pipe>(ioc_);
+  for (auto* p : {out_.get(), err_.get()}) {  // ::pipe(), not pipe2: another child must not get ours
+    set_cloexec(p->native_source());
+    set_cloexec(p->native_sink());  // dup2 onto 1 and 2 clears the flag for this child
+  }
   std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
   std::error_code ec;
   bp::child c(bp::exe = exe.string(), bp::args = args, bp::env = child_env(opts_.profile),
               bp::std_in < bp::null, bp::std_out > *out_, bp::std_err > *err_,
-              GroupAndDeathSignal{{}, ::getpid()}, ec);
+              SpawnSetup{}, ec);
   if (ec) {
     ChildFailure f;
     f.kind = FailureKind::binary_not_found;
@@ -211,8 +206,10 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   record_ = ChildRecord{pid_, pid_, proc_start_time(pid_), opts_.profile.name, {exe.string()}};
   record_.argv.insert(record_.argv.end(), args.begin(), args.end());
   record_.argv = mask_secrets(std::move(record_.argv));  // state files never hold the child's key
-  if (!opts_.state_dir.empty() && !write_state(opts_.state_dir, record_))
-    spdlog::warn("{}: cannot write state file in {}", opts_.profile.name, opts_.state_dir.string());
+  if (!opts_.state_dir.empty()) {
+    if (auto st = write_state(opts_.state_dir, record_); !st)  // a restart cannot reap this child
+      spdlog::warn("{}: {}", opts_.profile.name, st.error().message);
+  }
   return std::nullopt;
 }
 
@@ -397,6 +394,12 @@ asio::awaitable<ChildFailure> Child::Impl::fail_start(FailureKind kind, std::str
 asio::awaitable<StartOutcome> Child::Impl::start() {
   auto self = shared_from_this();
   const auto& h = opts_.profile.health;
+  if (stop_requested_) {  // stop() ran first (a shutdown racing this start): spawn nothing
+    ChildFailure f;
+    f.kind = FailureKind::internal;
+    f.message = "stopped before it started";
+    co_return StartOutcome{std::nullopt, std::move(f)};
+  }
   set(Phase::starting);
   open_log();
   auto spawned_at = SClock::now();

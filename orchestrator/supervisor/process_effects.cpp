@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "common/fd.hpp"
 #include "common/random.hpp"
 #include "supervisor/nvml.hpp"
 #include "supervisor/state_file.hpp"
@@ -39,6 +40,7 @@ int pick_free_port(const std::string& host) {
   asio::ip::tcp::acceptor acc(ioc);
   acc.open(addr.is_v6() ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), ec);
   if (ec) return 0;
+  set_cloexec(acc.native_handle());
   acc.bind({addr, 0}, ec);
   if (ec) return 0;
   return acc.local_endpoint().port();

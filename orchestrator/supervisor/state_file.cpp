@@ -17,6 +17,7 @@
 #include "config/config.hpp"
 #include "config/flags.hpp"
 #include "common/bytes.hpp"
+#include "common/replace_file.hpp"
 
 namespace kevlaya::supervisor {
 
@@ -101,7 +102,7 @@ std::vector<std::string> proc_cmdline(int pid) {
   return out;
 }
 
-bool write_state(const fs::path& dir, const ChildRecord& rec) {
+Status write_state(const fs::path& dir, const ChildRecord& rec) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   const int owner = rec.owner_pid ? rec.owner_pid : ::getpid();
@@ -111,16 +112,7 @@ bool write_state(const fs::path& dir, const ChildRecord& rec) {
   json j = {{"pid", rec.pid},         {"pgid", rec.pgid},        {"start_time", rec.start_time},
             {"profile", bytes_to_json(rec.profile)}, {"argv", argv},
             {"owner_pid", owner},     {"owner_start_time", owner_start}};
-  auto path = file_for(dir, rec);
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << dump_json(j) << "\n";
-    if (!out) return false;
-  }
-  fs::rename(tmp, path, ec);
-  return !ec;
+  return replace_file(file_for(dir, rec), dump_json(j) + "\n");
 }
 
 void remove_state(const fs::path& dir, const ChildRecord& rec) {
@@ -159,12 +151,14 @@ bool record_name(const fs::path& p) {
   return std::regex_match(p.filename().string(), re);
 }
 
-// The record in `path`, or nullopt when it is not a regular file holding one (left alone).
-std::optional<ChildRecord> read_record(const fs::path& path) {
-  std::error_code ec;
-  if (!record_name(path) || !fs::is_regular_file(path, ec)) return std::nullopt;
-  std::ifstream in(path);
-  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+// What a regular file named like a record holds: a record, JSON of someone else's (left alone), or
+// no JSON at all (empty or cut short: an older version wrote it so on a full disk).
+struct ReadRecord {
+  std::optional<ChildRecord> rec;
+  bool broken = false;
+};
+
+std::optional<ChildRecord> to_record(const json& j) {
   if (!j.is_object() || !j.contains("pid") || !j.contains("argv")) return std::nullopt;
   try {
     ChildRecord rec;
@@ -181,6 +175,12 @@ std::optional<ChildRecord> read_record(const fs::path& path) {
   }
 }
 
+ReadRecord read_record(const fs::path& path) {
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return {to_record(j), j.is_discarded()};
+}
+
 // The recorded orchestrator still runs (same pid, same start time) and is not us.
 bool owner_alive(const ChildRecord& rec) {
   if (rec.owner_pid <= 0 || rec.owner_pid == ::getpid()) return false;
@@ -195,7 +195,15 @@ int reap_stale(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) return 0;
   int killed = 0;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto rec = read_record(it->path());
+    std::error_code type;
+    if (!record_name(it->path()) || !fs::is_regular_file(it->path(), type)) continue;  // not ours
+    const auto [rec, broken] = read_record(it->path());
+    if (broken) {  // records are written whole or not at all now: this one can tell nothing
+      spdlog::warn("state dir: ignoring and removing {}: empty or cut short, not a child record",
+                   it->path().string());
+      std::error_code rm;
+      fs::remove(it->path(), rm);
+    }
     if (!rec) continue;
     if (owner_alive(*rec)) {
       spdlog::info("state dir: profile {} pid {} belongs to running orchestrator pid {}; left alone",

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace kevlaya::supervisor {
 
 struct ChildRecord {
@@ -36,15 +38,17 @@ unsigned long long proc_start_time(int pid);
 // /proc/PID/cmdline split at NULs; empty when the process does not exist.
 std::vector<std::string> proc_cmdline(int pid);
 
-// Writes dir/<profile>-<pid>.json (atomically via rename), owner = this process when unset.
-// Returns false on I/O error.
-bool write_state(const std::filesystem::path& dir, const ChildRecord& rec);
+// Writes dir/<profile>-<pid>.json whole or not at all (common/replace_file.hpp), owner = this
+// process when unset. The error names the reason (e.g. no space left on device).
+Status write_state(const std::filesystem::path& dir, const ChildRecord& rec);
 void remove_state(const std::filesystem::path& dir, const ChildRecord& rec);
 
 // Kills (SIGKILL to the group) every leftover child recorded in `dir` whose orchestrator is gone
 // and whose pid still runs the recorded argv with the recorded start time (a reused pid is never
 // hit), and removes those records. Touches only files named like a record (<profile>-<pid>.json,
-// a regular file holding a record); records of a live orchestrator stay. Never throws.
+// a regular file holding a record); records of a live orchestrator stay; one that is not JSON at
+// all (empty or cut short: an older version wrote it so on a full disk) is removed with a warning.
+// Never throws.
 // Returns the number of process groups killed.
 int reap_stale(const std::filesystem::path& dir);
 

@@ -11,6 +11,8 @@
 #include <boost/process/extend.hpp>
 #include <cstdio>
 
+#include "supervisor/spawn_setup.hpp"
+
 namespace kevlaya::supervisor {
 
 namespace bp = boost::process;
@@ -19,15 +21,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(20);
-
-// Own process group (so a timeout kills what it started too); dies with the orchestrator.
-struct OwnGroup : bp::extend::handler {
-  template <class Exec>
-  void on_exec_setup(Exec&) const {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  }
-};
 
 }  // namespace
 
@@ -54,7 +47,7 @@ asio::awaitable<StopCommandResult> run_stop_command(asio::any_io_executor ex, st
   for (const auto& [k, v] : env) e[k] = v;
   std::error_code ec;
   bp::child c(bp::exe = exe, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()), bp::env = e,
-              bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > bp::null, OwnGroup{}, ec);
+              bp::std_in < bp::null, bp::std_out > bp::null, bp::std_err > bp::null, SpawnSetup{}, ec);
   if (ec) {
     r.error = ec.message();
     co_return r;

@@ -277,7 +277,12 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
   auto task = [self, p, &prof, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
     StartOutcome out;
     try {
-      out = co_await self->effects_->start(prof, cb);
+      if (self->shutting_down_ || self->profs_[name].gen != gen) {  // abandoned before it began
+        out.failure.kind = FailureKind::internal;
+        out.failure.message = "abandoned before it started";
+      } else {
+        out = co_await self->effects_->start(prof, cb);
+      }
     } catch (const std::exception& e) {
       out.failure.kind = FailureKind::internal;
       out.failure.message = std::string("the start failed: ") + e.what();
@@ -286,7 +291,8 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
     if (!p->out) {
       p->out = std::move(out);
       p->timer.cancel();
-    } else if (out.ok() && self->profs_[name].gen == gen && !is_alive(self->profs_[name].phase)) {
+    } else if (out.ok() && (self->shutting_down_ ||
+                            (self->profs_[name].gen == gen && !is_alive(self->profs_[name].phase)))) {
       spdlog::warn("{}: a start abandoned by the watchdog came up late; stopping it", name);
       co_await self->effects_->stop(name);
     }
@@ -315,9 +321,17 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
 asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t gen) {
   auto self = shared_from_this();
   auto& ps = profs_[name];
+  ++starts_in_flight_;
   StartOutcome out = co_await start_watched(name, gen);
   auto now = Clock::now();
-  if (ps.gen != gen || shutting_down_) co_return;  // shutdown stopped it meanwhile
+  if (shutting_down_) {  // shutdown stopped it meanwhile, or stopped nothing yet: this child goes too
+    if (out.ok()) co_await effects_->stop(name);
+    --starts_in_flight_;
+    notify_watchers();
+    co_return;
+  }
+  --starts_in_flight_;
+  if (ps.gen != gen) co_return;  // superseded
   finish_switch(name, out, now);
   if (out.ok()) {
     ps.endpoint = out.report->endpoint;
@@ -514,7 +528,9 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
     return std::any_of(profs_.begin(), profs_.end(),
                        [](const auto& p) { return p.second.phase == Phase::stopping; });
   };
-  while (stopping()) co_await wait_change();
+  // A start in flight ends too: its child is killed above (or was never spawned), or stopped by
+  // do_start when it came up after all.
+  while (stopping() || starts_in_flight_ > 0) co_await wait_change();
   notify_watchers();
 }
 

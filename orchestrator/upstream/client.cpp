@@ -19,6 +19,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/fd.hpp"
+
 namespace kevlaya::upstream {
 namespace {
 
@@ -66,12 +68,14 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
   s.expires_at(deadline);
   if (!ec) {
     co_await s.async_connect(tcp::endpoint(addr, ep.port), ec_token(ec));
+    if (!ec) set_cloexec(s.socket().native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
     co_return ec;
   }
   tcp::resolver resolver(s.get_executor());
   auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), ec_token(ec));
   if (ec) co_return ec;
   co_await s.async_connect(results, ec_token(ec));
+  if (!ec) set_cloexec(s.socket().native_handle());
   co_return ec;
 }
 

@@ -114,6 +114,31 @@ TEST_CASE("an allowed origin gets exactly its origin back, its preflight carries
   CHECK(http_request(door.port(), "GET", "/v1/models").header("access-control-allow-origin").empty());
 }
 
+// Regression: the first Origin was judged and a second one ignored, so a request naming an allowed
+// origin and then another reached the child (and a proxy reading the last one saw a foreign page).
+TEST_CASE("a request with two Origin headers is refused like a foreign origin", "[http]") {
+  DoorOptions o;
+  o.allowed_origins = {"http://localhost:3000"};
+  Door door(o);
+  const std::string body = chat_body("kev");
+  for (const char* origins : {"Origin: http://localhost:3000\r\nOrigin: http://evil.example\r\n",
+                              "Origin: http://localhost:3000\r\nOrigin: http://localhost:3000\r\n",
+                              "Origin: http://evil.example\r\nOrigin: http://localhost:3000\r\n"}) {
+    INFO(origins);
+    RawClient c(door.port());
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n" + std::string(origins) +
+           "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body);
+    const auto got = c.read_until("\r\n\r\n");
+    CHECK(got.rfind("HTTP/1.1 403", 0) == 0);
+    CHECK(got.find("Access-Control-Allow-Origin") == std::string::npos);
+  }
+  CHECK(door.upstream().requests == 0);
+  // One allowed Origin is still served.
+  CHECK(http_request(door.port(), "POST", "/v1/chat/completions", body, {{"Origin", "http://localhost:3000"}}).status ==
+        200);
+}
+
 // What a page can send without a preflight (a form type, text/plain, none) is refused from a
 // browser, even from an allowed origin: every browser POST carries Origin, and Sec-Fetch-*.
 TEST_CASE("a text/plain POST from a web page is refused with 415 before it reaches a child (simple request)", "[http]") {

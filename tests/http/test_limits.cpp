@@ -214,14 +214,39 @@ TEST_CASE("the reserve answers /health and /metrics when every slot is busy, not
   door.upstream().release_hold();
 }
 
+namespace {
+
+// `n` connections that send nothing, older than the 1 s an idle connection keeps its slot.
+std::vector<std::unique_ptr<RawClient>> silent_connections(Door& door, int n) {
+  std::vector<std::unique_ptr<RawClient>> out;
+  for (int i = 0; i < n; ++i) out.push_back(std::make_unique<RawClient>(door.port()));
+  std::this_thread::sleep_for(1500ms);
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("idle connections holding every slot are closed to make room: /health answers (35 idle connections)",
           "[http]") {
   DoorOptions o;
   o.max_connections = 30;
   o.reserved_connections = 4;
   Door door(o);
-  std::vector<std::unique_ptr<RawClient>> idle;
-  for (int i = 0; i < 35; ++i) idle.push_back(std::make_unique<RawClient>(door.port()));
-  std::this_thread::sleep_for(1500ms);  // older than the 1 s an idle connection keeps its slot
+  const auto idle = silent_connections(door, 35);
   for (int i = 0; i < 3; ++i) CHECK(http_request(door.port(), "GET", "/health").status == 200);
+}
+
+// Regression: eviction ran only once the reserve was full too, so max_connections silent sockets
+// put every new connection in the reserve, and model calls got 503 until header_timeout_s.
+TEST_CASE("silent connections holding every full slot make room for a model call before the reserve is used",
+          "[http]") {
+  DoorOptions o;
+  o.max_connections = o.reserved_connections = 4;  // a reserve large enough to take them all
+  Door door(o);
+  const auto silent = silent_connections(door, o.max_connections);
+  for (int i = 0; i < 3; ++i) {
+    auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"));
+    INFO(r.body);
+    CHECK(r.status == 200);
+  }
 }

@@ -36,6 +36,40 @@ TEST_CASE("streaming is passed through chunk by chunk as the child produces it",
   CHECK(all.find("data: [DONE]") != std::string::npos);
 }
 
+// RFC 9112 6.1: a response to HTTP/1.0 must not be chunked (a 1.0 client reads the chunk sizes as
+// the body); the stream is the bytes themselves, ended by the door closing the connection.
+TEST_CASE("a stream to an HTTP/1.0 client is not chunked: it ends with the connection", "[http]") {
+  Door door;
+  RawClient c(door.port());
+  const std::string body = chat_body("kev", "stream", true);
+  c.send("POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\nConnection: keep-alive\r\n"
+         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  const auto first = c.read_until("chunk-1");
+  REQUIRE(first.find("chunk-1") != std::string::npos);
+  CHECK(first.rfind("HTTP/1.0 200", 0) == 0);
+  CHECK(first.find("Transfer-Encoding") == std::string::npos);
+  CHECK(first.find("Connection: keep-alive") == std::string::npos);  // it cannot be kept alive
+  door.upstream().release_second.set();
+  CHECK(c.wait_closed(10s));
+  const auto& all = c.received();
+  const auto body_at = all.find("\r\n\r\n") + 4;
+  // The SSE bytes at once (an event or a comment), no chunk size line before them.
+  CHECK((all.compare(body_at, 5, "data:") == 0 || all.compare(body_at, 1, ":") == 0));
+  CHECK(all.find("data: [DONE]") != std::string::npos);
+  CHECK(all.find("\r\n0\r\n") == std::string::npos);  // no last chunk
+}
+
+TEST_CASE("a Transfer-Encoding in an HTTP/1.0 request is bad framing: 400", "[http]") {
+  Door door;
+  RawClient c(door.port());
+  c.send("POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
+  const auto got = c.read_until("\r\n\r\n");
+  CHECK(got.rfind("HTTP/1.0 400", 0) == 0);
+  CHECK(c.wait_closed(10s));
+  CHECK(door.upstream().requests == 0);
+}
+
 TEST_CASE("a client that disconnects cancels its upstream request", "[http]") {
   Door door;
   {

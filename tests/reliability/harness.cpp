@@ -27,8 +27,6 @@ using SClock = std::chrono::steady_clock;
 
 // ---- HTTP -----------------------------------------------------------------------------------
 
-namespace {
-
 int connect_loopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
@@ -42,6 +40,8 @@ int connect_loopback(int port) {
   }
   return fd;
 }
+
+namespace {
 
 int ms_left(SClock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SClock::now());
@@ -61,7 +61,8 @@ void fill(HttpReply& r, bhttp::response_parser<bhttp::string_body>& p) {
 
 }  // namespace
 
-HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout) {
+HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout,
+                   std::chrono::milliseconds linger) {
   HttpReply r;
   const auto deadline = SClock::now() + timeout;
   const int fd = connect_loopback(port);
@@ -88,6 +89,7 @@ HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds t
     const auto n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) {
       if (p.is_header_done()) p.put_eof(ec);
+      r.closed = true;
       break;
     }
     pending.append(buf, static_cast<std::size_t>(n));
@@ -101,6 +103,13 @@ HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds t
       if (ec) break;
     }
     if (ec) break;
+  }
+  for (const auto until = SClock::now() + linger; !r.closed && p.is_done();) {
+    pollfd pf{fd, POLLIN, 0};
+    const int left = ms_left(until);
+    if (left == 0 || ::poll(&pf, 1, left) <= 0) break;
+    char buf[4096];
+    r.closed = ::recv(fd, buf, sizeof buf, 0) <= 0;
   }
   ::close(fd);
   if (p.is_header_done()) fill(r, p);

@@ -24,11 +24,16 @@ struct HttpReply {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;                           // de-chunked
   bool timed_out = false;
+  bool closed = false;  // the server closed the connection (read EOF) after the reply
 };
 
+// A blocking TCP connection to 127.0.0.1:port (close-on-exec); -1 when it fails.
+int connect_loopback(int port);
 // Sends `raw` bytes to 127.0.0.1:port and reads one response (until it is complete or the peer
-// closes). Never hangs longer than `timeout`.
-HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s);
+// closes), then waits up to `linger` for the server to close the connection. Never hangs longer
+// than `timeout` + `linger`.
+HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s,
+                   std::chrono::milliseconds linger = 0ms);
 // A request with `Connection: close`; a body means POST with Content-Type: application/json.
 HttpReply http_get(int port, const std::string& target, std::chrono::milliseconds timeout = 30s,
                    const std::string& extra_headers = "");

@@ -9,6 +9,7 @@
 
 #include "support/models.hpp"
 #include "support/paths.hpp"
+#include "support/process.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/support.hpp"
 #include "supervisor/supervisor.hpp"
@@ -190,4 +191,54 @@ TEST_CASE("supervisor: up rotates, prints switches, stops on SIGTERM") {
   // No child state file is left (the ledger's measurements and the state_dir lock file stay).
   for (const auto& e : std::filesystem::directory_iterator(dir / "state"))
     CHECK((e.path().filename() == "ledger-measurements.json" || e.path().filename() == "kevlaya-orch.lock"));
+}
+
+namespace {
+
+std::size_t count_lines_with(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Regression: SIGINT while `up --cycle` switched raced the body: a start the shutdown had not seen
+// yet came up after it, `up` printed "up; Ctrl-C to stop" and waited for a second signal with that
+// child alive. SIGINT is sent after 1..`rounds` printed switches (so it lands in the next switch,
+// at a different moment each time): `up` exits 130 within the drain, and no child is left.
+void sigint_mid_cycle(const std::string& binary, int rounds) {
+  for (int after = 1; after <= rounds; ++after) {
+    INFO("SIGINT after " << after << " switch(es)");
+    test::TempDir dir("sup-up-sigint");
+    const std::string tag = "upint-" + std::to_string(::getpid()) + "-" + std::to_string(after);
+    for (const char* n : {"kev", "laya"}) {
+      const auto model = dir / (tag + "-" + n + ".gguf");
+      std::filesystem::create_symlink(test::tiny_llama(), model);
+      test::write_text(dir / "profiles" / (std::string(n) + ".yaml"),
+                       std::string("name: ") + n + "\nbinary: " + binary + "\nmodel: " + model.string() +
+                           "\nngl: 0\nctx: 256\nshared_base: false\nhealth: {first_probe_ms: 10, interval_ms: 20}\n");
+    }
+    test::write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\nresidency: rotate\n"
+                                           "scheduling: {min_residency_ms: 0, max_wait_before_swap_ms: 0}\n");
+    test::Proc up({test::orch_binary().string(), "up", (dir / "kevlaya.yaml").string(), "kev", "laya", "--cycle", "100"},
+                  dir / "up.log");
+    REQUIRE(test::eventually([&] { return count_lines_with(up.log(), "switch ") >= static_cast<std::size_t>(after); },
+                             60s));
+    ::kill(up.pid(), SIGINT);
+    const auto code = up.wait_exit(30s);
+    INFO(up.log());
+    CHECK(code == std::optional<int>(130));
+    CHECK(up.log().find("up; Ctrl-C to stop") == std::string::npos);
+    CHECK(test::pids_with_arg(tag).empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: SIGINT while up cycles drains, stops every child and exits 130") {
+  sigint_mid_cycle(test::standin_binary().string(), 6);
+}
+
+TEST_CASE("supervisor: SIGINT while up cycles on the real llama-server exits 130 with no child left") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  sigint_mid_cycle(real, 3);
 }

@@ -1,7 +1,10 @@
 // Supervisor against fake Effects: no processes; the fake records starts/stops and checks that
 // two models that may not co-reside are never "alive" together.
 #include <catch2/catch.hpp>
+
+#include <boost/asio/post.hpp>
 #include <map>
+#include <optional>
 #include <set>
 #include <typeinfo>
 
@@ -258,4 +261,30 @@ TEST_CASE("supervisor: a caller on the serial executor is granted a free slot wi
     lease->release();
     co_await f.sup.shutdown();
   });
+}
+
+// Regression (SIGINT to `up --cycle` mid-switch): a shutdown that ran after a start was decided but
+// before it reached the effects stopped nothing, and the start then brought up a child that nobody
+// stopped. The shutdown is issued 0..11 scheduler turns after the call that starts kev, so one of
+// them lands in each window of the start; both executor kinds (a strand, the runtime's serial one).
+TEST_CASE("supervisor: a shutdown racing a start leaves no child alive") {
+  for (const bool serial : {false, true}) {
+    for (int turns = 0; turns < 12; ++turns) {
+      INFO("serial executor: " << serial << ", shutdown after " << turns << " turns");
+      Fixture f(two_profiles(), executor_options(serial));
+      f.world.start_delay = 30ms;
+      std::optional<Result<Lease>> got;
+      run_co(f.ioc, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> { got.emplace(co_await f.sup.acquire("kev", in(2s))); },
+                       asio::detached);
+        for (int i = 0; i < turns; ++i) co_await asio::post(f.ioc, asio::use_awaitable);
+        co_await f.sup.shutdown();
+        CHECK(f.world.alive.empty());
+        co_await sleep_for(100ms);  // past the start's own delay: nothing comes up late
+      });
+      CHECK(f.world.alive.empty());
+      REQUIRE(got);
+      CHECK_FALSE(got->ok());
+    }
+  }
 }
