@@ -41,6 +41,7 @@ using Strand = asio::any_io_executor;  // the supervisor's (Supervisor::strand)
 
 class Connection;
 class RunQueue;
+struct CallTimes;  // ollama.hpp
 struct EventClient;
 
 // Exponential moving average, for Retry-After estimates.
@@ -225,6 +226,7 @@ struct ProxyCall : ModelCall {
   std::function<std::string(std::string_view)> stream_map;
   std::function<std::string(const std::string&)> body_map;
   std::string stream_type;
+  std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
 };
 
 // proxy.cpp: a model call (a row of apis.cpp's table, or /upstream/{model}/{path}).
