@@ -34,9 +34,9 @@ Status save_store(const std::filesystem::path& file, const std::map<std::string,
 // load + insert/replace + save.
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m);
 
-// Load times: the last kLoadTimesKept successful loads of each measurement key (ms, spawn to
-// ready), in <state_dir>/ledger-load-times.json beside the measurements, so a child's load ETA
-// (their median) survives restarts and starts over when its model or flags change (a new key).
+// Load times: the last kLoadTimesKept successful loads per key (ms, start to ready; the door keys
+// them by child name and argv), in <state_dir>/ledger-load-times.json beside the measurements, so
+// a child's load ETA (their median) survives restarts and starts over when what reaches it changes.
 constexpr std::size_t kLoadTimesKept = 5;
 std::filesystem::path load_times_path(const std::filesystem::path& state_dir);
 // Missing file = none; a corrupt file is an error naming it. Oldest first.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -25,7 +26,6 @@
 #include "support/process.hpp"
 
 using namespace kevlaya::test;
-using json = nlohmann::json;
 
 namespace {
 
