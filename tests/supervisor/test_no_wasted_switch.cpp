@@ -55,7 +55,7 @@ namespace {
 // a stop is instant. decide() runs after every event, as the supervisor does.
 struct Burst {
   SchedInput in = base();
-  SchedClock::duration load = 3s, serve = 1s;
+  SchedClock::duration load = 3s, serve = 250ms;
   std::multimap<SchedClock::time_point, std::string> answers;  // when each in-flight request ends
   std::optional<std::pair<SchedClock::time_point, std::string>> loading;
   std::string last_stopped;
@@ -127,7 +127,7 @@ struct Burst {
 }  // namespace
 
 // 40 requests arrive at once in a fixed shuffled order (runs of one model, as concurrent clients
-// produce), loads slower than the guard (3 s > 2 s), answers 1 s, parallel 1.
+// produce), loads slower than the guard (3 s > 2 s), answers 250 ms, parallel 1.
 TEST_CASE("scheduler: a burst over two rotating models with slow loads restarts no child and switches near the minimum") {
   Burst b;
   const char* order = "LLKLKKLKLLKKLKKLLKLKKLLKKLKLLKKLKLLKKLKK";
@@ -138,9 +138,9 @@ TEST_CASE("scheduler: a burst over two rotating models with slow loads restarts 
   CHECK(b.cut == 0);
   CHECK(b.self_restarts == 0);
   // The guard lets a residency serve at most max_wait_before_swap_ms (after it became ready) plus
-  // the answer in flight while the other model waits: 40 answers of 1 s need at least
-  // ceil(40 s / (2 s + 1 s)) = 14 residencies, one switch each.
-  const int minimum = static_cast<int>(std::ceil(40.0 / 3.0));
+  // the answer in flight while the other model waits: 40 answers of 250 ms need at least
+  // ceil(10 s / (2 s + 0.25 s)) = 5 residencies, one switch each.
+  const int minimum = static_cast<int>(std::ceil(10.0 / 2.25));
   INFO("switches " << b.switches << ", minimum " << minimum);
   CHECK(b.switches <= minimum * 12 / 10);
 }
