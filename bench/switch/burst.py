@@ -4,15 +4,16 @@
 kev/laya (max_tokens 16), quiet and then with two CPU-bound processes beside the door. Each burst
 starts cold (POST /admin/unload), so every burst must load both models.
 
-  bench/switch/burst.py [--n 40] [--bursts 3] [--standin] [--orch BIN] [--tiny BIN]
+  bench/switch/burst.py [--n 40] [--bursts 3] [--hogs 2] [--standin] [--orch BIN] [--tiny BIN]
 
 Per burst it prints the switches (from /status, by their time), the fewest that the starvation
 guard allows, their ratio, and the self-restarts (`from` = `to`: a child stopped and started again
 to serve the model it served). The fewest: each model loads once (2); beyond that a residency
 serves at most max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
-in flight (s_max), so a burst whose answers held a slot S seconds in all needs at least
-ceil(S / (W + s_max)) residencies (docs/supervisor.md, "Grouping and the starvation guard").
-Requests refused with 429/503 (queue.max_depth, 64 by default) are counted, not retried.
+in flight (s_max), so a burst whose answers took the child S seconds in all (its `timings`) needs
+at least ceil(S / (W + s_max)) residencies (docs/supervisor.md, "Grouping and the starvation guard").
+queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst of 100 with 429);
+requests refused with 429/503 would be counted, not retried.
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
 --standin; the door binary from --orch (default build/kevlaya-orch, else build-asan/)."""
 import argparse, http.client, json, math, os, re, subprocess, sys, tempfile, threading, time
@@ -50,7 +51,7 @@ def start_door(tmp, server, tiny):
                     "shared_base: false\n")
     with open(f"{tmp}/kevlaya.yaml", "w") as f:
         f.write("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n"
-                "residency: rotate\n")
+                f"residency: rotate\nqueue:\n  max_depth: {max(64, 2 * ARGS.n)}\n")
     log = open(f"{tmp}/door.log", "w")
     p = subprocess.Popen([ARGS.orch, "serve", f"{tmp}/kevlaya.yaml", "--port", "0"], stdout=log, stderr=log)
     for _ in range(600):
@@ -60,6 +61,16 @@ def start_door(tmp, server, tiny):
         time.sleep(0.05)
     p.kill()
     sys.exit("bench: the door did not start; see " + f"{tmp}/door.log")
+
+
+def work_s(body, held_s):
+    """The seconds the child worked on an answer (its timings: prompt + generation); without them
+    the time the call held its slot as the client saw it (which also counts the door's accept)."""
+    try:
+        t = json.loads(body).get("timings") or {}
+        return (t["prompt_ms"] + t["predicted_ms"]) / 1000
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return max(0.0, held_s)
 
 
 def burst(port, n):
@@ -75,7 +86,7 @@ def burst(port, n):
         total = time.perf_counter() - t0
         with lock:
             if status == 200:
-                held = max(0.0, total - float(headers.get("x-kevlaya-queue-ms", 0)) / 1000)
+                held = work_s(data, total - float(headers.get("x-kevlaya-queue-ms", 0)) / 1000)
                 out["ok"] += 1
                 out["work"] += held
                 out["longest"] = max(out["longest"], held)
@@ -122,6 +133,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--bursts", type=int, default=3)
+    ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the door in the busy run (0: no busy run)")
     ap.add_argument("--standin", action="store_true")
     ap.add_argument("--orch")
     ap.add_argument("--tiny")
@@ -137,8 +149,9 @@ def main():
         hogs = []
         try:
             run("quiet", port)
-            hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-            run("busy", port)
+            if ARGS.hogs > 0:
+                hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ARGS.hogs)]
+                run("busy", port)
         finally:
             for h in hogs:
                 h.kill()

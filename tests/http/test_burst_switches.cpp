@@ -7,8 +7,8 @@
 // before it), so each model is loaded at least once: 2. Beyond that the guard cuts a residency
 // once the other model's oldest request has waited max_wait_before_swap_ms W since the resident
 // became ready; the answer in flight then finishes. So one residency serves at most W + s_max of
-// work (s_max: the longest answer), and a burst whose answers took S in all (parallel 1) needs at
-// least ceil(S / (W + s_max)) residencies, one switch each. Loads here take longer than W (the
+// work (s_max: the longest answer), and a burst whose answers took the child S in all (its
+// timings; parallel 1) needs at least ceil(S / (W + s_max)) residencies, one switch each. Loads here take longer than W (the
 // stand-in's --fake-load-ms; the real server on its own) and min_residency_ms is 0, which is when
 // the old scheduler drained a child that still had older requests queued and started it again.
 #include <catch2/catch.hpp>
@@ -44,7 +44,7 @@ void write_burst_config(const TempDir& dir, const std::string& binary, const std
 
 struct BurstOutcome {
   int answered = 0;         // 200
-  double work_s = 0;        // sum of the answers' time holding a slot (total - X-Kevlaya-Queue-Ms)
+  double work_s = 0;        // sum of the child's work on the answers (its timings), seconds
   double longest_s = 0;     // the longest of them
   std::string failures;     // status and body of the others
 };
@@ -67,9 +67,13 @@ BurstOutcome burst(std::uint16_t port, int n) {
         return;
       }
       ++out.answered;
-      const double held = std::max(0.0, total - std::atof(r.header("x-kevlaya-queue-ms").c_str()) / 1000);
-      out.work_s += held;
-      out.longest_s = std::max(out.longest_s, held);
+      // The child's own work (its timings: prompt + generation); else the time holding the slot.
+      double work = std::max(0.0, total - std::atof(r.header("x-kevlaya-queue-ms").c_str()) / 1000);
+      const auto t = r.json_body().value("timings", json::object());
+      if (t.contains("prompt_ms") && t.contains("predicted_ms"))
+        work = (t["prompt_ms"].get<double>() + t["predicted_ms"].get<double>()) / 1000;
+      out.work_s += work;
+      out.longest_s = std::max(out.longest_s, work);
     });
   }
   for (auto& c : clients) c.join();
