@@ -42,6 +42,8 @@ std::string progress_cell(const json& p) {
   const auto& lp = p["load_progress"];
   std::string s = str(lp, "stage", "");
   if (lp.contains("pct") && lp["pct"].is_number()) s += " " + str(lp, "pct") + "%";
+  if (lp.contains("eta_s") && lp["eta_s"].is_number())
+    s += ", about " + std::to_string(static_cast<long long>(std::ceil(lp["eta_s"].get<double>()))) + "s left";
   return s;
 }
 

@@ -41,6 +41,7 @@ using Strand = asio::any_io_executor;  // the supervisor's (Supervisor::strand)
 
 class Connection;
 class RunQueue;
+struct CallTimes;  // ollama.hpp
 struct EventClient;
 
 // Exponential moving average, for Retry-After estimates.
@@ -74,6 +75,7 @@ struct Feed {
   std::deque<nlohmann::json> recent_runs;
   std::map<std::string, Load> load;
   std::map<std::string, std::int64_t> since_ms;  // when each child entered its phase (unix ms)
+  std::map<std::string, std::vector<std::int64_t>> loads;  // each child's last loads, ms (load_eta.cpp)
   // A `queue` event is published at most every kQueueTick (bursts would flood /events clients).
   std::shared_ptr<asio::steady_timer> tick;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the door is gone
@@ -227,6 +229,7 @@ struct ProxyCall : ModelCall {
   std::function<std::string(std::string_view)> stream_map;
   std::function<std::string(const std::string&)> body_map;
   std::string stream_type;
+  std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
 };
 
 // proxy.cpp: a model call (a row of apis.cpp's table, or /upstream/{model}/{path}).
@@ -288,6 +291,10 @@ class ModelLoad {
   int state_ = 0;  // 0 waiting, 1 in flight
 };
 nlohmann::json feed_status_json(const Door& d);  // /status extras: recent_requests, recent_runs, gpu
+// load_eta.cpp: each child's last loads (median = its expected load, for eta_s), kept in state_dir.
+void seed_loads(Door& d);  // the stored loads of the current configuration's profiles
+void note_load(Door& d, const supervisor::SwitchRecord& rec);  // a finished switch
+std::optional<double> expected_load_s(const Door& d, const std::string& child);  // none before one load
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
 // ui.cpp: GET /ui[/<asset>] (embedded files, CSP, ETag) and the browser redirect of GET /.
 Reply ui_reply(const Request& req, std::string_view path);

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <deque>
 
 #include "http/detail.hpp"
@@ -90,8 +91,14 @@ void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
         std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count();
   } else if (e.type == supervisor::Event::Type::switch_done) {
     record_switch(dp, e.record);
+    note_load(d, e.record);
   }
-  if (!d.event_clients.empty()) publish(d, event_json(e));
+  if (d.event_clients.empty()) return;
+  json j = event_json(e);
+  if (e.type == supervisor::Event::Type::phase && e.to == supervisor::Phase::starting) {
+    if (const auto eta = expected_load_s(d, e.child)) j["eta_s"] = std::round(*eta * 10) / 10;  // the load expected
+  }
+  publish(d, j);
 }
 
 void publish(Door& d, const json& event) {

@@ -137,12 +137,15 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   call.body_text = mapped->dump(-1, ' ', false, json::error_handler_t::replace);
   if (const auto k = body.find("keep_alive"); k != body.end()) call.keep_alive_s = parse_keep_alive(*k).value();
   const std::string shown = name.empty() ? prof->name : name;
+  call.times = std::make_shared<CallTimes>();  // Ollama's load_duration and total_duration
   if (call.stream) {
-    auto s = std::make_shared<OllamaStream>(kind, shown);
+    auto s = std::make_shared<OllamaStream>(kind, shown, call.times);
     call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
     call.stream_type = "application/x-ndjson";
   }
-  call.body_map = [kind, shown](const std::string& b) { return ollama_answer(kind, b, shown); };
+  call.body_map = [kind, shown, times = call.times](const std::string& b) {
+    return ollama_answer(kind, b, shown, times.get());
+  };
   return call;
 }
 

@@ -3,7 +3,9 @@
 // streams) to Ollama's JSON / NDJSON. No I/O; the routes are in ollama.cpp.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,13 +27,26 @@ Result<nlohmann::json> ollama_to_openai(OllamaKind kind, const nlohmann::json& b
 // Whether the Ollama request streams (Ollama's default is true, except for embeddings).
 bool ollama_streams(OllamaKind kind, const nlohmann::json& body);
 
-// A whole OpenAI answer -> Ollama's answer (`model` as the client named it).
-std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model);
+// What the door saw of a call, for Ollama's durations: when it arrived and how long bringing its
+// model up took (the lease's switch_ms; 0 when it was resident). Filled once the lease is held.
+struct CallTimes {
+  std::chrono::steady_clock::time_point arrived{};
+  std::int64_t load_ms = 0;
+};
 
-// The child's SSE, fed as it arrives -> Ollama NDJSON lines (one per delta, a final done:true).
+// A whole OpenAI answer -> Ollama's answer (`model` as the client named it). Durations (ns):
+// load_duration from `times`, prompt_eval/eval from the child's `timings`, total_duration from
+// the call's arrival to now (queue, load, prompt and generation); without `times`, load 0 and
+// total = prompt + eval.
+std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model,
+                          const CallTimes* times = nullptr);
+
+// The child's SSE, fed as it arrives -> Ollama NDJSON lines (one per delta, a final done:true
+// whose durations are ollama_answer's).
 class OllamaStream {
  public:
-  OllamaStream(OllamaKind kind, std::string model) : kind_(kind), model_(std::move(model)) {}
+  OllamaStream(OllamaKind kind, std::string model, std::shared_ptr<const CallTimes> times = nullptr)
+      : kind_(kind), model_(std::move(model)), times_(std::move(times)) {}
   std::string feed(std::string_view sse);  // complete NDJSON lines produced so far ("" = none)
 
  private:
@@ -41,6 +56,7 @@ class OllamaStream {
   std::string model_;
   std::string buf_;
   std::string done_reason_ = "stop";
+  std::shared_ptr<const CallTimes> times_;
   nlohmann::json usage_, timings_;
   bool done_ = false;
 };

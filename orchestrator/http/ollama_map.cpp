@@ -1,5 +1,6 @@
 #include "http/ollama.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "common/bounded_json.hpp"
@@ -88,15 +89,23 @@ std::int64_t ns(const json& timings, const char* field) {
 
 std::int64_t now_s() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
-// The counters every final Ollama answer carries.
-void add_counts(json& out, const json& usage, const json& timings) {
+// The counters every final Ollama answer carries: counts from `usage` (else the child's timings),
+// durations as ollama_answer documents.
+void add_counts(json& out, const json& usage, const json& timings, const CallTimes* times) {
   const auto u = usage.is_object() ? usage : json::object();
-  out["prompt_eval_count"] = u.value("prompt_tokens", 0);
-  out["eval_count"] = u.value("completion_tokens", 0);
-  out["prompt_eval_duration"] = ns(timings, "prompt_ms");
-  out["eval_duration"] = ns(timings, "predicted_ms");
-  out["load_duration"] = 0;
-  out["total_duration"] = ns(timings, "prompt_ms") + ns(timings, "predicted_ms");
+  const auto t = timings.is_object() ? timings : json::object();
+  out["prompt_eval_count"] = u.value("prompt_tokens", t.value("prompt_n", 0));
+  out["eval_count"] = u.value("completion_tokens", t.value("predicted_n", 0));
+  const auto prompt = ns(timings, "prompt_ms"), eval = ns(timings, "predicted_ms");
+  out["prompt_eval_duration"] = prompt;
+  out["eval_duration"] = eval;
+  const std::int64_t load = times ? times->load_ms * 1000000 : 0;
+  out["load_duration"] = load;
+  std::int64_t total = load + prompt + eval;  // at least what is accounted for
+  if (times && times->arrived != std::chrono::steady_clock::time_point{})
+    total = std::max<std::int64_t>(total, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - times->arrived).count());
+  out["total_duration"] = total;
 }
 
 std::string done_reason(const json& fr) { return fr.is_string() ? fr.get<std::string>() : "stop"; }
@@ -161,7 +170,8 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
   return map_options(body.value("options", json()), ctx, std::move(with_format.value()));
 }
 
-std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model) {
+std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model,
+                          const CallTimes* times) {
   const auto parsed = parse_json_bounded(openai_body);
   const json a = parsed && parsed->is_object() ? parsed.value() : json::object();
   json out = {{"model", model}, {"created_at", rfc3339(now_s())}};
@@ -170,9 +180,10 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
     for (const auto& d : a.value("data", json::array())) vecs.push_back(d.value("embedding", json::array()));
     if (kind == OllamaKind::embeddings) return dump({{"embedding", vecs.empty() ? json::array() : vecs[0]}});
     out["embeddings"] = std::move(vecs);
-    out["prompt_eval_count"] = a.value("usage", json::object()).value("prompt_tokens", 0);
-    out["total_duration"] = 0;
-    out["load_duration"] = 0;
+    add_counts(out, a.value("usage", json()), json(), times);
+    out.erase("eval_count");  // an embedding generates nothing
+    out.erase("eval_duration");
+    out.erase("prompt_eval_duration");
     return dump(out);
   }
   const auto choices = a.value("choices", json::array());
@@ -192,7 +203,7 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
   }
   out["done"] = true;
   out["done_reason"] = done_reason(choice.value("finish_reason", json()));
-  add_counts(out, a.value("usage", json()), a.value("timings", json()));
+  add_counts(out, a.value("usage", json()), a.value("timings", json()), times);
   return dump(out);
 }
 
@@ -229,7 +240,7 @@ std::string OllamaStream::final_line() {
   json out = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", true}, {"done_reason", done_reason_}};
   if (kind_ == OllamaKind::chat) out["message"] = {{"role", "assistant"}, {"content", ""}};
   else out["response"] = "";
-  add_counts(out, usage_, timings_);
+  add_counts(out, usage_, timings_, times_.get());
   return dump(out) + "\n";
 }
 

@@ -14,6 +14,7 @@
 #include "http/apis.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
+#include "http/ollama.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -380,6 +381,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     co_return;
   }
   if (call.keep_alive_s) lease->set_keep_alive(*call.keep_alive_s);  // applied when it is released
+  if (call.times) *call.times = CallTimes{t0, lease->switch_ms()};
   load.leased();
   const auto held = Clock::now();
   double tps = -1;

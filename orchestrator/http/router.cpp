@@ -90,6 +90,20 @@ std::string gpu_label(const std::vector<int>& gpus) {
   return s;
 }
 
+// A starting child's time left (docs/lifecycle.md, "Load ETA"): its expected load less the time
+// since it entered `starting`; 0 when overdue.
+void add_eta(const Door& d, const supervisor::ProfileStatus& p, json& j) {
+  if (p.state != Phase::starting) return;
+  const auto expected = expected_load_s(d, p.name);
+  const auto since = d.feed.since_ms.find(p.name);
+  if (!expected || since == d.feed.since_ms.end()) return;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const double left = std::max(0.0, *expected - static_cast<double>(now_ms - since->second) / 1000.0);
+  if (!j["load_progress"].is_object()) j["load_progress"] = {{"stage", "starting"}, {"pct", nullptr}};
+  j["load_progress"]["eta_s"] = std::round(left * 10) / 10;
+}
+
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
@@ -108,6 +122,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
       j["load_progress"] = {{"stage", p.load_progress->stage},
                             {"pct", p.load_progress->pct ? json(*p.load_progress->pct) : json(nullptr)}};
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
+    add_eta(d, p, j);
     const auto* prof = d.cfg->find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);

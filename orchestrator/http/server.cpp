@@ -341,6 +341,7 @@ Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
+  seed_loads(*this);
 }
 
 Door::~Door() = default;

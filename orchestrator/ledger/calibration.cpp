@@ -19,6 +19,7 @@ namespace kevlaya::ledger {
 namespace {
 
 constexpr const char* kStoreName = "ledger-measurements.json";
+constexpr const char* kLoadTimesName = "ledger-load-times.json";
 
 std::uint64_t mib_to_bytes(const std::string& mib) {
   return static_cast<std::uint64_t>(std::stod(mib) * static_cast<double>(kMiB) + 0.5);
@@ -142,14 +143,23 @@ Result<std::map<std::string, Measured>> load_store(const std::filesystem::path& 
   return store;
 }
 
+namespace {
+
+// Writes `j` to `file` atomically (temp file + rename).
+Status write_atomically(const std::filesystem::path& file, const nlohmann::json& j) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  return replace_file(file, dump_json(j, 2) + "\n");
+}
+
+}  // namespace
+
 Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store) {
   nlohmann::json j;
   j["version"] = 1;
   j["measurements"] = nlohmann::json::object();
   for (const auto& [key, m] : store) j["measurements"][key] = measured_to_json(m);
-  std::error_code ec;
-  std::filesystem::create_directories(file.parent_path(), ec);
-  return replace_file(file, dump_json(j, 2) + "\n");
+  return write_atomically(file, j);
 }
 
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m) {
@@ -157,6 +167,32 @@ Status record_measurement(const std::filesystem::path& state_dir, const std::str
   if (!store) return store.error();
   (*store)[key] = m;
   return save_store(store_path(state_dir), *store);
+}
+
+std::filesystem::path load_times_path(const std::filesystem::path& state_dir) { return state_dir / kLoadTimesName; }
+
+Result<std::map<std::string, std::vector<std::int64_t>>> load_load_times(const std::filesystem::path& file) {
+  std::map<std::string, std::vector<std::int64_t>> out;
+  std::ifstream in(file);
+  if (!in) return out;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& [key, value] : j.at("load_ms").items()) out[key] = value.get<std::vector<std::int64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(Errc::io_error, file.string() + ": not a load-time store: " + e.what(),
+                      "delete the file; load times are recorded again on the next loads");
+  }
+  return out;
+}
+
+Status record_load_time(const std::filesystem::path& state_dir, const std::string& key, std::int64_t ms) {
+  auto store = load_load_times(load_times_path(state_dir));
+  if (!store) return store.error();
+  auto& v = (*store)[key];
+  v.push_back(ms);
+  if (v.size() > kLoadTimesKept) v.erase(v.begin(), v.end() - static_cast<std::ptrdiff_t>(kLoadTimesKept));
+  nlohmann::json j = {{"version", 1}, {"load_ms", *store}};
+  return write_atomically(load_times_path(state_dir), j);
 }
 
 }  // namespace kevlaya::ledger

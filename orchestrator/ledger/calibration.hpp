@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,6 +33,16 @@ Result<std::map<std::string, Measured>> load_store(const std::filesystem::path& 
 Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store);
 // load + insert/replace + save.
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m);
+
+// Load times: the last kLoadTimesKept successful loads per key (ms, start to ready; the door keys
+// them by child name and argv), in <state_dir>/ledger-load-times.json beside the measurements, so
+// a child's load ETA (their median) survives restarts and starts over when what reaches it changes.
+constexpr std::size_t kLoadTimesKept = 5;
+std::filesystem::path load_times_path(const std::filesystem::path& state_dir);
+// Missing file = none; a corrupt file is an error naming it. Oldest first.
+Result<std::map<std::string, std::vector<std::int64_t>>> load_load_times(const std::filesystem::path& file);
+// load + append (keeping the last kLoadTimesKept) + save atomically.
+Status record_load_time(const std::filesystem::path& state_dir, const std::string& key, std::int64_t ms);
 
 // JSON form of a Measured (bytes; absent lines omitted), shared with `plan --json`.
 nlohmann::json measured_to_json(const Measured& m);

@@ -18,7 +18,7 @@ constexpr std::size_t kRecentCalls = 4;  // what predict_alternation reads
 
 // The one admission point: the checks, the queue, and a grant when a slot is free now (reschedule).
 Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_point> until,
-                                std::shared_ptr<upstream::CancelToken> cancel) {
+                                std::shared_ptr<upstream::CancelToken> cancel, Asker who) {
   if (cancel && cancel->cancelled()) return make_error(Errc::unavailable, "client disconnected while waiting");
   if (shutting_down_) return make_error(Errc::unavailable, "shutting down");
   const config::Profile* p = cfg_->find_profile(model);
@@ -44,9 +44,8 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
   w->child = child;
   w->enqueued = now;
   w->deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
+  note_call(child, who);
   queue_.push_back(w);
-  if (recent_.size() == kRecentCalls) recent_.erase(recent_.begin());
-  recent_.push_back(child);
   reschedule();
   if (w->result) return std::move(*w->result);  // a free slot of a ready child: granted at once
   if (cancel) {  // the caller left: leave the queue now, so nobody loads a model for nobody
@@ -75,10 +74,23 @@ asio::awaitable<Result<Lease>> SupervisorImpl::wait(std::shared_ptr<Waiter> w,
   co_return std::move(*w->result);
 }
 
+// Switch ahead guesses the next call of a dialog that alternates between two models (B, A, B, A).
+// Only a call that finds nobody queued continues such a dialog; a call that comes while others
+// wait is part of a burst, whose next call is already here: the history restarts, so no guess
+// stops a model that a burst still needs. An explicit load clears it too: the operator chose.
+void SupervisorImpl::note_call(const std::string& child, Asker who) {
+  if (who == Asker::load || !queue_.empty()) {
+    recent_.clear();
+    return;
+  }
+  if (recent_.size() == kRecentCalls) recent_.erase(recent_.begin());
+  recent_.push_back(child);
+}
+
 asio::awaitable<Result<Lease>> SupervisorImpl::acquire(std::string model, std::optional<Clock::time_point> until,
-                                                       std::shared_ptr<upstream::CancelToken> cancel) {
+                                                       std::shared_ptr<upstream::CancelToken> cancel, Asker who) {
   auto self = shared_from_this();
-  auto admitted = admit(std::move(model), until, cancel);
+  auto admitted = admit(std::move(model), until, cancel, who);
   if (auto* r = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*r);
   co_return co_await wait(std::get<std::shared_ptr<Waiter>>(std::move(admitted)), std::move(cancel));
 }

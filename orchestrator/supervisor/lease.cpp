@@ -105,9 +105,13 @@ asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias,
   co_return std::move(*r);
 }
 
+// An explicit load clears the switch-ahead history (Asker::load), so no guess undoes it.
 asio::awaitable<Status> Supervisor::ensure_ready(std::string model_or_alias,
                                                  std::optional<Clock::time_point> deadline) {
-  auto lease = co_await acquire(std::move(model_or_alias), deadline);
+  auto r = co_await asio::co_spawn(
+      impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline, nullptr, Asker::load)),
+      asio::use_awaitable);
+  auto& lease = *r;
   if (!lease) co_return lease.error();
   lease->release();
   co_return ok_status();

@@ -23,6 +23,11 @@ bool has_queued(const SchedInput& in, const std::string& profile) {
                      [&](const SchedRequest& r) { return r.profile == profile; });
 }
 
+bool has_queued_before(const SchedInput& in, const std::string& profile, SchedClock::time_point t) {
+  return std::any_of(in.queue.begin(), in.queue.end(),
+                     [&](const SchedRequest& r) { return r.profile == profile && r.enqueued < t; });
+}
+
 // Live children that must go for `target` to start: those outside the allowed set that contains
 // the target and keeps the most of what is alive now; between sets that keep as many, the one
 // whose victims have the least work (in flight or queued), so an idle child goes before a busy one.
@@ -78,12 +83,18 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
     return v.phase == Phase::stopping;  // wait for its event
   const auto& cfg = in.cfg;
   const bool draining = v.phase == Phase::draining;
+  // FIFO across models: V's requests queued before T's oldest are served first. Evicting V before
+  // them made V the oldest waiting model the moment it was gone: a restart of the model it served.
+  if (!draining && has_queued_before(in, v.profile, t.head_enqueued)) return false;
   if (!draining && (has_queued(in, v.profile) || v.in_flight > 0)) {
     // Work for V is queued or in flight: V keeps serving (grouping) until T's oldest request has
     // waited max_wait_before_swap_ms (starvation guard), and at least min_residency_ms (anti-thrash).
-    // With no competition for V there is nothing to protect: the switch starts at once.
+    // The guard counts from when V became ready if T queued before that: time spent loading V
+    // served nobody, and counting it cut every residency after a load longer than the guard to
+    // min_residency_ms (thrash). With no competition for V there is nothing to protect: the
+    // switch starts at once.
     auto resident_until = v.ready_since + milliseconds(cfg.min_residency_ms);
-    auto forced_at = t.head_enqueued + milliseconds(cfg.max_wait_before_swap_ms);
+    auto forced_at = std::max(t.head_enqueued, v.ready_since) + milliseconds(cfg.max_wait_before_swap_ms);
     auto hold_until = std::max(resident_until, forced_at);
     if (in.now < hold_until) {
       earliest(d.wake_at, hold_until);

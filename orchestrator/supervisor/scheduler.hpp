@@ -10,8 +10,10 @@
 //  - T starts as soon as no live child conflicts with it (allowed co-resident sets).
 //  - A conflicting child V with nothing queued and nothing in flight is swapped out at once.
 //  - A conflicting child V that still has work (queued or in flight) keeps serving until T's oldest
-//    request has waited max_wait_before_swap_ms (starvation guard; grouping saves swaps meanwhile)
-//    and V has been ready for min_residency_ms (anti-thrash).
+//    request has waited max_wait_before_swap_ms (starvation guard; grouping saves swaps meanwhile;
+//    counted from V's ready time when T queued while V loaded) and V has been ready for
+//    min_residency_ms (anti-thrash). V's requests queued before T's oldest are served before V
+//    goes (FIFO), so a stopped child is never the next target: no child restarts to serve itself.
 //  - Swapping out drains first: V gets no new requests (sticky) and is stopped once its in-flight
 //    count is 0, or when draining has lasted drain_timeout_s (then in-flight requests are cut).
 //  - A restart backoff (not_before) delays starting T.

@@ -60,6 +60,10 @@ struct Waiter {
 // What admission decided: an error or a lease now, or the queued waiter.
 using Admission = std::variant<Result<Lease>, std::shared_ptr<Waiter>>;
 
+// Who asks: a call (its model feeds the switch-ahead history) or an operator's explicit load
+// (ensure_ready), which clears that history so that no guess undoes it.
+enum class Asker { call, load };
+
 struct PendingSwitch {
   SwitchRecord rec;
   Clock::time_point started{};
@@ -72,10 +76,10 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
                  SupervisorOptions opts);
 
   asio::awaitable<Result<Lease>> acquire(std::string model, std::optional<Clock::time_point> deadline,
-                                         std::shared_ptr<upstream::CancelToken> cancel);
+                                         std::shared_ptr<upstream::CancelToken> cancel, Asker who = Asker::call);
   // acquire's synchronous part: an error or a lease now, or the queued waiter to wait() on.
   Admission admit(std::string model, std::optional<Clock::time_point> deadline,
-                  std::shared_ptr<upstream::CancelToken> cancel);
+                  std::shared_ptr<upstream::CancelToken> cancel, Asker who = Asker::call);
   asio::awaitable<Result<Lease>> wait(std::shared_ptr<Waiter> w, std::shared_ptr<upstream::CancelToken> cancel);
   void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
   asio::awaitable<Status> unload(std::optional<std::string> model);
@@ -130,6 +134,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
   void retire(const std::string& name, ProfState& ps, const char* reason);
   void requeue();
+  void note_call(const std::string& child, Asker who);  // admission.cpp: the switch-ahead history
 
   std::list<config::Config> versions_;  // every configuration applied; the last is current
   const config::Config* cfg_ = nullptr;  // = &versions_.back()
@@ -141,7 +146,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::list<config::Profile> group_profiles_;  // synthesized profiles of shared-base children
   std::map<std::string, std::vector<std::pair<std::string, double>>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
-  std::vector<std::string> recent_;  // child names of the last admitted calls (switch ahead), oldest first
+  std::vector<std::string> recent_;  // child names of the last calls that came alone (switch ahead), oldest first
   asio::steady_timer wake_;
   std::optional<Clock::time_point> wake_armed_;  // when wake_ fires (none: not waiting)
   std::list<asio::steady_timer*> watchers_;

@@ -125,11 +125,24 @@ void ollama(const Api& api) {
   CHECK(c.status == 200);
   CHECK(c.j()["done"] == true);
   CHECK(c.j()["message"]["content"].is_string());
+  // Honest timings (issue 33): counts and the child's durations; kev was resident (no load).
+  CHECK(c.j()["prompt_eval_count"] > 0);
+  CHECK(c.j()["eval_count"] > 0);
+  CHECK(c.j()["load_duration"] == 0);
+  CHECK(c.j()["total_duration"] >= c.j()["prompt_eval_duration"].get<std::int64_t>() +
+                                       c.j()["eval_duration"].get<std::int64_t>());
   auto g = api.call("POST", "/api/generate", R"({"model":"laya","prompt":"Once","options":{"num_predict":6}})");
   INFO(g.body);
   CHECK(g.status == 200);
   CHECK(lines_with(g.body, "\"done\":false") >= 1);
   CHECK(lines_with(g.body, "\"done\":true") == 1);
+  // laya was loaded for this call: its load shows, and the total holds it all.
+  const auto last = json::parse(g.body.substr(g.body.rfind("{\"model\"")), nullptr, false);
+  CHECK(last["load_duration"] > 0);
+  CHECK(last["eval_count"] > 0);
+  CHECK(last["total_duration"] >= last["load_duration"].get<std::int64_t>() +
+                                      last["prompt_eval_duration"].get<std::int64_t>() +
+                                      last["eval_duration"].get<std::int64_t>());
   auto e = api.call("POST", "/api/embed", R"({"model":"emb","input":"hello"})");
   INFO(e.body);
   CHECK(e.j()["embeddings"].size() == 1);

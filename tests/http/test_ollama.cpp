@@ -52,7 +52,9 @@ TEST_CASE("ollama: options, format and a schema map to llama-server's fields", "
 }
 
 TEST_CASE("ollama: the child's SSE becomes NDJSON lines split anywhere, then one done line", "[http]") {
-  kevlaya::http::OllamaStream s(OllamaKind::generate, "kev");
+  auto times = std::make_shared<kevlaya::http::CallTimes>();
+  times->load_ms = 250;
+  kevlaya::http::OllamaStream s(OllamaKind::generate, "kev", times);
   const std::string sse =
       "data: {\"choices\":[{\"delta\":{\"content\":\"Once\"}}]}\n\n"
       ": comment\n\n"
@@ -73,6 +75,27 @@ TEST_CASE("ollama: the child's SSE becomes NDJSON lines split anywhere, then one
   CHECK(got[2]["eval_count"] == 2);
   CHECK(got[2]["prompt_eval_count"] == 3);
   CHECK(got[2]["eval_duration"] == 2000000);
+  CHECK(got[2]["load_duration"] == 250000000);
+  CHECK(got[2]["total_duration"] >= 253000000);
+}
+
+// Regression (issue 33): load_duration was always 0 and total_duration left out the queue and load.
+TEST_CASE("ollama: durations come from the door's load and the child's timings", "[http]") {
+  const std::string a = R"({"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],)"
+                        R"("usage":{"prompt_tokens":3,"completion_tokens":2},"timings":{"prompt_ms":1.5,"predicted_ms":2.0}})";
+  kevlaya::http::CallTimes t{std::chrono::steady_clock::now() - std::chrono::seconds(2), 1500};
+  const auto j = json::parse(kevlaya::http::ollama_answer(OllamaKind::chat, a, "kev", &t));
+  CHECK(j["load_duration"] == 1500000000);
+  CHECK(j["prompt_eval_duration"] == 1500000);
+  CHECK(j["eval_duration"] == 2000000);
+  CHECK(j["total_duration"] >= 2000000000);  // arrival to answer: queue, load, prompt, generation
+  CHECK(j["prompt_eval_count"] == 3);
+  CHECK(j["eval_count"] == 2);
+  // Without usage (a raw completion), the counts come from the child's timings.
+  const auto raw = json::parse(kevlaya::http::ollama_answer(
+      OllamaKind::generate, R"({"choices":[{"text":"x"}],"timings":{"prompt_n":4,"predicted_n":5}})", "kev", &t));
+  CHECK(raw["prompt_eval_count"] == 4);
+  CHECK(raw["eval_count"] == 5);
 }
 
 TEST_CASE("ollama: /api/chat is translated to the child's /v1/chat/completions and back", "[http]") {
@@ -88,6 +111,7 @@ TEST_CASE("ollama: /api/chat is translated to the child's /v1/chat/completions a
   CHECK(j["done"] == true);
   CHECK(j["eval_duration"] == 20000000);
   CHECK(r.header("x-kevlaya-model") == "kev");
+  CHECK(j["load_duration"] == std::stoll(r.header("x-kevlaya-swap-ms")) * 1000000);  // kev was started for it
   // What the child saw: an OpenAI chat body naming the profile.
   auto echo = http_request(door.port(), "POST", "/api/generate",
                            json{{"model", "laya"}, {"prompt", "p"}, {"system", "s"}, {"stream", false}}.dump());

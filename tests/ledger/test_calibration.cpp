@@ -106,6 +106,21 @@ TEST_CASE("measurement store: missing file is empty, corrupt file is an error") 
   CHECK(bad.error().message.find("ledger-measurements.json") != std::string::npos);
 }
 
+TEST_CASE("load-time store keeps the last loads per key, oldest first, beside the measurements") {
+  test::TempDir dir("ledger-load-times");
+  for (std::int64_t ms = 1; ms <= 7; ++ms) REQUIRE(record_load_time(dir.path(), "k1", ms * 100).ok());
+  REQUIRE(record_load_time(dir.path(), "k2", 42).ok());
+  const auto store = load_load_times(load_times_path(dir.path()));
+  REQUIRE(store.ok());
+  CHECK(store->at("k1") == std::vector<std::int64_t>{300, 400, 500, 600, 700});  // kLoadTimesKept = 5
+  CHECK(store->at("k2") == std::vector<std::int64_t>{42});
+  CHECK(load_times_path(dir.path()).parent_path() == store_path(dir.path()).parent_path());
+  test::write_text(load_times_path(dir.path()), "{not json");
+  const auto bad = load_load_times(load_times_path(dir.path()));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("ledger-load-times.json") != std::string::npos);
+}
+
 TEST_CASE("fingerprint changes with content and keys include the flags") {
   test::TempDir dir("ledger-fp");
   test::write_text(dir / "a.gguf", std::string(3 * kMiB, 'a'));

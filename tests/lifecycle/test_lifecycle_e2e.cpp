@@ -483,3 +483,35 @@ TEST_CASE("lifecycle e2e: serve --watch-config reloads when a profile file chang
   CHECK(!events.wait_for(std::regex("reload changed: laya")).empty());
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+// Load ETA (issue 33): the median of the child's last loads, kept in the state directory beside the
+// ledger's calibration, so the first load after a restart already shows how long it will take.
+TEST_CASE("lifecycle e2e: a starting child shows eta_s from its past loads, also after a restart", "[lifecycle][e2e]") {
+  TempDir dir("life-eta");
+  write_config(dir, standin_binary().string(), "preload: [kev]\n", "extra_args: [--fake-load-ms, '3000']\n");
+  const auto eta_of = [](const json& p) {
+    const auto lp = p.value("load_progress", json());
+    return lp.is_object() ? lp.value("eta_s", json()) : json();
+  };
+  {
+    Serve serve(dir / "kevlaya.yaml");
+    const auto first = profile(status_json(serve), "kev");
+    INFO(first.dump());
+    CHECK(first.value("state", "") == "starting");
+    CHECK(eta_of(first).is_null());  // no load seen yet: no guess
+    CHECK(eventually([&] { return state_of(serve, "kev") == "ready"; }, 60s));
+    CHECK(eventually([&] { return std::filesystem::exists(dir / "state/ledger-load-times.json"); }));
+    CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+  }
+  Serve again(dir / "kevlaya.yaml");
+  const auto st = profile(status_json(again), "kev");
+  INFO(st.dump());
+  CHECK(st.value("state", "") == "starting");
+  const auto eta = eta_of(st);
+  REQUIRE(eta.is_number());
+  CHECK(eta.get<double>() > 1.0);  // a load of 3 s and more, not long begun
+  auto cli_status = cli("status --url " + url(again));
+  CHECK(cli_status.output.find("s left") != std::string::npos);
+  CHECK(eventually([&] { return state_of(again, "kev") == "ready"; }, 60s));
+  CHECK(again.proc().signal_and_wait(SIGTERM) == 0);
+}

@@ -27,13 +27,14 @@ struct Fixture {
   asio::io_context ioc;
   test::FakeWorld world;
   Supervisor sup;
-  explicit Fixture(bool switch_ahead)
-      : sup(ioc.get_executor(), config(switch_ahead), std::make_unique<test::FakeEffects>(world)) {}
-  static config::Config config(bool switch_ahead) {
+  explicit Fixture(bool switch_ahead, int max_wait_before_swap_ms = 0)
+      : sup(ioc.get_executor(), config(switch_ahead, max_wait_before_swap_ms), std::make_unique<test::FakeEffects>(world)) {}
+  static config::Config config(bool switch_ahead, int max_wait_before_swap_ms) {
     auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
                                   test::fast_profile("laya", "x", "/m/laya.gguf")},
                                  "/nonexistent");
     cfg.orch.scheduling.switch_ahead = switch_ahead;
+    cfg.orch.scheduling.max_wait_before_swap_ms = max_wait_before_swap_ms;
     return cfg;
   }
   // Until `name` is ready (bounded, 10 s): the guess runs while nobody waits, so tests wait for it.
@@ -209,4 +210,42 @@ TEST_CASE("switch ahead: a guess whose start fails is not tried again while nobo
   CHECK(recs.back().ahead);
   CHECK_FALSE(recs.back().ok);
   CHECK(f.world.alive.empty());
+}
+
+// Regression (issue 32): an operator's /admin/load counted as one more alternating call, so the
+// guess stopped the model just loaded within a second.
+TEST_CASE("switch ahead: an explicit load is not undone by a guess") {
+  Fixture f(true);
+  test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    for (const char* m : {"laya", "kev", "laya"}) co_await f.call(m);
+    CHECK((co_await f.sup.ensure_ready("kev", test::in(2s))).ok());
+    co_await test::sleep_for(50ms);  // many starts of the fake (5 ms): a guess would have run
+    CHECK(f.world.alive == std::set<std::string>{"kev"});
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events.back() == "stop kev");  // by the shutdown
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), std::string("start laya")) == 2);
+}
+
+// Calls of a burst come while others wait: the next call is already queued, so there is nothing to
+// guess, and a guess after the burst stopped a model that the burst's next wave needed.
+TEST_CASE("switch ahead: calls that arrive while others are queued (a burst) make no guess") {
+  Fixture f(true, 10000);  // the guard never cuts this burst: one load per model
+  std::vector<SwitchRecord> recs;
+  test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    int done = 0;
+    for (const char* m : {"laya", "kev", "laya", "kev"})
+      asio::co_spawn(f.ioc, [&f, &done, m]() -> asio::awaitable<void> {
+        co_await f.call(m);
+        ++done;
+      }, asio::detached);
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    while (done < 4 && std::chrono::steady_clock::now() < end) co_await test::sleep_for(1ms);
+    REQUIRE(done == 4);
+    co_await test::sleep_for(50ms);  // a guess (5 ms starts) would have run by now
+    recs = (co_await f.sup.snapshot()).recent_switches;
+    co_await f.sup.shutdown();
+  });
+  for (const auto& r : recs) CHECK_FALSE(r.ahead);
+  CHECK(recs.size() == 2);  // laya, then kev: one load each
 }

@@ -130,7 +130,8 @@ function paintCard(c) {
   setText(f.restarts, (d.total_restarts || 0) + (d.crashes ? ' · ' + d.crashes + ' crash' + (d.crashes > 1 ? 'es' : '') : ''));
   const extra = [];
   if (d.pinned) extra.push('pinned');
-  if (d.load_progress) extra.push('loading ' + (d.load_progress.stage || '') + (d.load_progress.pct != null ? ' ' + Math.round(d.load_progress.pct) + '%' : ''));
+  if (d.load_progress) extra.push('loading ' + (d.load_progress.stage || '') + (d.load_progress.pct != null ? ' ' + Math.round(d.load_progress.pct) + '%' : '') +
+                                  (d.load_progress.eta_s != null ? ', about ' + fmtDur(Math.ceil(d.load_progress.eta_s)) + ' left' : ''));
   if (d.remote) extra.push('remote ' + d.remote.state + (d.remote.last_error ? ': ' + d.remote.last_error : ''));
   if (d.gpus && d.gpus.length) extra.push('GPU ' + d.gpus.join(', '));
   if (d.page_cache_pct >= 0) extra.push('page cache ' + Math.round(d.page_cache_pct) + '%');

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Switches under bursts: `kevlaya-orch serve` with two rotating models (`residency: rotate`,
+`parallel: 1`, default scheduling) receives bursts of N concurrent chat requests alternating
+kev/laya (max_tokens 16), quiet and then with two CPU-bound processes beside the door. Each burst
+starts cold (POST /admin/unload), so every burst must load both models.
+
+  bench/switch/burst.py [--n 40] [--bursts 3] [--hogs 2] [--standin] [--orch BIN] [--tiny BIN]
+
+Per burst it prints the switches (from /status, by their time), the fewest that the starvation
+guard allows, their ratio, and the self-restarts (`from` = `to`: a child stopped and started again
+to serve the model it served). The fewest: each model loads once (2); beyond that a residency
+serves at most max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
+in flight (s_max), so a burst whose answers took the child S seconds in all (its `timings`) needs
+at least ceil(S / (W + s_max)) residencies (docs/supervisor.md, "Grouping and the starvation guard").
+queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst of 100 with 429);
+requests refused with 429/503 would be counted, not retried.
+Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
+--standin; the door binary from --orch (default build/kevlaya-orch, else build-asan/)."""
+import argparse, http.client, json, math, os, re, subprocess, sys, tempfile, threading, time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+GUARD_MS, RESIDENCY_MS = 2000, 500  # config.hpp SchedulingCfg defaults (the bench sets none)
+
+
+def built(name, sub=""):
+    for b in ("build", "build-asan"):
+        p = os.path.join(ROOT, b, sub, name)
+        if os.path.exists(p):
+            return p
+    sys.exit(f"bench: {name} not built (build it, or pass its path)")
+
+
+def request(port, method, path, body=None, timeout=600):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request(method, path, body=json.dumps(body) if body is not None else None,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+
+
+def start_door(tmp, server, tiny):
+    os.makedirs(f"{tmp}/profiles", exist_ok=True)
+    os.makedirs(f"{tmp}/pipelines", exist_ok=True)
+    model = f"{tmp}/model.gguf"
+    subprocess.run([tiny, "model", "--out", model, "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
+    for name in ("kev", "laya"):
+        with open(f"{tmp}/profiles/{name}.yaml", "w") as f:
+            f.write(f"name: {name}\nbinary: {server}\nmodel: {model}\nngl: 0\nctx: 512\nparallel: 1\n"
+                    "shared_base: false\n")
+    with open(f"{tmp}/kevlaya.yaml", "w") as f:
+        f.write("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n"
+                f"residency: rotate\nqueue:\n  max_depth: {max(64, 2 * ARGS.n)}\n")
+    log = open(f"{tmp}/door.log", "w")
+    p = subprocess.Popen([ARGS.orch, "serve", f"{tmp}/kevlaya.yaml", "--port", "0"], stdout=log, stderr=log)
+    for _ in range(600):
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(f"{tmp}/door.log").read())
+        if m:
+            return p, int(m.group(1))
+        time.sleep(0.05)
+    p.kill()
+    sys.exit("bench: the door did not start; see " + f"{tmp}/door.log")
+
+
+def work_s(body, held_s):
+    """The seconds the child worked on an answer (its timings: prompt + generation); without them
+    the time the call held its slot as the client saw it (which also counts the door's accept)."""
+    try:
+        t = json.loads(body).get("timings") or {}
+        return (t["prompt_ms"] + t["predicted_ms"]) / 1000
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return max(0.0, held_s)
+
+
+def burst(port, n):
+    """n requests at once, kev and laya in turn; returns (answered, refused, work_s, longest_s)."""
+    out = {"ok": 0, "refused": 0, "work": 0.0, "longest": 0.0, "errors": []}
+    lock = threading.Lock()
+
+    def one(i):
+        body = {"model": "laya" if i % 2 else "kev", "max_tokens": 16,
+                "messages": [{"role": "user", "content": "Once"}]}
+        t0 = time.perf_counter()
+        status, headers, data = request(port, "POST", "/v1/chat/completions", body)
+        total = time.perf_counter() - t0
+        with lock:
+            if status == 200:
+                held = work_s(data, total - float(headers.get("x-kevlaya-queue-ms", 0)) / 1000)
+                out["ok"] += 1
+                out["work"] += held
+                out["longest"] = max(out["longest"], held)
+            elif status in (429, 503):
+                out["refused"] += 1
+            else:
+                out["errors"].append(f"{status} {data[:200]!r}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if out["errors"]:
+        sys.exit("bench: unexpected answers: " + "; ".join(out["errors"][:5]))
+    return out
+
+
+def run(label, port):
+    totals = {"switches": 0, "minimum": 0, "self": 0}
+    for b in range(ARGS.bursts):
+        request(port, "POST", "/admin/unload")
+        since_ms = time.time() * 1000
+        t0 = time.perf_counter()
+        out = burst(port, ARGS.n)
+        seconds = time.perf_counter() - t0
+        _, _, data = request(port, "GET", "/status")
+        recs = [s for s in json.loads(data)["recent_switches"] if s["at_ms"] >= since_ms - 1]
+        selfr = sum(1 for s in recs if s["from"] == s["to"])
+        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + out["longest"]
+        minimum = max(2, math.ceil(out["work"] / per_residency))
+        totals["switches"] += len(recs)
+        totals["minimum"] += minimum
+        totals["self"] += selfr
+        print(f"{label:5} burst {b + 1}: n={ARGS.n} answered={out['ok']} refused={out['refused']} "
+              f"seconds={seconds:.2f} switches={len(recs)} minimum={minimum} "
+              f"switches/minimum={len(recs) / minimum:.2f} self_restarts={selfr}", flush=True)
+    print(f"{label:5} total: switches={totals['switches']} minimum={totals['minimum']} "
+          f"switches/minimum={totals['switches'] / totals['minimum']:.2f} self_restarts={totals['self']}", flush=True)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--bursts", type=int, default=3)
+    ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the door in the busy run (0: no busy run)")
+    ap.add_argument("--standin", action="store_true")
+    ap.add_argument("--orch")
+    ap.add_argument("--tiny")
+    ARGS = ap.parse_args()
+    ARGS.orch = ARGS.orch or built("kevlaya-orch")
+    tiny = ARGS.tiny or built("kevlaya-tiny-gguf", "tools")
+    server = built("llama-server-standin", "tools") if ARGS.standin else os.path.realpath(
+        os.environ.get("KEVLAYA_LLAMA_SERVER", os.path.join(ROOT, "var/llama-server/llama-server")))
+    print(f"server: {server}\ndoor: {ARGS.orch}\nguard: max_wait_before_swap_ms={GUARD_MS} "
+          f"min_residency_ms={RESIDENCY_MS}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        door, port = start_door(tmp, server, tiny)
+        hogs = []
+        try:
+            run("quiet", port)
+            if ARGS.hogs > 0:
+                hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ARGS.hogs)]
+                run("busy", port)
+        finally:
+            for h in hogs:
+                h.kill()
+            door.terminate()
+            door.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
