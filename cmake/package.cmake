@@ -54,9 +54,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "llama.cpp-tools")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "supervisor and API door for local llama.cpp servers")
-set(CPACK_PACKAGE_DESCRIPTION "kevlaya-orch starts, stops and swaps llama-server children within a GPU\n\
-memory budget and serves them behind one OpenAI, Anthropic and Ollama compatible\n\
-HTTP door, with multi-stage pipelines on top.")
+set(CPACK_PACKAGE_DESCRIPTION "kevlaya-orch starts, stops and swaps llama-server children within a\n\
+GPU memory budget and serves them behind one HTTP door that speaks the\n\
+OpenAI, Anthropic and Ollama APIs, with multi-stage pipelines on top.")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${deb_gen}/conffiles ${deb_src}/postinst)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)
