@@ -24,6 +24,7 @@ int run_cli(int argc, const char* const* argv) {
   add_serve(app, g);
   add_logs(app, g);
   add_client(app, g);
+  add_schema(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -30,6 +30,7 @@ void add_eval(CLI::App& app, Globals& g);     // eval PIPELINE.yaml --scenarios 
 void add_serve(CLI::App& app, Globals& g);    // serve [CONFIG]
 void add_logs(CLI::App& app, Globals& g);     // logs PROFILE [-f]
 void add_client(CLI::App& app, Globals& g);   // status, load, unload, reload, events (a running door)
+void add_schema(CLI::App& app, Globals& g);   // schema [orchestrator|profile|pipeline]
 
 // Entry point used by main.cpp (and tests): parses argv, runs the subcommand, returns exit code.
 int run_cli(int argc, const char* const* argv);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/keys.hpp"
 
 namespace kevlaya::config::detail {
 
@@ -29,7 +30,11 @@ class Doc {
   void error(const SourceLoc& at, std::string msg);
   void error(const YAML::Node& at, std::string msg) { error(loc(at), std::move(msg)); }
   void warn(const YAML::Node& at, std::string msg);
-  bool has_errors() const { return errors_ > 0; }
+  // Which key table (config/keys.hpp) the document's keys are read by; set by its parser.
+  void set_kind(DocKind k) { kind_ = k; }
+  // The table's entry for `path` ("queue.max_depth", "stages[1].role"); throws std::logic_error
+  // when the table lacks it (a reader without a table entry is a bug, not a user error).
+  const Key& key(std::string_view path) const;
 
  private:
   bool check_utf8();
@@ -38,21 +43,22 @@ class Doc {
   std::vector<Diagnostic>& out_;
   std::string text_;
   YAML::Node root_;
-  int errors_ = 0;
+  DocKind kind_ = DocKind::orchestrator;
 };
 
 // How a node reads in messages: `string "lots"`, `number 2.5`, `a list`, `nothing`.
 std::string describe(const YAML::Node& n);
 
 // Typed readers: return nullopt after recording a diagnostic at the node. Strings are env-expanded.
+// Ranges and allowed words are the key table's entry for `key` (config/keys.cpp).
 std::optional<std::string> read_string(Doc& d, const std::string& key, const YAML::Node& n);
+std::optional<std::int64_t> read_int(Doc& d, const std::string& key, const YAML::Node& n);
+// An integer in an explicit range, for readers that report their own range message (ngl).
 std::optional<std::int64_t> read_int(Doc& d, const std::string& key, const YAML::Node& n,
                                      std::int64_t lo, std::int64_t hi);
-std::optional<double> read_number(Doc& d, const std::string& key, const YAML::Node& n, double lo,
-                                  double hi);
+std::optional<double> read_number(Doc& d, const std::string& key, const YAML::Node& n);
 std::optional<bool> read_bool(Doc& d, const std::string& key, const YAML::Node& n);
-std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML::Node& n,
-                                     const std::vector<std::string>& allowed);
+std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML::Node& n);
 // A list of strings; a single scalar is accepted as a one-element list when `scalar_ok`.
 std::optional<std::vector<std::string>> read_string_list(Doc& d, const std::string& key,
                                                          const YAML::Node& n, bool scalar_ok);
@@ -62,10 +68,8 @@ std::optional<std::map<std::string, std::string>> read_string_map(Doc& d, const 
 std::optional<fs::path> read_path(Doc& d, const std::string& key, const YAML::Node& n);
 
 // Assign-if-valid shorthands for struct fields.
-void set_int(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo, std::int64_t hi,
-             int& dst);
-void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo,
-               std::int64_t hi, std::int64_t& dst);
+void set_int(Doc& d, const std::string& key, const YAML::Node& n, int& dst);
+void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t& dst);
 void set_string(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst);
 void set_bool(Doc& d, const std::string& key, const YAML::Node& n, bool& dst);
 
@@ -83,7 +87,9 @@ struct Field {
   std::function<void(const YAML::Node& value)> read;
 };
 // Visits a mapping: reports a non-mapping, duplicate keys and unknown keys (with a suggestion),
-// and calls each known field's reader. `what` names the mapping in messages ("profile", "health").
+// and calls each known field's reader. `what` names the mapping in messages ("profile", "health")
+// and is its path in the key table: the known keys are the table's, and `fields` must read exactly
+// those (std::logic_error otherwise).
 bool walk_map(Doc& d, const std::string& what, const YAML::Node& map,
               const std::vector<Field>& fields);
 

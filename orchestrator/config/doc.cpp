@@ -1,6 +1,7 @@
 // Reading one YAML file: bytes -> UTF-8 check -> yaml-cpp parse, every failure as file:line:col.
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/bytes.hpp"
 #include "config/detail.hpp"
@@ -32,8 +33,12 @@ SourceLoc Doc::loc_at(std::size_t byte_pos) const {
   return SourceLoc{display_path(file_), line, col};
 }
 
+const Key& Doc::key(std::string_view path) const {
+  if (const Key* k = find_key(kind_, path)) return *k;
+  throw std::logic_error("config/keys.cpp: no " + std::string(kind_name(kind_)) + " key '" + std::string(path) + "'");
+}
+
 void Doc::error(const SourceLoc& at, std::string msg) {
-  ++errors_;
   out_.push_back(Diagnostic{Severity::error, at, std::move(msg)});
 }
 

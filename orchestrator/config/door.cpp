@@ -96,11 +96,10 @@ void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c) {
 }
 
 void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r) {
-  constexpr std::int64_t kBig = INT64_MAX;
   walk_map(d, "runs", n, {
-      {"max_queued", [&](const YAML::Node& x) { set_int(d, "runs.max_queued", x, 1, 1 << 20, r.max_queued); }},
-      {"max_queued_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_queued_bytes", x, 1, kBig, r.max_queued_bytes); }},
-      {"max_kept_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_kept_bytes", x, 0, kBig, r.max_kept_bytes); }},
+      {"max_queued", [&](const YAML::Node& x) { set_int(d, "runs.max_queued", x, r.max_queued); }},
+      {"max_queued_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_queued_bytes", x, r.max_queued_bytes); }},
+      {"max_kept_bytes", [&](const YAML::Node& x) { set_int64(d, "runs.max_kept_bytes", x, r.max_kept_bytes); }},
   });
 }
 

@@ -11,9 +11,6 @@ namespace detail {
 
 namespace {
 
-constexpr std::int64_t kMaxPort = 65535;
-constexpr std::int64_t kBig = INT64_MAX;
-
 void read_devices(Doc& d, const YAML::Node& n, std::vector<DeviceCfg>& out) {
   if (!n.IsSequence() || n.size() == 0) {
     d.error(n, "gpu.devices: expected a non-empty list of {vram_mib, name}, got " + describe(n));
@@ -25,7 +22,7 @@ void read_devices(Doc& d, const YAML::Node& n, std::vector<DeviceCfg>& out) {
     bool has_vram = false;
     walk_map(d, key, n[i], {
         {"vram_mib", [&](const YAML::Node& v) {
-           if (auto x = read_int(d, key + ".vram_mib", v, 1, kBig)) { dev.vram_mib = *x; has_vram = true; }
+           if (auto x = read_int(d, key + ".vram_mib", v)) { dev.vram_mib = *x; has_vram = true; }
          }},
         {"name", [&](const YAML::Node& v) { set_string(d, key + ".name", v, dev.name); }},
     });
@@ -42,10 +39,10 @@ void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
          vram_node.emplace(v);
          if (v.IsScalar() && v.Scalar() == "auto") { g.vram_mib.reset(); return; }
          if (!v.IsScalar()) { d.error(v, "gpu.vram_mib: expected an integer or 'auto', got " + describe(v)); return; }
-         if (auto x = read_int(d, "gpu.vram_mib", v, 1, kBig)) g.vram_mib = *x;
+         if (auto x = read_int(d, "gpu.vram_mib", v)) g.vram_mib = *x;
        }},
-      {"reserve_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.reserve_mib", v, 0, kBig, g.reserve_mib); }},
-      {"overhead_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.overhead_mib", v, 0, kBig, g.overhead_mib); }},
+      {"reserve_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.reserve_mib", v, g.reserve_mib); }},
+      {"overhead_mib", [&](const YAML::Node& v) { set_int64(d, "gpu.overhead_mib", v, g.overhead_mib); }},
   });
   // Two sources for one fact: refuse rather than pick one silently.
   if (g.vram_mib && devices_node)
@@ -57,35 +54,35 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
   if (name == "listen") {
     walk_map(d, "listen", v, {
         {"host", [&](const YAML::Node& x) { set_string(d, "listen.host", x, o.listen.host); }},
-        {"port", [&](const YAML::Node& x) { set_int(d, "listen.port", x, 1, kMaxPort, o.listen.port); }},
+        {"port", [&](const YAML::Node& x) { set_int(d, "listen.port", x, o.listen.port); }},
     });
   } else if (name == "queue") {
     walk_map(d, "queue", v, {
-        {"max_depth", [&](const YAML::Node& x) { set_int(d, "queue.max_depth", x, 1, 1 << 20, o.queue.max_depth); }},
-        {"max_wait_s", [&](const YAML::Node& x) { set_int(d, "queue.max_wait_s", x, 1, 86400, o.queue.max_wait_s); }},
+        {"max_depth", [&](const YAML::Node& x) { set_int(d, "queue.max_depth", x, o.queue.max_depth); }},
+        {"max_wait_s", [&](const YAML::Node& x) { set_int(d, "queue.max_wait_s", x, o.queue.max_wait_s); }},
     });
   } else if (name == "scheduling") {
     auto& s = o.scheduling;
     walk_map(d, "scheduling", v, {
-        {"max_wait_before_swap_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.max_wait_before_swap_ms", x, 0, 3600000, s.max_wait_before_swap_ms); }},
-        {"min_residency_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.min_residency_ms", x, 0, 3600000, s.min_residency_ms); }},
-        {"drain_timeout_s", [&](const YAML::Node& x) { set_int(d, "scheduling.drain_timeout_s", x, 0, 86400, s.drain_timeout_s); }},
+        {"max_wait_before_swap_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.max_wait_before_swap_ms", x, s.max_wait_before_swap_ms); }},
+        {"min_residency_ms", [&](const YAML::Node& x) { set_int(d, "scheduling.min_residency_ms", x, s.min_residency_ms); }},
+        {"drain_timeout_s", [&](const YAML::Node& x) { set_int(d, "scheduling.drain_timeout_s", x, s.drain_timeout_s); }},
         {"switch_ahead", [&](const YAML::Node& x) { set_bool(d, "scheduling.switch_ahead", x, s.switch_ahead); }},
     });
   } else if (name == "prefetch") {
     walk_map(d, "prefetch", v, {
         {"enabled", [&](const YAML::Node& x) { set_bool(d, "prefetch.enabled", x, o.prefetch.enabled); }},
-        {"min_available_mib", [&](const YAML::Node& x) { set_int64(d, "prefetch.min_available_mib", x, 0, kBig, o.prefetch.min_available_mib); }},
+        {"min_available_mib", [&](const YAML::Node& x) { set_int64(d, "prefetch.min_available_mib", x, o.prefetch.min_available_mib); }},
     });
   } else if (name == "limits") {
     auto& l = o.limits;
     walk_map(d, "limits", v, {
-        {"max_body_bytes", [&](const YAML::Node& x) { set_int64(d, "limits.max_body_bytes", x, 1, kBig, l.max_body_bytes); }},
-        {"max_connections", [&](const YAML::Node& x) { set_int(d, "limits.max_connections", x, 1, 1 << 20, l.max_connections); }},
-        {"reserved_connections", [&](const YAML::Node& x) { set_int(d, "limits.reserved_connections", x, 0, 1 << 20, l.reserved_connections); }},
-        {"header_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.header_timeout_s", x, 1, 86400, l.header_timeout_s); }},
-        {"read_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.read_timeout_s", x, 1, 86400, l.read_timeout_s); }},
-        {"idle_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.idle_timeout_s", x, 1, 86400, l.idle_timeout_s); }},
+        {"max_body_bytes", [&](const YAML::Node& x) { set_int64(d, "limits.max_body_bytes", x, l.max_body_bytes); }},
+        {"max_connections", [&](const YAML::Node& x) { set_int(d, "limits.max_connections", x, l.max_connections); }},
+        {"reserved_connections", [&](const YAML::Node& x) { set_int(d, "limits.reserved_connections", x, l.reserved_connections); }},
+        {"header_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.header_timeout_s", x, l.header_timeout_s); }},
+        {"read_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.read_timeout_s", x, l.read_timeout_s); }},
+        {"idle_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.idle_timeout_s", x, l.idle_timeout_s); }},
     });
   }
 }
@@ -123,6 +120,7 @@ struct DoorKeys {
 };
 
 void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
+  d.set_kind(DocKind::orchestrator);
   o.file = d.file();
   o.loc = d.loc(d.root());
   default_dirs(o, d.dir());
@@ -152,15 +150,15 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"runs", [&](const YAML::Node& v) { read_runs(d, v, o.runs); }},
       {"queue", section("queue")},
       {"residency", [&](const YAML::Node& v) {
-         if (auto r = read_enum(d, "residency", v, {"auto", "rotate", "co-resident"}))
+         if (auto r = read_enum(d, "residency", v))
            o.residency = *r == "rotate" ? Residency::rotate
                          : *r == "co-resident" ? Residency::co_resident : Residency::auto_;
        }},
       {"scheduling", section("scheduling")},
       {"prefetch", section("prefetch")},
       {"limits", section("limits")},
-      {"idle_unload_s", [&](const YAML::Node& v) { set_int(d, "idle_unload_s", v, 0, 365 * 86400, o.idle_unload_s); }},
-      {"keep_alive_max_s", [&](const YAML::Node& v) { set_int(d, "keep_alive_max_s", v, -1, 365 * 86400, o.keep_alive_max_s); }},
+      {"idle_unload_s", [&](const YAML::Node& v) { set_int(d, "idle_unload_s", v, o.idle_unload_s); }},
+      {"keep_alive_max_s", [&](const YAML::Node& v) { set_int(d, "keep_alive_max_s", v, o.keep_alive_max_s); }},
       {"preload", [&](const YAML::Node& v) {
          o.preload_loc = d.loc(v);
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;

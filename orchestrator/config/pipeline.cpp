@@ -146,7 +146,7 @@ void read_messages(Doc& d, const std::string& key, const YAML::Node& n, StageBui
     std::optional<YAML::Node> content;
     walk_map(d, mk, n[i], {
         {"role", [&](const YAML::Node& v) {
-           if (auto r = read_enum(d, mk + ".role", v, {"system", "user", "assistant"})) m.role = *r;
+           if (auto r = read_enum(d, mk + ".role", v)) m.role = *r;
          }},
         {"content", [&](const YAML::Node& v) {
            content.emplace(v);
@@ -184,10 +184,10 @@ void read_output(Doc& d, const std::string& key, const YAML::Node& n, OutputCons
 
 void read_sampling(Doc& d, const std::string& key, const YAML::Node& n, Sampling& s) {
   walk_map(d, key, n, {
-      {"temperature", [&](const YAML::Node& v) { if (auto x = read_number(d, key + ".temperature", v, 0, 5)) s.temperature = *x; }},
-      {"top_p", [&](const YAML::Node& v) { if (auto x = read_number(d, key + ".top_p", v, 0, 1)) s.top_p = *x; }},
-      {"seed", [&](const YAML::Node& v) { if (auto x = read_int(d, key + ".seed", v, INT64_MIN, INT64_MAX)) s.seed = *x; }},
-      {"max_tokens", [&](const YAML::Node& v) { set_int(d, key + ".max_tokens", v, 1, 1 << 20, s.max_tokens); }},
+      {"temperature", [&](const YAML::Node& v) { if (auto x = read_number(d, key + ".temperature", v)) s.temperature = *x; }},
+      {"top_p", [&](const YAML::Node& v) { if (auto x = read_number(d, key + ".top_p", v)) s.top_p = *x; }},
+      {"seed", [&](const YAML::Node& v) { if (auto x = read_int(d, key + ".seed", v)) s.seed = *x; }},
+      {"max_tokens", [&](const YAML::Node& v) { set_int(d, key + ".max_tokens", v, s.max_tokens); }},
   });
 }
 
@@ -212,7 +212,7 @@ std::optional<StageBuild> read_stage(Doc& d, const YAML::Node& n, std::size_t in
   std::optional<YAML::Node> messages, system, user, name_node;
   const bool ok = walk_map(d, key, n, {
       {"name", [&](const YAML::Node& v) { name_node.emplace(v); set_string(d, key + ".name", v, st.name); }},
-      {"role", [&](const YAML::Node& v) { role = read_enum(d, key + ".role", v, {"decide", "verify", "other"}); }},
+      {"role", [&](const YAML::Node& v) { role = read_enum(d, key + ".role", v); }},
       {"model", [&](const YAML::Node& v) { b.locs.model = d.loc(v); set_string(d, key + ".model", v, st.model); }},
       {"messages", [&](const YAML::Node& v) { messages.emplace(v); }},
       {"system", [&](const YAML::Node& v) { system.emplace(v); }},
@@ -220,7 +220,7 @@ std::optional<StageBuild> read_stage(Doc& d, const YAML::Node& n, std::size_t in
       {"sampling", [&](const YAML::Node& v) { read_sampling(d, key + ".sampling", v, st.sampling); }},
       {"output", [&](const YAML::Node& v) { read_output(d, key + ".output", v, st.output); }},
       {"pass_value", [&](const YAML::Node& v) { set_string(d, key + ".pass_value", v, st.pass_value); }},
-      {"max_invalid_retries", [&](const YAML::Node& v) { set_int(d, key + ".max_invalid_retries", v, 0, 100, st.max_invalid_retries); }},
+      {"max_invalid_retries", [&](const YAML::Node& v) { set_int(d, key + ".max_invalid_retries", v, st.max_invalid_retries); }},
   });
   if (!ok) return std::nullopt;
   if (!name_node) d.error(n, key + ": missing required key 'name'");
@@ -323,6 +323,7 @@ void check_placeholders(Doc& d, const std::vector<StageBuild>& stages) {
 }  // namespace
 
 void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs>& locs) {
+  d.set_kind(DocKind::pipeline);
   Pipeline pl;
   PipelineLocs ploc;
   pl.file = d.file();
@@ -334,7 +335,7 @@ void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs
   bool name_set = false;
   const bool ok = walk_map(d, "pipeline", d.root(), {
       {"name", [&](const YAML::Node& v) { name_set = true; ploc.name = d.loc(v); set_string(d, "name", v, pl.name); }},
-      {"max_rounds", [&](const YAML::Node& v) { set_int(d, "max_rounds", v, 1, 100, pl.max_rounds); }},
+      {"max_rounds", [&](const YAML::Node& v) { set_int(d, "max_rounds", v, pl.max_rounds); }},
       {"stages", [&](const YAML::Node& v) {
          stages_node.emplace(v);
          if (!v.IsSequence()) {

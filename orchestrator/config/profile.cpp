@@ -12,11 +12,6 @@ namespace kevlaya::config::detail {
 
 namespace {
 
-constexpr std::int64_t kMinCtx = 256;
-constexpr std::int64_t kMaxCtx = 1 << 20;
-constexpr std::int64_t kMaxLayers = 100000;
-constexpr std::int64_t kMaxPort = 65535;
-
 // Never throws: a path too long for the OS (ENAMETOOLONG) is simply not a file.
 bool is_file(const fs::path& p) {
   std::error_code ec;
@@ -39,7 +34,7 @@ void read_ngl(Doc& d, const YAML::Node& n, int& dst) {
   }
   const auto v = read_int(d, "ngl", n, INT64_MIN, INT64_MAX);
   if (!v) return;
-  if (*v < 0 || *v > kMaxLayers) {
+  if (*v < d.key("ngl").lo || *v > d.key("ngl").hi) {
     d.error(n, "ngl must be a number of layers >= 0 or 'all', got " + std::to_string(*v));
     return;
   }
@@ -48,7 +43,6 @@ void read_ngl(Doc& d, const YAML::Node& n, int& dst) {
 
 // `gpu: auto` (default), `gpu: 1`, or `gpu: [0, 1]` (split across them): distinct indexes, ascending.
 void read_gpu_request(Doc& d, const YAML::Node& n, std::vector<int>& dst) {
-  constexpr std::int64_t kMaxDevice = 63;
   dst.clear();
   if (n.IsScalar() && n.Scalar() == "auto") return;
   if (!n.IsScalar() && !n.IsSequence()) {
@@ -60,7 +54,7 @@ void read_gpu_request(Doc& d, const YAML::Node& n, std::vector<int>& dst) {
   else for (const auto& x : n) items.push_back(x);
   if (items.empty()) d.error(n, "gpu: an empty list names no device; write 'auto' to let the planner choose");
   for (const auto& x : items) {
-    const auto v = read_int(d, "gpu", x, 0, kMaxDevice);
+    const auto v = read_int(d, "gpu", x);
     if (!v) continue;
     if (std::find(dst.begin(), dst.end(), static_cast<int>(*v)) != dst.end()) {
       d.error(x, "gpu: device " + std::to_string(*v) + " is listed twice");
@@ -73,33 +67,33 @@ void read_gpu_request(Doc& d, const YAML::Node& n, std::vector<int>& dst) {
 
 void read_health(Doc& d, const YAML::Node& n, HealthCfg& h, BackendNodes& nodes) {
   walk_map(d, "health", n, {
-      {"status", [&](const YAML::Node& v) { set_int(d, "health.status", v, 100, 599, h.status); }},
+      {"status", [&](const YAML::Node& v) { set_int(d, "health.status", v, h.status); }},
       {"ready_line", [&](const YAML::Node& v) {
          nodes.ready_line.emplace(v);
          set_string(d, "health.ready_line", v, h.ready_line);
          if (h.ready_line.empty()) d.error(v, "health.ready_line must not be empty");
        }},
-      {"check_interval_s", [&](const YAML::Node& v) { set_int(d, "health.check_interval_s", v, 1, 3600, h.check_interval_s); }},
-      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "health.backoff_max_s", v, 1, 3600, h.backoff_max_s); }},
+      {"check_interval_s", [&](const YAML::Node& v) { set_int(d, "health.check_interval_s", v, h.check_interval_s); }},
+      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "health.backoff_max_s", v, h.backoff_max_s); }},
       {"path", [&](const YAML::Node& v) {
          set_string(d, "health.path", v, h.path);
          if (!h.path.empty() && h.path[0] != '/') d.error(v, "health.path must start with '/'");
        }},
-      {"first_probe_ms", [&](const YAML::Node& v) { set_int(d, "health.first_probe_ms", v, 1, 60000, h.first_probe_ms); }},
-      {"interval_ms", [&](const YAML::Node& v) { set_int(d, "health.interval_ms", v, 1, 60000, h.interval_ms); }},
-      {"probe_timeout_ms", [&](const YAML::Node& v) { set_int(d, "health.probe_timeout_ms", v, 1, 600000, h.probe_timeout_ms); }},
-      {"startup_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.startup_timeout_s", v, 1, 86400, h.startup_timeout_s); }},
-      {"stall_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.stall_timeout_s", v, 1, 86400, h.stall_timeout_s); }},
+      {"first_probe_ms", [&](const YAML::Node& v) { set_int(d, "health.first_probe_ms", v, h.first_probe_ms); }},
+      {"interval_ms", [&](const YAML::Node& v) { set_int(d, "health.interval_ms", v, h.interval_ms); }},
+      {"probe_timeout_ms", [&](const YAML::Node& v) { set_int(d, "health.probe_timeout_ms", v, h.probe_timeout_ms); }},
+      {"startup_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.startup_timeout_s", v, h.startup_timeout_s); }},
+      {"stall_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.stall_timeout_s", v, h.stall_timeout_s); }},
   });
 }
 
 void read_restart(Doc& d, const YAML::Node& n, RestartCfg& r) {
   walk_map(d, "restart", n, {
-      {"max_restarts", [&](const YAML::Node& v) { set_int(d, "restart.max_restarts", v, 0, 1000, r.max_restarts); }},
-      {"window_s", [&](const YAML::Node& v) { set_int(d, "restart.window_s", v, 1, 86400, r.window_s); }},
-      {"backoff_initial_ms", [&](const YAML::Node& v) { set_int(d, "restart.backoff_initial_ms", v, 0, 3600000, r.backoff_initial_ms); }},
-      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "restart.backoff_max_s", v, 0, 86400, r.backoff_max_s); }},
-      {"cooldown_s", [&](const YAML::Node& v) { set_int(d, "restart.cooldown_s", v, 0, 86400, r.cooldown_s); }},
+      {"max_restarts", [&](const YAML::Node& v) { set_int(d, "restart.max_restarts", v, r.max_restarts); }},
+      {"window_s", [&](const YAML::Node& v) { set_int(d, "restart.window_s", v, r.window_s); }},
+      {"backoff_initial_ms", [&](const YAML::Node& v) { set_int(d, "restart.backoff_initial_ms", v, r.backoff_initial_ms); }},
+      {"backoff_max_s", [&](const YAML::Node& v) { set_int(d, "restart.backoff_max_s", v, r.backoff_max_s); }},
+      {"cooldown_s", [&](const YAML::Node& v) { set_int(d, "restart.cooldown_s", v, r.cooldown_s); }},
   });
 }
 
@@ -127,7 +121,7 @@ void read_lora(Doc& d, const YAML::Node& n, std::vector<LoraSpec>& out) {
            }
          }},
         {"scale", [&](const YAML::Node& v) {
-           if (auto s = read_number(d, key + ".scale", v, -100, 100)) l.scale = *s;
+           if (auto s = read_number(d, key + ".scale", v)) l.scale = *s;
          }},
     });
     if (!n[i].IsMap()) continue;
@@ -141,7 +135,7 @@ void read_lora(Doc& d, const YAML::Node& n, std::vector<LoraSpec>& out) {
 }
 
 void read_cache_type(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst) {
-  if (auto v = read_enum(d, key, n, kv_cache_types())) dst = *v;
+  if (auto v = read_enum(d, key, n)) dst = *v;
 }
 
 const char* value_kind(FlagValue v) {
@@ -178,6 +172,7 @@ void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string
 }  // namespace
 
 void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs) {
+  d.set_kind(DocKind::profile);
   const YAML::Node& root = d.root();
   Profile p;
   ProfileLocs pl;
@@ -198,7 +193,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
       {"backend", [&](const YAML::Node& v) {
          backend_node.emplace(v);
-         if (auto b = read_enum(d, "backend", v, {"llama-server", "command", "remote"}))
+         if (auto b = read_enum(d, "backend", v))
            p.backend = *b == "command" ? Backend::command
                        : *b == "remote" ? Backend::remote : Backend::llama_server;
        }},
@@ -212,9 +207,9 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
       {"quant", [&](const YAML::Node& v) { set_string(d, "quant", v, p.quant); }},
       {"ngl", [&](const YAML::Node& v) { read_ngl(d, v, p.ngl); }},
-      {"ctx", [&](const YAML::Node& v) { set_int(d, "ctx", v, kMinCtx, kMaxCtx, p.ctx); }},
-      {"parallel", [&](const YAML::Node& v) { set_int(d, "parallel", v, 1, 256, p.parallel); }},
-      {"batch", [&](const YAML::Node& v) { set_int(d, "batch", v, 1, kMaxCtx, p.batch); }},
+      {"ctx", [&](const YAML::Node& v) { set_int(d, "ctx", v, p.ctx); }},
+      {"parallel", [&](const YAML::Node& v) { set_int(d, "parallel", v, p.parallel); }},
+      {"batch", [&](const YAML::Node& v) { set_int(d, "batch", v, p.batch); }},
       {"cache_type_k", [&](const YAML::Node& v) { read_cache_type(d, "cache_type_k", v, p.cache_type_k); }},
       {"cache_type_v", [&](const YAML::Node& v) { read_cache_type(d, "cache_type_v", v, p.cache_type_v); }},
       {"flash_attn", [&](const YAML::Node& v) { if (auto b = read_bool(d, "flash_attn", v)) p.flash_attn = *b; }},
@@ -235,7 +230,7 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
        }},
       {"port", [&](const YAML::Node& v) {
          pl.port = d.loc(v);
-         if (auto n = read_int(d, "port", v, 1, kMaxPort)) p.port = static_cast<int>(*n);
+         if (auto n = read_int(d, "port", v)) p.port = static_cast<int>(*n);
        }},
       {"command", [&](const YAML::Node& v) { read_command(d, v, p, nodes); }},
       {"vram_mib", [&](const YAML::Node& v) { read_vram(d, v, p, nodes); }},
@@ -257,13 +252,13 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
          read_gpu_request(d, v, p.gpu);
        }},
       {"idle_unload_s", [&](const YAML::Node& v) {
-         if (auto n = read_int(d, "idle_unload_s", v, 0, 365 * 86400)) p.idle_unload_s = static_cast<int>(*n);
+         if (auto n = read_int(d, "idle_unload_s", v)) p.idle_unload_s = static_cast<int>(*n);
        }},
       {"pin", [&](const YAML::Node& v) { set_bool(d, "pin", v, p.pin); }},
       {"slot_cache", [&](const YAML::Node& v) {
          walk_map(d, "slot_cache", v, {
              {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},
-             {"max_bytes", [&](const YAML::Node& m) { set_int64(d, "slot_cache.max_bytes", m, 0, INT64_MAX, p.slot_cache.max_bytes); }},
+             {"max_bytes", [&](const YAML::Node& m) { set_int64(d, "slot_cache.max_bytes", m, p.slot_cache.max_bytes); }},
          });
        }},
   });

@@ -13,13 +13,6 @@ namespace kevlaya::config::detail {
 
 namespace {
 
-constexpr std::int64_t kMaxVramMib = 16LL << 20;  // 16 TiB: a typo guard, not a GPU model
-
-const std::vector<std::string>& signal_names() {
-  static const std::vector<std::string> n = {"TERM", "INT", "QUIT", "HUP", "USR1", "USR2"};
-  return n;
-}
-
 // First non-empty line of `text`, trimmed (a key file written by `echo KEY > file`).
 std::string first_line(const std::string& text) {
   std::size_t at = 0;
@@ -64,10 +57,10 @@ void check_placeholders(Doc& d, const std::string& key, const YAML::Node& n,
 void read_stop(Doc& d, const YAML::Node& n, StopCfg& s, BackendNodes& nodes) {
   walk_map(d, "stop", n, {
       {"grace_s", [&](const YAML::Node& g) {
-         if (auto v = read_number(d, "stop.grace_s", g, 0, 3600)) s.grace_s = *v;
+         if (auto v = read_number(d, "stop.grace_s", g)) s.grace_s = *v;
        }},
       {"signal", [&](const YAML::Node& v) {
-         if (auto sig = read_enum(d, "stop.signal", v, signal_names())) s.signal = *sig;
+         if (auto sig = read_enum(d, "stop.signal", v)) s.signal = *sig;
        }},
       {"command", [&](const YAML::Node& v) {
          nodes.stop_command.emplace(v);
@@ -78,7 +71,7 @@ void read_stop(Doc& d, const YAML::Node& n, StopCfg& s, BackendNodes& nodes) {
          }
        }},
       {"timeout_s", [&](const YAML::Node& v) {
-         if (auto t = read_number(d, "stop.timeout_s", v, 0.1, 3600)) s.command_timeout_s = *t;
+         if (auto t = read_number(d, "stop.timeout_s", v)) s.command_timeout_s = *t;
        }},
   });
 }
@@ -94,7 +87,7 @@ void read_command(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) 
 
 void read_vram(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) {
   nodes.vram_mib.emplace(n);
-  if (auto v = read_int(d, "vram_mib", n, 0, kMaxVramMib)) p.vram_mib = *v;
+  if (auto v = read_int(d, "vram_mib", n)) p.vram_mib = *v;
 }
 
 void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) {

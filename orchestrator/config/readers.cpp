@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "config/detail.hpp"
 
@@ -86,6 +87,19 @@ const std::map<std::string, std::string>& synonyms() {
   return m;
 }
 
+// The key table's names for a mapping, after checking that `fields` reads exactly those.
+std::vector<std::string> table_names(const Key& map, const std::vector<Field>& fields) {
+  std::vector<std::string> names;
+  for (const auto& c : map.children) names.push_back(c.name);
+  for (const auto& f : fields)
+    if (!map.child(f.name))
+      throw std::logic_error("config/keys.cpp: '" + map.name + "' lacks the key '" + f.name + "' its reader reads");
+  for (const auto& n : names)
+    if (std::none_of(fields.begin(), fields.end(), [&](const Field& f) { return f.name == n; }))
+      throw std::logic_error("config/keys.cpp: '" + map.name + "." + n + "' has no reader");
+  return names;
+}
+
 }  // namespace
 
 std::string describe(const YAML::Node& n) {
@@ -147,8 +161,13 @@ std::optional<std::int64_t> read_int(Doc& d, const std::string& key, const YAML:
   return v;
 }
 
-std::optional<double> read_number(Doc& d, const std::string& key, const YAML::Node& n, double lo,
-                                  double hi) {
+std::optional<std::int64_t> read_int(Doc& d, const std::string& key, const YAML::Node& n) {
+  const Key& k = d.key(key);
+  return read_int(d, key, n, k.lo, k.hi);
+}
+
+std::optional<double> read_number(Doc& d, const std::string& key, const YAML::Node& n) {
+  const double lo = d.key(key).flo, hi = d.key(key).fhi;
   if (!expect_scalar(d, key, n, "a number")) return std::nullopt;
   const auto s = expanded(d, key, n);
   if (!s) return std::nullopt;
@@ -174,8 +193,8 @@ std::optional<bool> read_bool(Doc& d, const std::string& key, const YAML::Node& 
   return b;
 }
 
-std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML::Node& n,
-                                     const std::vector<std::string>& allowed) {
+std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML::Node& n) {
+  const std::vector<std::string>& allowed = d.key(key).words;
   auto s = read_string(d, key, n);
   if (!s) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), *s) != allowed.end()) return s;
@@ -239,15 +258,13 @@ std::optional<fs::path> read_path(Doc& d, const std::string& key, const YAML::No
   return p.lexically_normal();
 }
 
-void set_int(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo, std::int64_t hi,
-             int& dst) {
-  if (auto v = read_int(d, key, n, lo, std::min<std::int64_t>(hi, INT32_MAX)))
-    dst = static_cast<int>(*v);
+// The table's ranges of int fields fit an int (keys_test checks it).
+void set_int(Doc& d, const std::string& key, const YAML::Node& n, int& dst) {
+  if (auto v = read_int(d, key, n)) dst = static_cast<int>(*v);
 }
 
-void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t lo,
-               std::int64_t hi, std::int64_t& dst) {
-  if (auto v = read_int(d, key, n, lo, hi)) dst = *v;
+void set_int64(Doc& d, const std::string& key, const YAML::Node& n, std::int64_t& dst) {
+  if (auto v = read_int(d, key, n)) dst = *v;
 }
 
 void set_string(Doc& d, const std::string& key, const YAML::Node& n, std::string& dst) {
@@ -264,8 +281,7 @@ bool walk_map(Doc& d, const std::string& what, const YAML::Node& map,
     d.error(map, what + ": expected a mapping, got " + describe(map));
     return false;
   }
-  std::vector<std::string> names;
-  for (const auto& f : fields) names.push_back(f.name);
+  std::vector<std::string> names = table_names(d.key(what), fields);
   std::map<std::string, int> seen;  // key -> line of first use
   for (auto it = map.begin(); it != map.end(); ++it) {
     // Copies: the iterator's -> yields a temporary proxy, so references into it would dangle.

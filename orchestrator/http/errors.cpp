@@ -81,8 +81,4 @@ Reply upstream_error_reply(int status, const std::string& body) {
   return r;
 }
 
-std::string error_sse(const json& error_body) {
-  return "data: " + error_body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
-}
-
 }  // namespace kevlaya::http

@@ -37,7 +37,4 @@ Reply error_reply(const Error& e);
 // error object (a non-JSON body is wrapped into an OpenAI-shaped error).
 Reply upstream_error_reply(int status, const std::string& body);
 
-// SSE event carrying an error, for a stream whose 200 head is already sent.
-std::string error_sse(const nlohmann::json& error_body);
-
 }  // namespace kevlaya::http

@@ -87,11 +87,6 @@ void Builder::kv_u32(const std::string& k, std::uint32_t v) {
   put(meta_, v);
 }
 
-void Builder::kv_i32(const std::string& k, std::int32_t v) {
-  key(k, static_cast<std::uint32_t>(ValueType::INT32));
-  put(meta_, v);
-}
-
 void Builder::kv_f32(const std::string& k, float v) {
   key(k, static_cast<std::uint32_t>(ValueType::FLOAT32));
   put(meta_, v);

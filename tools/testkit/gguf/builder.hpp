@@ -25,7 +25,6 @@ class Builder {
  public:
   void kv_string(const std::string& key, const std::string& v);
   void kv_u32(const std::string& key, std::uint32_t v);
-  void kv_i32(const std::string& key, std::int32_t v);
   void kv_f32(const std::string& key, float v);
   void kv_bool(const std::string& key, bool v);
   void kv_strings(const std::string& key, const std::vector<std::string>& v);
