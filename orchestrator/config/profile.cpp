@@ -88,6 +88,9 @@ void read_health(Doc& d, const YAML::Node& n, HealthCfg& h, BackendNodes& nodes)
       {"first_probe_ms", [&](const YAML::Node& v) { set_int(d, "health.first_probe_ms", v, 1, 60000, h.first_probe_ms); }},
       {"interval_ms", [&](const YAML::Node& v) { set_int(d, "health.interval_ms", v, 1, 60000, h.interval_ms); }},
       {"probe_timeout_ms", [&](const YAML::Node& v) { set_int(d, "health.probe_timeout_ms", v, 1, 600000, h.probe_timeout_ms); }},
+      {"first_byte_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.first_byte_timeout_s", v, 1, 86400, h.first_byte_timeout_s); }},
+      {"chunk_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.chunk_timeout_s", v, 1, 86400, h.chunk_timeout_s); }},
+      {"hung_check_s", [&](const YAML::Node& v) { set_int(d, "health.hung_check_s", v, 1, 86400, h.hung_check_s); }},
       {"startup_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.startup_timeout_s", v, 1, 86400, h.startup_timeout_s); }},
       {"stall_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.stall_timeout_s", v, 1, 86400, h.stall_timeout_s); }},
   });
