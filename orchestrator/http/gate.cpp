@@ -127,26 +127,9 @@ bool is_admin(Route r) {
 
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // The first segment of `path` as a server that decodes and normalises it would route it, lower-case.
 std::string first_segment(std::string_view path) {
-  std::string decoded;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    const int hi = path[i] == '%' && i + 2 < path.size() ? hex_value(path[i + 1]) : -1;
-    const int lo = hi >= 0 ? hex_value(path[i + 2]) : -1;
-    if (lo >= 0) {
-      decoded += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      decoded += path[i];
-    }
-  }
+  const std::string decoded = url_decode(path);  // ('+' as a space: no admin name has either)
   std::vector<std::string> segs;
   for (std::size_t at = 0; at <= decoded.size();) {
     const auto end = std::min(decoded.find('/', at), decoded.size());
