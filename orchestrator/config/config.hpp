@@ -45,6 +45,13 @@ struct HealthCfg {
   int first_probe_ms = 20;
   int interval_ms = 40;
   int probe_timeout_ms = 1000;
+  // A ready child serving a request (docs/reliability.md#liveness): the answer's head within
+  // first_byte_timeout_s, then no gap between chunks over chunk_timeout_s (504 past either); after
+  // each hung_check_s without a byte, GET `path` must answer within probe_timeout_ms, or the child
+  // is `hung`: killed and restarted.
+  int first_byte_timeout_s = 600;
+  int chunk_timeout_s = 120;
+  int hung_check_s = 10;
   int startup_timeout_s = 300;
   int stall_timeout_s = 60;
   int check_interval_s = 5;  // backend=remote: background check period while reachable
@@ -161,6 +168,10 @@ struct LimitsCfg {
   int header_timeout_s = 10;     // from accept / first byte to a complete request header
   int read_timeout_s = 30;
   int idle_timeout_s = 120;
+  // A child's or remote's non-streamed answer is buffered up to this (to reshape it, read its
+  // timings, send it with Content-Length); past it a plain answer is relayed chunked as it comes,
+  // and one that must be whole (an error body, a translated API's answer) is refused with 502.
+  std::int64_t max_answer_bytes = 8 << 20;
 };
 
 // Pipeline runs queued at the door (POST /v1/pipelines/{name}/runs, sync or ?async=1).

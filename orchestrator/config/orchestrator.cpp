@@ -83,6 +83,7 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
         {"header_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.header_timeout_s", x, l.header_timeout_s); }},
         {"read_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.read_timeout_s", x, l.read_timeout_s); }},
         {"idle_timeout_s", [&](const YAML::Node& x) { set_int(d, "limits.idle_timeout_s", x, l.idle_timeout_s); }},
+        {"max_answer_bytes", [&](const YAML::Node& x) { set_int64(d, "limits.max_answer_bytes", x, l.max_answer_bytes); }},
     });
   }
 }

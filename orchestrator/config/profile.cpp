@@ -82,6 +82,9 @@ void read_health(Doc& d, const YAML::Node& n, HealthCfg& h, BackendNodes& nodes)
       {"first_probe_ms", [&](const YAML::Node& v) { set_int(d, "health.first_probe_ms", v, h.first_probe_ms); }},
       {"interval_ms", [&](const YAML::Node& v) { set_int(d, "health.interval_ms", v, h.interval_ms); }},
       {"probe_timeout_ms", [&](const YAML::Node& v) { set_int(d, "health.probe_timeout_ms", v, h.probe_timeout_ms); }},
+      {"first_byte_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.first_byte_timeout_s", v, h.first_byte_timeout_s); }},
+      {"chunk_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.chunk_timeout_s", v, h.chunk_timeout_s); }},
+      {"hung_check_s", [&](const YAML::Node& v) { set_int(d, "health.hung_check_s", v, h.hung_check_s); }},
       {"startup_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.startup_timeout_s", v, h.startup_timeout_s); }},
       {"stall_timeout_s", [&](const YAML::Node& v) { set_int(d, "health.stall_timeout_s", v, h.stall_timeout_s); }},
   });

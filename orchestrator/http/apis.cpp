@@ -79,12 +79,18 @@ json anthropic_error(int status, const json& openai_body) {
   return {{"type", "error"}, {"error", std::move(err)}};
 }
 
+}  // namespace
+
+namespace {
+
 int hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
+
+}  // namespace
 
 std::string url_decode(std::string_view s) {
   std::string out;
@@ -100,8 +106,6 @@ std::string url_decode(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 const ApiRoute* find_api_route(std::string_view path) {
   for (const auto& r : kRoutes)

@@ -45,5 +45,7 @@ std::string keepalive_event(ApiShape shape, const std::string& model);
 
 // The decoded value of `key` in a query string ("" when absent): %XX and '+' decoded.
 std::string query_param(std::string_view query, std::string_view key);
+// Percent-escapes decoded (and '+' as a space, as in a query); a bad escape is kept as written.
+std::string url_decode(std::string_view s);
 
 }  // namespace kevlaya::http

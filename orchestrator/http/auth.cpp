@@ -52,4 +52,8 @@ Access access(const std::vector<std::string>& keys, const std::vector<std::strin
   return is_user || is_admin ? Access::granted : Access::unauthorized;
 }
 
+bool sees_logs(const std::vector<std::string>& admin, std::string_view authorization, std::string_view x_api_key) {
+  return admin.empty() || listed(admin, presented_key(authorization, x_api_key));
+}
+
 }  // namespace kevlaya::http

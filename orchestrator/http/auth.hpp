@@ -21,4 +21,9 @@ enum class Access { granted, unauthorized, forbidden };
 Access access(const std::vector<std::string>& keys, const std::vector<std::string>& admin, bool admin_route,
               std::string_view authorization, std::string_view x_api_key);
 
+// True when this caller may read children's log tails (error.detail of a failed start or crash,
+// /status and /events `log_tail`): no admin keys are configured (they follow `keys`, like /logs),
+// or it presents one of them.
+bool sees_logs(const std::vector<std::string>& admin, std::string_view authorization, std::string_view x_api_key);
+
 }  // namespace kevlaya::http

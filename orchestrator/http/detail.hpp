@@ -158,6 +158,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reserve_only() const { return reserve_only_; }
   // An allowed cross-origin request: the response names the origin (CORS), for this request only.
   void set_cors_origin(std::string_view origin) { cors_origin_.assign(origin.data(), origin.size()); }
+  // This request's caller may read children's log tails (auth.hpp: sees_logs); set by the gate.
+  void set_sees_logs(bool v) { sees_logs_ = v; }
+  bool sees_logs() const { return sees_logs_; }
 
  private:
   asio::awaitable<std::optional<Request>> read_request();
@@ -195,6 +198,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool evicted_ = false;
   Clock::time_point last_active_ = Clock::now();  // accepted, or last response finished
   std::string cors_origin_;  // empty = no CORS headers
+  bool sees_logs_ = false;   // of the request being served
   std::uint64_t requests_ = 0;  // requests read on this connection
   int status_ = 0;
   std::uint64_t watch_gen_ = 0;
@@ -208,6 +212,8 @@ void record_switch(const std::shared_ptr<Door>& d, const supervisor::SwitchRecor
 
 // events.cpp: the supervisor's events as JSON, their fan-out, and GET /events (SSE).
 nlohmann::json failure_json(const supervisor::ChildFailure& f);
+// Removes every `log_tail` member, at any depth (for a caller that may not read them: sees_logs).
+void drop_log_tails(nlohmann::json& j);
 nlohmann::json switch_json(const supervisor::SwitchRecord& s);
 nlohmann::json event_json(const supervisor::Event& e);
 nlohmann::json remote_json(const remote::Health& st);  // /status profiles[].remote

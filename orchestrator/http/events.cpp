@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <deque>
+#include <optional>
 
 #include "http/detail.hpp"
 
@@ -18,12 +19,19 @@ using nlohmann::json;
 constexpr const char* kRetryHint = "retry: 2000\n\n";  // reconnect after 2 s (EventSource)
 
 struct EventClient {
-  explicit EventClient(Strand s) : wake(std::move(s)) {}
+  EventClient(Strand s, bool logs) : wake(std::move(s)), sees_logs(logs) {}
   std::deque<std::string> frames;  // SSE frames not yet written
   bool dropped = false;            // fell too far behind
   bool ended = false;              // the client left, or the door shuts down
   asio::steady_timer wake;         // cancelled when there is something to do
+  bool sees_logs = false;          // its key may read log tails (auth.hpp: sees_logs)
 };
+
+void drop_log_tails(json& j) {
+  if (j.is_object()) j.erase("log_tail");
+  if (j.is_structured())
+    for (auto& v : j) drop_log_tails(v);  // an object's values, an array's elements
+}
 
 json failure_json(const supervisor::ChildFailure& f) {
   json j = {{"kind", supervisor::to_string(f.kind)}, {"message", f.message}, {"hint", f.hint}};
@@ -103,15 +111,26 @@ void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
 
 void publish(Door& d, const json& event) {
   if (d.event_clients.empty()) return;
-  const std::string frame = "id: " + std::to_string(d.next_event_id++) + "\ndata: " +
-                            event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  const std::string id = "id: " + std::to_string(d.next_event_id++) + "\ndata: ";
+  const auto frame_of = [&id](const json& j) {
+    return id + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  };
+  const std::string frame = frame_of(event);
+  std::optional<std::string> redacted;  // made once, for the clients that may not read log tails
   for (const auto& cl : d.event_clients) {
     if (cl->dropped || cl->ended) continue;
     if (cl->frames.size() >= d.opt.events_buffer) {
       cl->dropped = true;
       cl->frames.clear();
-    } else {
+    } else if (cl->sees_logs) {
       cl->frames.push_back(frame);
+    } else {
+      if (!redacted) {
+        json copy = event;
+        drop_log_tails(copy);
+        redacted = frame_of(copy);
+      }
+      cl->frames.push_back(*redacted);
     }
     cl->wake.cancel();
   }
@@ -151,7 +170,7 @@ asio::awaitable<bool> pump(Door& d, Connection& c, EventClient& cl) {
 }  // namespace
 
 asio::awaitable<void> events(Door& d, Connection& c) {
-  auto cl = std::make_shared<EventClient>(d.strand);
+  auto cl = std::make_shared<EventClient>(d.strand, c.sees_logs());
   d.event_clients.insert(cl);
   auto gone = std::make_shared<upstream::CancelToken>();
   gone->set_hook([cl] {  // runs on the door strand (the disconnect watcher's)

@@ -2,6 +2,9 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <algorithm>
+#include <cctype>
+
 namespace kevlaya::http {
 namespace {
 
@@ -120,6 +123,38 @@ std::string_view allow_of(const RouteMatch& m) {
 
 bool is_admin(Route r) {
   return r == Route::admin_load || r == Route::admin_unload || r == Route::admin_reload || r == Route::logs;
+}
+
+namespace {
+
+// The first segment of `path` as a server that decodes and normalises it would route it, lower-case.
+std::string first_segment(std::string_view path) {
+  const std::string decoded = url_decode(path);  // ('+' as a space: no admin name has either)
+  std::vector<std::string> segs;
+  for (std::size_t at = 0; at <= decoded.size();) {
+    const auto end = std::min(decoded.find('/', at), decoded.size());
+    const std::string seg = decoded.substr(at, end - at);
+    if (seg == "..") {
+      if (!segs.empty()) segs.pop_back();
+    } else if (!seg.empty() && seg != ".") {
+      segs.push_back(seg);
+    }
+    at = end + 1;
+  }
+  std::string out = segs.empty() ? std::string() : segs.front();
+  for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+}  // namespace
+
+bool is_admin(const RouteMatch& m, bhttp::verb method) {
+  if (is_admin(m.route)) return true;
+  if (m.route != Route::upstream || method == bhttp::verb::get) return false;
+  const auto slash = m.arg.find('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string seg = first_segment(m.arg.substr(slash + 1));
+  return seg == "lora-adapters" || seg == "slots" || seg == "props" || seg == "models";
 }
 
 std::optional<Error> check_host(const GatePolicy& p, const bhttp::fields& f) {

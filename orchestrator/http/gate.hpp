@@ -46,6 +46,10 @@ RouteMatch match_route(std::string_view path);
 std::string_view allow_of(const RouteMatch& m);
 // The routes admin_api_keys guard: /admin/load, /admin/unload, /admin/reload and /logs.
 bool is_admin(Route r);
+// Also guarded: a POST under /upstream/{model}/ to a child's state-changing admin endpoint
+// (lora-adapters, slots, props, models), matched on the path as the child will read it
+// (percent-decoded, empty and "." segments dropped, ".." applied, any case).
+bool is_admin(const RouteMatch& m, boost::beast::http::verb method);
 
 // 400 without exactly one non-empty Host (RFC 9112 3.2); 403 when the policy does not serve it.
 std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::fields& f);

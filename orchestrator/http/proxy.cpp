@@ -219,13 +219,40 @@ struct Relay {
   bool streaming = false;       // relayed chunk by chunk (asked for, or the child sent SSE)
   bool upstream_error = false;  // non-200: body collected for pass-through
   bool client_gone = false;
+  bool too_large = false;       // a body that must be whole passed limits.max_answer_bytes: 502
+  bool passthrough = false;     // a plain answer past the cap, relayed chunked (not SSE)
   std::string content_type;
-  std::string body;  // whole body (non-streaming or error)
+  std::string body;  // whole body (non-streaming or error), at most limits.max_answer_bytes
   std::string tail;  // streaming: last bytes, for timings
 };
 
+// A non-streamed answer past the cap: a plain one goes out chunked from here on (what is
+// buffered first), so memory never follows its size; one that must be whole is refused.
+asio::awaitable<bool> overflow(Connection& c, const Call& call, const Lease& lease, std::int64_t queue_ms, Relay& r) {
+  if (r.upstream_error || call.body_map) {
+    r.too_large = true;
+    co_return false;
+  }
+  r.streaming = r.passthrough = true;
+  const std::string ctype = r.content_type.empty() ? "application/json" : r.content_type;
+  if (!co_await c.start_stream(200, ctype, lease_headers(lease, queue_ms)) || !co_await c.chunk(r.body)) {
+    r.client_gone = true;
+    co_return false;
+  }
+  r.tail = r.body.substr(r.body.size() - std::min(r.body.size(), kTailBytes));
+  std::string().swap(r.body);
+  co_return true;
+}
+
+Error too_large_error(const Call& call, std::int64_t cap) {
+  return make_error(Errc::upstream_error,
+                    call.profile + " answered more than " + std::to_string(cap) +
+                        " bytes (limits.max_answer_bytes), in a body the door must hold whole",
+                    "raise limits.max_answer_bytes, or ask for a stream (\"stream\": true)");
+}
+
 upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const Lease& lease,
-                                          std::int64_t queue_ms, Relay& r) {
+                                          std::int64_t queue_ms, std::int64_t cap, Relay& r) {
   upstream::StreamCallbacks cb;
   cb.on_head = [&c, &call, &lease, &r, queue_ms](int status,
                                                  const upstream::Headers& h) -> asio::awaitable<bool> {
@@ -244,11 +271,12 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     if (call.stream_map) ctype = call.stream_type;
     co_return co_await c.start_stream(200, std::move(ctype), sse_headers(mh));
   };
-  cb.on_chunk = [&c, &call, &r](std::string_view bytes) -> asio::awaitable<bool> {
-    if (!r.streaming) {
+  cb.on_chunk = [&c, &call, &lease, &r, queue_ms, cap](std::string_view bytes) -> asio::awaitable<bool> {
+    if (!r.streaming && static_cast<std::int64_t>(r.body.size() + bytes.size()) <= cap) {
       r.body.append(bytes);
       co_return true;
     }
+    if (!r.streaming && !co_await overflow(c, call, lease, queue_ms, r)) co_return false;
     r.tail.append(bytes);
     if (r.tail.size() > 2 * kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
     std::string mapped;
@@ -276,6 +304,23 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
   return e;
 }
 
+// The profile's health timeouts (docs/reliability.md#liveness): the head within
+// first_byte_timeout_s, then no gap over chunk_timeout_s, and a liveness probe of the child after
+// each hung_check_s of silence (a child that fails it is replaced and this call ends at once).
+upstream::StreamOptions stream_options(Door& d, const Lease& lease) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  upstream::StreamOptions o;
+  o.deadline = std::chrono::duration_cast<milliseconds>(d.opt.upstream_deadline);
+  const config::Profile* p = d.cfg->find_profile(lease.profile());
+  const config::HealthCfg h = p ? p->health : config::HealthCfg{};
+  o.first_byte_timeout = seconds(h.first_byte_timeout_s);
+  o.idle_timeout = seconds(h.chunk_timeout_s);
+  o.check_after = seconds(h.hung_check_s);
+  o.still_alive = d.sup.liveness_probe(lease);
+  return o;
+}
+
 // `gone`: cancelled when the client hangs up (the caller watches the connection for the whole call).
 // `tps`: the generation speed the child reported (-1 = none), for the status page.
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
@@ -286,25 +331,40 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   ureq.target = call.target;
   ureq.body = forward_body(call, req, lease);
   if (call.stream) ureq.headers.emplace_back("Accept", "text/event-stream");
-  upstream::StreamOptions sopt;
-  sopt.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_deadline);
-  sopt.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(d.opt.upstream_idle);
   Relay r;
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
-                                       relay_callbacks(c, call, lease, queue_ms, r), sopt, std::move(gone));
+                                       relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
+                                       stream_options(d, lease), std::move(gone));
   c.unwatch();
   // Refused or reset by a child that was ready: if its process is gone, it is marked crashed now
-  // (this request gets child_crashed; the queued ones wait for the restart).
-  const bool broken = !res || (!res->complete && !res->cancelled && !r.upstream_error && !r.client_gone);
+  // (this request gets child_crashed; the queued ones wait for the restart). A timeout: its
+  // health is probed, and a child that does not answer is replaced (`hung`).
+  const bool broken =
+      !res || (!res->complete && !res->cancelled && !r.upstream_error && !r.client_gone && !r.too_large);
   if (broken && !lease.crashed()) co_await d.sup.check_alive(lease);
+  if (!res && res.error().code == Errc::timeout && !lease.crashed()) co_await d.sup.check_responsive(lease);
   const auto& model = lease.profile();
   if (r.client_gone || (res && res->cancelled)) {
     spdlog::info("http: client left during a {} request; upstream cancelled", model);
     count(d, model, 499, t0);  // nginx's "client closed request"
     co_return;
   }
+  if (r.too_large) {
+    spdlog::warn("http: {} answered more than limits.max_answer_bytes ({}); refused", model,
+                 d.opt.limits.max_answer_bytes);
+    co_return co_await fail(d, c, model, call.shape, error_reply(too_large_error(call, d.opt.limits.max_answer_bytes)), t0);
+  }
+  if (r.passthrough && (!res || !res->complete)) {  // a JSON body cut short: no error event in it
+    const Error why = relay_error(lease, res);
+    spdlog::warn("http: {} answer broke off after the head: {}", model, why.message);
+    count(d, model, 502, t0);
+    c.close();
+    co_return;
+  }
   if (!res || (!res->complete && !r.upstream_error)) {
-    Reply rep = error_reply(relay_error(lease, res));
+    Error e = relay_error(lease, res);
+    if (!c.sees_logs()) e.detail.clear();  // a crash's log tail: admin keys only
+    Reply rep = error_reply(e);
     co_return co_await fail(d, c, model, call.shape, std::move(rep), t0);
   }
   if (r.upstream_error && r.status == 404 && !call.raw)
@@ -375,6 +435,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   }
   if (!lease) {
     Error e = lease.error();
+    if (!c.sees_logs()) e.detail.clear();  // a failed start's log tail: admin keys only
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
     co_await fail(d, c, call.profile, shape, error_reply(e), t0);
     note_request(d, {call.profile, endpoint, c.status(), -1, -1, ms_since(t0), -1});

@@ -161,7 +161,9 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
 
 asio::awaitable<void> status(Door& d, Connection& c) {
   const auto snap = co_await d.sup.snapshot();
-  co_await c.send(json_reply(200, status_json(d, snap)));
+  json body = status_json(d, snap);
+  if (!c.sees_logs()) drop_log_tails(body);
+  co_await c.send(json_reply(200, body));
 }
 
 Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
@@ -294,6 +296,8 @@ Reply reserve_only_reply() {
 // The gate (gate.hpp), in order: Host, Origin, preflight, reserve slot, auth, route, method, type.
 // Returns the refusal, or nullopt when the request may go to its route.
 std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const RouteMatch& m) {
+  const auto authorization = header(req, bhttp::field::authorization), x_api_key = header(req, "X-Api-Key");
+  c.set_sees_logs(sees_logs(d.opt.admin_api_keys, authorization, x_api_key));
   if (auto e = check_host(d.gate, req)) return error_reply(*e);
   const auto origin = header(req, bhttp::field::origin);
   const auto verdict = check_origin(d.gate, req);
@@ -308,12 +312,13 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (m.route == Route::root && req.method() == bhttp::verb::get &&
       ui::prefers_html(header(req, bhttp::field::accept)))
     return std::nullopt;
-  switch (access(d.opt.api_keys, d.opt.admin_api_keys, is_admin(m.route), header(req, bhttp::field::authorization),
-                 header(req, "X-Api-Key"))) {
+  switch (access(d.opt.api_keys, d.opt.admin_api_keys, is_admin(m, req.method()), authorization, x_api_key)) {
     case Access::granted: break;
     case Access::unauthorized: return unauthorized_reply();
     case Access::forbidden:
-      return error_reply(make_error(Errc::forbidden, "this key may call models but not /admin or /logs",
+      return error_reply(make_error(Errc::forbidden,
+                                    "this key may call models but not /admin, /logs or a child's admin "
+                                    "endpoints under /upstream/",
                                     "use one of admin_api_keys; see docs/security.md"));
   }
   if (m.route == Route::none || m.route == Route::root) {

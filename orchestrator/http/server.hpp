@@ -42,7 +42,6 @@ struct ServerOptions {
   std::chrono::milliseconds events_keepalive{15000};  // GET /events: a comment after this silence
   std::size_t events_buffer = 256;  // GET /events: events queued per client; past it, it is dropped
   std::chrono::seconds upstream_deadline{600};        // one model call, whole exchange
-  std::chrono::seconds upstream_idle{300};            // silence allowed from a child (prompt eval)
   std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown
   // The residency plan as /status shows it under "gpu" (plan_json); null = not planned here.
   nlohmann::json gpu_plan;

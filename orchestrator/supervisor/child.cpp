@@ -563,6 +563,12 @@ asio::awaitable<StopReport> Child::stop() {
   co_return co_await asio::co_spawn(impl_->strand_, impl_->stop(), asio::use_awaitable);
 }
 
+void Child::kill_now() {
+  asio::post(impl_->strand_, [impl = impl_] {
+    if (!impl->reaped_ && impl->pid_ > 0) ::kill(-impl->pid_, SIGKILL);
+  });
+}
+
 void Child::on_unexpected_exit(std::function<void(ChildFailure)> cb) {
   asio::post(impl_->strand_, [impl = impl_, cb = std::move(cb)]() mutable { impl->on_exit_ = std::move(cb); });
 }

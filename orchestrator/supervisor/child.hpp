@@ -48,6 +48,8 @@ class Child {
   asio::awaitable<StartOutcome> start();
   // SIGTERM to the group, SIGKILL after profile.stop.grace_s, always reaps. Idempotent.
   asio::awaitable<StopReport> stop();
+  // SIGKILL to the process group now (a hung child: a stopped process dies too); stop() reaps.
+  void kill_now();
   // Called once, on the child's strand, when a ready child exits without stop().
   void on_unexpected_exit(std::function<void(ChildFailure)> cb);
 

@@ -157,4 +157,16 @@ asio::awaitable<bool> Supervisor::check_alive(const Lease& lease) {
   }
 }
 
+asio::awaitable<bool> Supervisor::check_responsive(const Lease& lease) {
+  if (!lease.valid()) co_return false;
+  co_return co_await asio::co_spawn(impl_->strand_, impl_->check_responsive(lease.shared()), asio::use_awaitable);
+}
+
+std::function<asio::awaitable<bool>()> Supervisor::liveness_probe(const Lease& lease) {
+  return [impl = impl_, s = lease.shared()]() -> asio::awaitable<bool> {
+    if (!s || s->remote) co_return true;
+    co_return !co_await asio::co_spawn(impl->strand_, impl->check_responsive(s), asio::use_awaitable);
+  };
+}
+
 }  // namespace kevlaya::supervisor

@@ -180,6 +180,24 @@ bool ProcessEffects::exited(const std::string& profile) {
   return it != children_.end() && it->second->exited();
 }
 
+asio::awaitable<bool> ProcessEffects::responsive(const std::string& profile) {
+  const auto child = children_.find(profile);
+  const auto ep = ready_.find(profile);
+  if (child == children_.end() || ep == ready_.end()) co_return true;  // not ready: nothing to judge
+  const auto& h = child->second->options().profile.health;
+  upstream::Request req;
+  req.target = h.path.empty() ? "/" : h.path;
+  req.timeout = std::chrono::milliseconds(h.probe_timeout_ms);
+  upstream::Endpoint fresh = ep->second;
+  fresh.pool = nullptr;  // its own connection: the pooled ones may be the silent ones
+  auto res = co_await upstream::fetch(ioc_.get_executor(), fresh, req);
+  co_return res.has_value();  // any answer: the process serves; only silence is `hung`
+}
+
+void ProcessEffects::kill(const std::string& profile) {
+  if (const auto it = children_.find(profile); it != children_.end()) it->second->kill_now();
+}
+
 void ProcessEffects::wait_prefetch_idle() {
   if (prefetcher_) prefetcher_->wait_idle();
 }

@@ -40,6 +40,9 @@ class ProcessEffects : public Effects {
   std::optional<std::uint64_t> host_ram_available() override;  // warm::mem_available_mib, live
   // True when the profile's child process has exited (by its pid), reported yet or not.
   bool exited(const std::string& profile) override;
+  // GET health.path of the ready child answered (any status) within health.probe_timeout_ms.
+  asio::awaitable<bool> responsive(const std::string& profile) override;
+  void kill(const std::string& profile) override;  // SIGKILL to the child's group now
   // A starting child's stage and percent, from what it logged since its spawn (load_progress.hpp).
   std::optional<LoadProgress> progress(const std::string& profile) override;
 

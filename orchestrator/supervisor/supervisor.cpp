@@ -431,6 +431,30 @@ bool SupervisorImpl::check_alive(const LeaseShared& lease) {
   return lease.crashed.load(std::memory_order_acquire);
 }
 
+asio::awaitable<bool> SupervisorImpl::check_responsive(std::shared_ptr<LeaseShared> lease) {
+  auto self = shared_from_this();
+  if (check_alive(*lease) || lease->remote) co_return lease->crashed.load(std::memory_order_acquire);
+  auto it = profs_.find(lease->child);
+  if (it == profs_.end() || !it->second.leases.count(lease->id)) co_return false;
+  const std::uint64_t gen = it->second.gen;
+  const bool answers = co_await effects_->responsive(lease->child);
+  auto& ps = profs_[lease->child];
+  if (answers || ps.gen != gen || (ps.phase != Phase::ready && ps.phase != Phase::draining))
+    co_return lease->crashed.load(std::memory_order_acquire);
+  const auto& h = ps.profile->health;
+  ChildFailure f;
+  f.kind = FailureKind::hung;
+  f.message = "stopped answering: a request got no byte for " + std::to_string(h.hung_check_s) +
+              " s and GET " + (h.path.empty() ? std::string("/") : h.path) + " no answer within " +
+              std::to_string(h.probe_timeout_ms) + " ms; killed (pid " + std::to_string(ps.pid) + ")";
+  f.hint = "the process was stopped (SIGSTOP), deadlocked or starved; it is restarted with backoff "
+           "(health.hung_check_s, health.probe_timeout_ms)";
+  spdlog::error("{}: {}", lease->child, f.message);
+  effects_->kill(lease->child);
+  on_crash(lease->child, ps, std::move(f));
+  co_return lease->crashed.load(std::memory_order_acquire);
+}
+
 // Crash-loop accounting: exponential backoff, then `failed` for cooldown_s.
 void SupervisorImpl::note_failure(ProfState& ps, Clock::time_point now) {
   const auto& r = ps.profile->restart;

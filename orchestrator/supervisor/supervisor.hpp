@@ -119,6 +119,12 @@ class Effects {
   // True when the profile's child process has exited (checked now, by its pid; not yet reported
   // through on_exit perhaps). Must not block. Default: false (unknown).
   virtual bool exited(const std::string& /*profile*/) { return false; }
+  // Liveness of a ready child: true when it answers GET health.path (any HTTP status) within
+  // health.probe_timeout_ms. Default: true (unknown).
+  virtual asio::awaitable<bool> responsive(const std::string& /*profile*/) { co_return true; }
+  // SIGKILLs the profile's child now (its process group; works on a stopped process). stop()
+  // still reaps it. Must not block. Default: nothing.
+  virtual void kill(const std::string& /*profile*/) {}
   // How far the profile's starting child has got (read from its log). Must not block for long.
   // Default: unknown.
   virtual std::optional<LoadProgress> progress(const std::string& /*profile*/) { return std::nullopt; }
@@ -233,6 +239,14 @@ class Supervisor {
   // crashed afterwards (then crash_error() says why). A child found alive is checked again for up
   // to 0.5 s (an exit can be reported a moment after the reset it caused).
   asio::awaitable<bool> check_alive(const Lease& lease);
+
+  // A lease's child went silent (no byte for health.hung_check_s, or a timeout): its health is
+  // probed (health.probe_timeout_ms); a child that does not answer is marked failed (kind `hung`),
+  // SIGKILLed and restarted with backoff, its leases cut and queued calls kept for the new one.
+  // True when the lease is crashed afterwards (crash_error() says why). Remote leases: false.
+  asio::awaitable<bool> check_responsive(const Lease& lease);
+  // check_responsive as an upstream::StreamOptions::still_alive callback (true = keep waiting).
+  std::function<asio::awaitable<bool>()> liveness_probe(const Lease& lease);
 
   // Applies a new configuration (docs/lifecycle.md): unchanged children keep running untouched;
   // changed ones are drained (in-flight requests finish) and restarted with the new profile when

@@ -89,6 +89,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s);
   void start_wanted();
   bool check_alive(const LeaseShared& lease);
+  asio::awaitable<bool> check_responsive(std::shared_ptr<LeaseShared> lease);
   // remote_routes.cpp: backend: remote profiles, served without a child or the scheduler.
   void start_remotes();
   Result<Lease> remote_lease(const config::Profile& p);

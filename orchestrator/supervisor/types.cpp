@@ -16,6 +16,7 @@ std::string_view to_string(FailureKind k) {
     case FailureKind::startup_timeout: return "startup_timeout";
     case FailureKind::stalled: return "stalled";
     case FailureKind::crashed: return "crashed";
+    case FailureKind::hung: return "hung";
     case FailureKind::exited: return "exited";
     case FailureKind::internal: return "internal";
   }

@@ -24,6 +24,7 @@ enum class FailureKind {
   startup_timeout,   // not healthy within health.startup_timeout_s
   stalled,           // no log line within health.stall_timeout_s while starting
   crashed,           // killed by a signal (or found gone: connection refused and the pid exited)
+  hung,              // ready, but silent on a request and on GET health.path (SIGSTOP, deadlock): killed
   exited,            // exited with a code
   internal,          // the start itself failed (an error of the orchestrator, not of the child)
 };

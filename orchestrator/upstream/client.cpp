@@ -4,7 +4,10 @@
 #include "upstream/wire.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -324,25 +327,79 @@ struct HookGuard {
   }
 };
 
+// The silence watch of one stream (StreamOptions::check_after); shared with its watcher coroutine.
+struct SilenceWatch {
+  explicit SilenceWatch(const asio::any_io_executor& ex) : timer(ex) {}
+  asio::steady_timer timer;
+  Clock::time_point last = Clock::now();  // the last byte read (or the last passed check)
+  bool done = false;                      // the stream ended: the watcher leaves
+  bool hung = false;                      // still_alive said no: the connection was closed
+};
+
+// Asks `alive` after each `every` of silence; a "no" closes the stream's connection.
+asio::awaitable<void> watch_silence(std::shared_ptr<SilenceWatch> w, std::weak_ptr<StreamConn> conn,
+                                    std::chrono::milliseconds every, std::function<asio::awaitable<bool>()> alive) {
+  while (!w->done) {
+    error_code ec;
+    w->timer.expires_at(w->last + every);
+    co_await w->timer.async_wait(ec_token(ec));
+    if (w->done || Clock::now() < w->last + every) continue;  // ended, or bytes came meanwhile
+    bool ok = true;
+    try {
+      ok = co_await alive();
+    } catch (const std::exception&) {  // a failed check is no evidence of a hang
+    }
+    if (w->done) co_return;
+    if (!ok) {
+      w->hung = true;
+      if (auto c = conn.lock(); c && c->s) close_quietly(*c->s);
+      co_return;
+    }
+    w->last = Clock::now();
+  }
+}
+
 class Streamer {
  public:
   Streamer(asio::any_io_executor ex, Endpoint ep, StreamOptions opt,
            std::shared_ptr<CancelToken> cancel)
-      : ex_(std::move(ex)), conn_(std::make_shared<StreamConn>()), ep_(std::move(ep)), opt_(opt),
-        cancel_(std::move(cancel)), deadline_(Clock::now() + opt.deadline) {}
+      : ex_(std::move(ex)), conn_(std::make_shared<StreamConn>()), ep_(std::move(ep)), opt_(std::move(opt)),
+        cancel_(std::move(cancel)), deadline_(Clock::now() + opt_.deadline) {
+    if (opt_.first_byte_timeout.count() <= 0) opt_.first_byte_timeout = opt_.idle_timeout;
+    if (opt_.check_after.count() > 0 && opt_.still_alive) {
+      watch_ = std::make_shared<SilenceWatch>(ex_);
+      asio::co_spawn(ex_, watch_silence(watch_, conn_, opt_.check_after, opt_.still_alive), asio::detached);
+    }
+  }
+  ~Streamer() {
+    if (!watch_) return;
+    watch_->done = true;
+    watch_->timer.cancel();
+  }
+  Streamer(const Streamer&) = delete;
+  Streamer& operator=(const Streamer&) = delete;
 
   asio::awaitable<Result<StreamResult>> run(const Request& req, StreamCallbacks& cb);
 
  private:
   bool cancelled() const { return cancel_ && cancel_->cancelled(); }
-  void arm_timer() {  // idle timeout, never past the overall deadline
-    conn_->s->expires_at(std::min(deadline_, Clock::now() + opt_.idle_timeout));
+  std::chrono::milliseconds silence_limit() const { return got_head_ ? opt_.idle_timeout : opt_.first_byte_timeout; }
+  void arm_timer() {  // the silence limit of this phase, never past the overall deadline
+    conn_->s->expires_at(std::min(deadline_, Clock::now() + silence_limit()));
+  }
+  void heard() {  // a byte came: the silence watch starts over
+    if (watch_) watch_->last = Clock::now();
   }
   Error fail(const error_code& ec, std::string_view phase) const {
+    if (watch_ && watch_->hung)
+      return make_error(Errc::upstream_error, ep_.to_string() + " stopped answering (no byte for " +
+                                                  std::to_string(opt_.check_after.count()) +
+                                                  " ms and its liveness check failed)");
     const bool overall = Clock::now() + std::chrono::milliseconds(1) >= deadline_;
     const std::string text =
         overall ? "did not finish within " + std::to_string(opt_.deadline.count()) + " ms"
-                : "sent nothing for " + std::to_string(opt_.idle_timeout.count()) + " ms";
+                : "sent nothing for " + std::to_string(silence_limit().count()) + " ms" +
+                      (got_head_ ? "" : " (no answer head)");
     return map_error(ec, ep_, phase, text);
   }
   asio::awaitable<error_code> send_and_read_header(http::request<http::string_body>& msg, std::string_view& phase);
@@ -365,6 +422,8 @@ class Streamer {
   beast::flat_buffer buf_;
   std::optional<http::response_parser<http::string_body>> parser_;  // one per attempt
   bool keep_alive_ = false;
+  bool got_head_ = false;  // the head came: idle_timeout from here on (first_byte_timeout before)
+  std::shared_ptr<SilenceWatch> watch_;  // null: no silence watch
   StreamResult result_;
 };
 
@@ -422,6 +481,8 @@ asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCa
     if (ec) co_return fail(ec, phase);
   }
 
+  got_head_ = true;
+  heard();
   result_.status = static_cast<int>(parser_->get().result_int());
   if (cb.on_head && !co_await cb.on_head(result_.status, to_headers(parser_->get().base()))) {
     result_.stopped = true;
@@ -442,6 +503,7 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
     if (!ec && buf_.size() == buffered) {  // nothing parsed from the buffer: read more
       arm_timer();
       co_await http::async_read_some(*conn_->s, buf_, *parser_, ec_token(ec));
+      if (!ec) heard();
     }
     if ((result_.cancelled = cancelled())) co_return ended();
     std::string& body = parser_->get().body();

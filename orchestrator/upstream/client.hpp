@@ -91,7 +91,14 @@ struct StreamCallbacks {
 
 struct StreamOptions {
   std::chrono::milliseconds deadline{300000};    // whole exchange
-  std::chrono::milliseconds idle_timeout{30000};  // max silence between two reads
+  std::chrono::milliseconds idle_timeout{30000};  // max silence between two reads once the head is in
+  // Request sent -> the head of the answer ("no byte at all"; a non-streamed generation sends
+  // nothing until it is done). 0 = idle_timeout.
+  std::chrono::milliseconds first_byte_timeout{0};
+  // Silence watch (0 = off): after `check_after` without a byte, `still_alive` is asked; true waits
+  // another `check_after`, false ends the stream at once with Errc::upstream_error ("stopped answering").
+  std::chrono::milliseconds check_after{0};
+  std::function<asio::awaitable<bool>()> still_alive;
 };
 
 struct StreamResult {

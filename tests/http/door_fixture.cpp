@@ -143,6 +143,18 @@ void ScriptedUpstream::serve(tcp::socket s) {
     asio::write(s, asio::buffer(std::string("0\r\n\r\n")), ec);
     return;
   }
+  if (mode == "huge" || mode == "huge_error") {  // `huge_bytes` of a JSON string, from one small buffer
+    const std::uint64_t n = huge_bytes;
+    const std::string head = std::string("HTTP/1.1 ") + (mode == "huge" ? "200 OK" : "500 Internal Server Error") +
+                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(n) +
+                             "\r\nConnection: close\r\n\r\n{\"x\":\"";
+    asio::write(s, asio::buffer(head), ec);
+    const std::string filler(64 * 1024, 'a');
+    for (std::uint64_t sent = 6; !ec && sent < n - 2; sent += filler.size())  // {"x":" ... "}
+      asio::write(s, asio::buffer(filler.data(), std::min<std::uint64_t>(filler.size(), n - 2 - sent)), ec);
+    asio::write(s, asio::buffer(std::string("\"}")), ec);
+    return;
+  }
   if (mode == "hold") {
     std::unique_lock lk(mu_);
     ++held_;
@@ -190,6 +202,7 @@ class FakeEffects : public supervisor::Effects {
       out.failure.kind = supervisor::FailureKind::cuda_oom;
       out.failure.message = "cudaMalloc failed: out of memory";
       out.failure.hint = "lower ngl";
+      out.failure.log_tail = {kBrokenLogLine};
       co_return out;
     }
     {
@@ -242,6 +255,7 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.limits.idle_timeout_s = o.idle_timeout_s;
   cfg_.orch.limits.header_timeout_s = o.header_timeout_s;
   cfg_.orch.limits.reserved_connections = o.reserved_connections;
+  cfg_.orch.limits.max_answer_bytes = o.max_answer_bytes;
   cfg_.orch.allowed_hosts = o.allowed_hosts;
   cfg_.orch.cors.allowed_origins = o.allowed_origins;
   cfg_.orch.runs = o.runs;

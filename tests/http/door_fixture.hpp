@@ -48,6 +48,8 @@ class Event {
 //   "error"       400 {"error":{...}} like llama-server
 //   "missing"     404 File Not Found (a path this llama-server build lacks)
 //   "crash"       runs `on_crash`, then closes the connection without answering
+//   "huge"        200 with a JSON body of `huge_bytes` (Content-Length), written as fast as read
+//   "huge_error"  the same with status 500
 class ScriptedUpstream {
  public:
   ScriptedUpstream();
@@ -60,6 +62,7 @@ class ScriptedUpstream {
   bool wait_held(int n, std::chrono::milliseconds timeout = 10s);  // n requests are holding
   std::function<void()> on_crash;
   std::atomic<int> requests{0};
+  std::atomic<std::uint64_t> huge_bytes{64ull << 20};
 
  private:
   void serve(boost::asio::ip::tcp::socket s);
@@ -74,6 +77,9 @@ class ScriptedUpstream {
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
 };
+
+// The last log line of the "broken" profile's failed start (DoorOptions::broken_profile).
+inline constexpr const char* kBrokenLogLine = "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4242 MiB failed";
 
 struct DoorOptions {
   int load_ms = 20;                  // fake child start time
@@ -95,6 +101,7 @@ struct DoorOptions {
   bool broken_profile = false;  // adds profile "broken" whose start always fails (cuda_oom)
   std::chrono::milliseconds events_keepalive{15000};  // GET /events
   std::size_t events_buffer = 256;                    // GET /events
+  std::int64_t max_answer_bytes = 8 << 20;  // limits.max_answer_bytes
   bool two_gpus = false;  // kev placed on gpu 0, laya on gpu 1 of two simulated devices, co-resident
 };
 

@@ -177,7 +177,8 @@ TEST_CASE("admin keys: /admin and /logs take only an admin key (403 for an ordin
     INFO(target);
     const auto refused = http_request(door.port(), "POST", target, "", agent);
     CHECK(refused.status == 403);
-    CHECK(refused.json_body()["error"]["message"] == "this key may call models but not /admin or /logs");
+    CHECK(refused.json_body()["error"]["message"] ==
+          "this key may call models but not /admin, /logs or a child's admin endpoints under /upstream/");
     CHECK(http_request(door.port(), "POST", target, "", {{"Authorization", "Bearer wrong"}}).status == 401);
     CHECK(http_request(door.port(), "POST", target).status == 401);
   }

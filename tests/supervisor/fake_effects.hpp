@@ -32,6 +32,7 @@ struct FakeWorld {
   bool start_hangs = false;        // start() never completes (the watchdog must end it)
   bool start_throws = false;       // start() throws (a bug in the effects)
   std::set<std::string> exited;    // exited(profile) answers true (the process is gone)
+  std::set<std::string> silent;    // responsive(profile) answers false (a stopped process)
   std::optional<std::uint64_t> ram_available;  // host_ram_available(); nullopt = unknown
   int ram_reads = 0;                           // how often the supervisor asked
 };
@@ -67,6 +68,14 @@ class FakeEffects : public Effects {
     co_return StopReport{};
   }
   bool exited(const std::string& profile) override { return w_.exited.count(profile) > 0; }
+  asio::awaitable<bool> responsive(const std::string& profile) override {
+    w_.events.push_back("probe " + profile);
+    co_return w_.silent.count(profile) == 0;
+  }
+  void kill(const std::string& profile) override {
+    w_.events.push_back("kill " + profile);
+    w_.silent.erase(profile);  // the next start of it answers again
+  }
   std::optional<std::uint64_t> host_ram_available() override {
     ++w_.ram_reads;
     return w_.ram_available;

@@ -155,6 +155,46 @@ TEST_CASE("supervisor: a crash cuts the lease, the next request restarts the chi
   CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
 }
 
+TEST_CASE("supervisor: a hung child is killed, marked failed (hung) and replaced; a queued call waits for the new one") {
+  Fixture f;
+  std::vector<std::string> failures;  // "from->to:kind" of the phase events that carry a failure
+  auto sub = f.sup.subscribe([&](const Event& e) {
+    if (e.type == Event::Type::phase && e.failure)
+      failures.push_back(std::string(to_string(e.from)) + "->" + std::string(to_string(e.to)) + ":" +
+                         std::string(to_string(e.failure->kind)));
+  });
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    const auto first_port = a->endpoint().port;
+    std::optional<Result<Lease>> queued;  // parallel 1: waits behind `a`
+    asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> { queued.emplace(co_await f.sup.acquire("kev", in(5s))); },
+                   asio::detached);
+    co_await sleep_for(10ms);
+    CHECK_FALSE(co_await f.sup.check_responsive(*a));  // answers its probe: left alone
+    CHECK_FALSE(a->crashed());
+    f.world.silent.insert("kev");
+    CHECK(co_await f.sup.check_responsive(*a));
+    REQUIRE(a->crashed());
+    CHECK(a->crash_error().code == Errc::child_crashed);
+    CHECK(a->crash_error().message.find("stopped answering") != std::string::npos);
+    a->release();
+    for (int i = 0; i < 200 && !queued; ++i) co_await sleep_for(5ms);
+    REQUIRE(queued);
+    REQUIRE(queued->ok());
+    CHECK(queued->value().endpoint().port != first_port);  // the replacement, not the hung one
+    auto snap = co_await f.sup.snapshot();
+    REQUIRE(snap.profiles.front().last_failure);
+    CHECK(snap.profiles.front().last_failure->kind == FailureKind::hung);
+    CHECK(snap.profiles.front().crashes == 1);
+    queued.reset();
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "probe kev", "probe kev", "kill kev", "stop kev",
+                                                   "start kev", "stop kev"});
+  CHECK(failures == std::vector<std::string>{"ready->stopping:hung", "stopping->failed:hung"});
+}
+
 TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") {
   auto cfg = two_profiles();
   cfg.profiles[0].restart.max_restarts = 2;

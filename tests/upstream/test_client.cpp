@@ -513,3 +513,100 @@ TEST_CASE("pool: once closed (the child stopped), it keeps and hands out nothing
   CHECK(accepted == 2);
   CHECK(pool->reused() == 0);
 }
+
+// Issue 32 item 2: liveness of a silent server (StreamOptions::check_after / still_alive).
+TEST_CASE("stream: a server silent past check_after whose liveness check fails ends at once as stopped answering",
+          "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event release(io);
+  std::optional<Result<StreamResult>> got;
+  int checks = 0;
+  auto took = std::chrono::steady_clock::duration{};
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        CHECK(co_await peer_closes(s));  // the client gives up on it
+        release.set();
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamOptions opt = generous();
+        opt.check_after = 100ms;
+        opt.still_alive = [&]() -> asio::awaitable<bool> {
+          ++checks;
+          co_return false;
+        };
+        Request r;
+        const auto t0 = std::chrono::steady_clock::now();
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, StreamCallbacks{}, opt, nullptr);
+        took = std::chrono::steady_clock::now() - t0;
+        co_await release.wait();
+      });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::upstream_error);
+  CHECK(got->error().message.find("stopped answering") != std::string::npos);
+  CHECK(checks == 1);
+  CHECK(took < 2s);  // not the 10 s timeouts
+}
+
+TEST_CASE("stream: a liveness check that passes keeps waiting, and the late answer arrives whole", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  std::optional<Result<StreamResult>> got;
+  int checks = 0;
+  std::string received;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        asio::steady_timer t(s.get_executor(), 350ms);  // a long generation: nothing meanwhile
+        co_await t.async_wait(asio::use_awaitable);
+        co_await send(s, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone");
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamOptions opt = generous();
+        opt.check_after = 100ms;
+        opt.still_alive = [&]() -> asio::awaitable<bool> {
+          ++checks;
+          co_return true;
+        };
+        StreamCallbacks cb;
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          received += b;
+          co_return true;
+        };
+        Request r;
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, opt, nullptr);
+      });
+  REQUIRE(got->ok());
+  CHECK(got->value().complete);
+  CHECK(received == "done");
+  CHECK(checks >= 2);  // asked after each 100 ms of silence
+}
+
+TEST_CASE("stream: first_byte_timeout bounds the wait for the head, idle_timeout only the gaps after it", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  Event release(io);
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await release.wait();  // never a byte
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamOptions opt{kGenerous, kGenerous};
+        opt.first_byte_timeout = 100ms;
+        Request r;
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, StreamCallbacks{}, opt, nullptr);
+        release.set();
+      });
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::timeout);
+  CHECK(got->error().message.find("sent nothing for 100 ms (no answer head)") != std::string::npos);
+}
