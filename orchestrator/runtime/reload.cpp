@@ -6,8 +6,10 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
+#include <optional>
 
 #include "remote/peers.hpp"
 #include "runtime/plan_setup.hpp"
@@ -20,6 +22,9 @@ namespace fs = std::filesystem;
 
 struct Reloader::Shared {
   bool busy = false;
+  // Reading the files, the GGUF headers and the residency search run here, not on the door's
+  // thread: requests in flight and /health keep their answers during a reload.
+  asio::thread_pool planner{1};
 };
 
 namespace {
@@ -38,14 +43,40 @@ void stamp_dir(std::string& out, const fs::path& dir) {
   for (const auto& l : lines) out += l + "\n";
 }
 
-// As at start (Runtime::open): the peers' models, then plan_and_place. Without them a reload
-// dropped the peers' models and restarted a changed child without its devices (no
-// CUDA_VISIBLE_DEVICES: every GPU).
-Result<supervisor::SupervisorOptions> prepare(config::Config& next, const config::Config& running) {
-  if (auto st = remote::carry_imported(next, running); !st) return st.error();
-  auto residency = plan_and_place(next);
-  if (!residency) return residency.error();
-  return std::move(residency->options);
+// The next configuration, read and planned: what reload() applies, or the errors that refuse it.
+struct Prepared {
+  config::Config config;
+  std::optional<supervisor::SupervisorOptions> options;  // nullopt: refused
+  std::vector<std::string> errors;
+};
+
+// As at start (Runtime::open): the file, the overrides, the peers' models, then plan_and_place.
+// Without the peers and the placement a reload dropped the peers' models and restarted a changed
+// child without its devices (no CUDA_VISIBLE_DEVICES: every GPU). Touches nothing shared: runs
+// on the planner thread.
+Prepared prepare(const fs::path& file, const std::function<void(config::Config&)>& overrides,
+                 const config::Config& running) {
+  Prepared out;
+  auto loaded = config::load(file);
+  for (const auto& d : loaded.diagnostics) {
+    if (d.severity != config::Severity::error) continue;
+    out.errors.push_back(d.format());
+    spdlog::error("reload: {}", d.format());
+  }
+  if (!loaded.ok()) return out;
+  out.config = std::move(loaded.config);
+  if (overrides) overrides(out.config);
+  Status st = remote::carry_imported(out.config, running);
+  if (st) {
+    auto residency = plan_and_place(out.config);
+    if (residency) out.options = std::move(residency->options);
+    else st = residency.error();
+  }
+  if (!st) {
+    out.errors.push_back(st.error().message);
+    spdlog::error("reload: {}", st.error().message);
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,27 +133,19 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   shared->busy = true;
   ReloadReport rep;
-  auto loaded = config::load(file_);
-  for (const auto& d : loaded.diagnostics) {
-    if (d.severity != config::Severity::error) continue;
-    rep.errors.push_back(d.format());
-    spdlog::error("reload: {}", d.format());
-  }
-  if (loaded.ok()) {
-    if (overrides_) overrides_(loaded.config);
-    const auto& running = versions_.empty() ? rt_.config() : versions_.back();
-    auto options = prepare(loaded.config, running);
-    if (!options) {
-      rep.errors.push_back(options.error().message);
-      spdlog::error("reload: {}", options.error().message);
-    } else {
-      rep.needs_restart = needs_restart(running.orch, loaded.config.orch);
-      for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
-      versions_.push_back(loaded.config);
-      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(options.value()));
-      if (applied_) applied_(versions_.back());
-      rep.ok = true;
-    }
+  const config::Config& running = versions_.empty() ? rt_.config() : versions_.back();
+  auto next = co_await asio::co_spawn(
+      shared->planner.get_executor(),
+      [file = file_, overrides = overrides_, running]() -> asio::awaitable<Prepared> { co_return prepare(file, overrides, running); },
+      asio::use_awaitable);
+  rep.errors = std::move(next.errors);
+  if (next.options) {
+    rep.needs_restart = needs_restart(running.orch, next.config.orch);
+    for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
+    versions_.push_back(std::move(next.config));
+    rep.diff = co_await rt_.sup().reload(versions_.back(), std::move(*next.options));
+    if (applied_) applied_(versions_.back());
+    rep.ok = true;
   }
   if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");
   shared->busy = false;
