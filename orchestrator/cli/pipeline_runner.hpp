@@ -17,6 +17,7 @@ class ConfigPipelineRunner : public http::PipelineRunner {
   // Errors: not_found (unknown pipeline), bad_request (task without input, bad candidates),
   // unavailable (interrupted); otherwise the journal record, whatever its verdict.
   boost::asio::awaitable<Result<nlohmann::json>> run_task(std::string name, nlohmann::json task) override;
+  Status check_task(const std::string& name, const nlohmann::json& task) const override;
 
   // A reloaded configuration for runs that start from now on (runs in progress keep theirs).
   // Call on the runner's executor (serve's one thread).

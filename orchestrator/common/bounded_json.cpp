@@ -50,6 +50,10 @@ std::string json_depth_message(std::size_t max_depth) {
 }
 
 Result<json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
+  // nlohmann's lexer takes a NUL byte for the end of input (for C strings), so `{...}\0garbage`
+  // parsed as `{...}`. JSON has no NUL outside a string and none raw inside one: refuse it.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    return make_error(Errc::bad_request, "not valid JSON: a NUL byte at offset " + std::to_string(nul));
   json out;
   BoundedSax sax(out, max_depth);
   const bool ok = json::sax_parse(text.begin(), text.end(), &sax);

@@ -20,7 +20,8 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
 // "JSON nests deeper than 128 levels (the limit)" — the sentence every refusal uses.
 std::string json_depth_message(std::size_t max_depth = kMaxJsonDepth);
 
-// Parses `text` as one JSON document, refusing nesting deeper than `max_depth` while parsing.
+// Parses `text` as one JSON document (all of it: a NUL byte is refused, not taken for the end),
+// refusing nesting deeper than `max_depth` while parsing.
 // Errors are Errc::bad_request: "not valid JSON: ..." or json_depth_message().
 Result<nlohmann::json> parse_json_bounded(std::string_view text,
                                           std::size_t max_depth = kMaxJsonDepth);

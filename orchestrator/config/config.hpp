@@ -142,6 +142,10 @@ struct ListenCfg {
   int port = 8080;
 };
 
+// Why `host` cannot be listened on (it must be a numeric IPv4 or IPv6 address: the door binds it
+// as given, with no name lookup), or nullopt. The one rule check (file:line:col) and serve share.
+std::optional<std::string> listen_host_problem(const std::string& host);
+
 struct QueueCfg {
   int max_depth = 64;
   int max_wait_s = 300;

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/bounded_file.hpp"
 #include "common/bytes.hpp"
 #include "config/detail.hpp"
 
@@ -84,16 +85,12 @@ void Doc::report_parse_error(int line0, int col0, const std::string& msg) {
 }
 
 bool Doc::load() {
-  std::ifstream f(file_, std::ios::binary);
-  if (!f) {
-    std::error_code exists_ec;  // the non-throwing overload: any path text must not throw
-    error(SourceLoc{display_path(file_), 0, 0},
-          fs::exists(file_, exists_ec) ? "cannot read file" : "file not found");
+  auto text = read_bounded_file(file_, kMaxConfigFileBytes, "a configuration file");
+  if (!text) {
+    error(SourceLoc{display_path(file_), 0, 0}, text.error().message);
     return false;
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  text_ = ss.str();
+  text_ = std::move(text.value());
   if (!check_utf8()) return false;
   if (is_blank(text_)) {
     error(SourceLoc{display_path(file_), 1, 1}, "empty document");

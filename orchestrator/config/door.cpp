@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/bounded_file.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -106,12 +107,12 @@ void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r) {
 void read_api_keys_file(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys) {
   const auto path = read_path(d, key, n);
   if (!path) return;
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) {
-    d.error(n, std::string(key) + ": cannot read " + display_path(*path));
+  const auto read = read_bounded_file(*path, kMaxConfigFileBytes, "a key file");
+  if (!read) {
+    d.error(n, std::string(key) + ": cannot read " + display_path(*path) + ": " + read.error().message);
     return;
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string& text = read.value();
   const auto before = keys.size();
   add_keys_from(text, keys, true);
   if (keys.size() == before) d.error(n, std::string(key) + ": no key in " + display_path(*path) + " (one key per line)");

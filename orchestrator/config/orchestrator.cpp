@@ -1,8 +1,13 @@
 // kevlaya.yaml -> OrchestratorCfg, and load(): the orchestrator file plus every profile and
 // pipeline it points to, with the checks that span documents (names, aliases, model references).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 
+#include "common/bounded_file.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config {
@@ -53,7 +58,10 @@ void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
 void read_sections(Doc& d, const std::string& name, const YAML::Node& v, OrchestratorCfg& o) {
   if (name == "listen") {
     walk_map(d, "listen", v, {
-        {"host", [&](const YAML::Node& x) { set_string(d, "listen.host", x, o.listen.host); }},
+        {"host", [&](const YAML::Node& x) {
+           set_string(d, "listen.host", x, o.listen.host);
+           if (const auto why = listen_host_problem(o.listen.host); why && x.IsScalar()) d.error(x, "listen.host: " + *why);
+         }},
         {"port", [&](const YAML::Node& x) { set_int(d, "listen.port", x, o.listen.port); }},
     });
   } else if (name == "queue") {
@@ -180,13 +188,26 @@ namespace {
 
 using detail::Doc;
 
-// The YAML files of a folder, sorted so that diagnostics and load order are stable.
-std::vector<fs::path> yaml_files(const fs::path& dir) {
+// The YAML files of a folder, sorted so that diagnostics and load order are stable. A *.yaml
+// entry that is not a regular file (a dangling link, a FIFO, a folder) is skipped with a warning
+// in `skipped` when given.
+std::vector<fs::path> yaml_files(const fs::path& dir, std::vector<Diagnostic>* skipped = nullptr) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto ext = e.path().extension();
-    if ((ext == ".yaml" || ext == ".yml") && e.is_regular_file(ec)) files.push_back(e.path());
+    if (ext != ".yaml" && ext != ".yml") continue;
+    std::error_code ec2;
+    if (e.is_regular_file(ec2)) {
+      files.push_back(e.path());
+      continue;
+    }
+    if (!skipped) continue;
+    struct stat st {};
+    const bool dangling = ::stat(e.path().c_str(), &st) != 0;
+    const std::string what = dangling ? "a link to nothing" : file_kind(st.st_mode);
+    skipped->push_back(Diagnostic{Severity::warning, SourceLoc{display_path(e.path()), 0, 0},
+                                  "skipped: " + what + ", not a regular file"});
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -306,7 +327,7 @@ void check_lifecycle(LoadResult& r, const Loaded& l) {
 }
 
 void load_dir(LoadResult& r, Loaded& l, const fs::path& dir, bool profiles) {
-  for (const auto& f : yaml_files(dir)) {
+  for (const auto& f : yaml_files(dir, &r.diagnostics)) {
     Doc d(f, r.diagnostics);
     if (!d.load()) continue;
     if (profiles) detail::parse_profile(d, r.config.profiles, l.profile_locs);
@@ -377,6 +398,12 @@ LoadResult load_pipeline_file(const fs::path& file) {
   if (d.load()) detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
   sort_diagnostics(r);
   return r;
+}
+
+std::optional<std::string> listen_host_problem(const std::string& host) {
+  in6_addr buf{};
+  if (inet_pton(AF_INET, host.c_str(), &buf) == 1 || inet_pton(AF_INET6, host.c_str(), &buf) == 1) return std::nullopt;
+  return "'" + host + "' is not an IP address (use 127.0.0.1, ::1, 0.0.0.0 or a numeric address of this machine; names are not looked up)";
 }
 
 }  // namespace kevlaya::config

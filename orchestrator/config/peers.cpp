@@ -1,7 +1,9 @@
 // `peers:` in kevlaya.yaml: other kevlaya-orch doors whose models are imported as remote profiles
 // when the door starts (remote/peers.hpp). Only the keys are read here: no network at load.
 #include <fstream>
+#include <sstream>
 
+#include "common/bounded_file.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -11,17 +13,21 @@ namespace {
 void read_peer_key_file(Doc& d, const YAML::Node& n, PeerCfg& peer) {
   const auto path = read_path(d, "api_key_file", n);
   if (!path) return;
-  std::ifstream in(*path, std::ios::binary);
+  const auto read = read_bounded_file(*path, kMaxConfigFileBytes, "a key file");
+  if (!read) {
+    d.error(n, "api_key_file: cannot read " + display_path(*path) + ": " + read.error().message);
+    return;
+  }
+  std::istringstream in(read.value());
   std::string line;
-  while (in && std::getline(in, line)) {
+  while (std::getline(in, line)) {
     const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
     if (b != std::string::npos) {
       peer.api_key = line.substr(b, e - b + 1);
       return;
     }
   }
-  d.error(n, in.is_open() || fs::exists(*path) ? "api_key_file: no key in " + display_path(*path)
-                                               : "api_key_file: cannot read " + display_path(*path));
+  d.error(n, "api_key_file: no key in " + display_path(*path));
 }
 
 }  // namespace

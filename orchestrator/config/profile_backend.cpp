@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 
+#include "common/bounded_file.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -94,12 +95,12 @@ void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& no
   nodes.api_key.emplace(n);
   const auto path = read_path(d, "api_key_file", n);
   if (!path) return;
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) {
-    d.error(n, "api_key_file: cannot read " + display_path(*path));
+  const auto read = read_bounded_file(*path, kMaxConfigFileBytes, "a key file");
+  if (!read) {
+    d.error(n, "api_key_file: cannot read " + display_path(*path) + ": " + read.error().message);
     return;
   }
-  p.api_key = first_line(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+  p.api_key = first_line(read.value());
   if (p.api_key.empty()) d.error(n, "api_key_file: no key in " + display_path(*path));
   struct stat st {};
   if (::stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0)

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 #include "common/bounded_json.hpp"
 #include "common/json_scan.hpp"
@@ -75,8 +74,10 @@ std::optional<double> duration_seconds(const std::string& s) {
   while (i < s.size()) {
     const std::size_t start = i;
     while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
-    if (i == start) return std::nullopt;
-    const double n = std::strtod(s.substr(start, i - start).c_str(), nullptr);
+    // The whole number must parse: "." and "1.2.3" are refused, not read as 0 and 1.2.
+    double n = 0;
+    const char* end = s.data() + i;
+    if (const auto r = std::from_chars(s.data() + start, end, n); r.ec != std::errc() || r.ptr != end) return std::nullopt;
     const std::size_t unit = i;
     while (i < s.size() && !((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
     const auto u = s.substr(unit, i - unit);
@@ -157,6 +158,43 @@ std::optional<Timings> timings_of(std::string_view text) {
     key = key == 0 ? std::string_view::npos : text.rfind(kKey, key - 1);
   }
   return std::nullopt;
+}
+
+namespace {
+
+const char* kind_name(JsonKind k) {
+  switch (k) {
+    case JsonKind::string: return "a string";
+    case JsonKind::boolean: return "true or false";
+    case JsonKind::number: return "a number";
+    case JsonKind::integer: return "an integer";
+    case JsonKind::object: return "an object";
+    case JsonKind::array: return "an array";
+  }
+  return "a value";
+}
+
+bool is_kind(const json& v, JsonKind k) {
+  switch (k) {
+    case JsonKind::string: return v.is_string();
+    case JsonKind::boolean: return v.is_boolean();
+    case JsonKind::number: return v.is_number();
+    case JsonKind::integer: return v.is_number_integer();
+    case JsonKind::object: return v.is_object();
+    case JsonKind::array: return v.is_array();
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<const json*> typed_field(const json& obj, std::string_view key, JsonKind kind, std::string_view where) {
+  if (!obj.is_object()) return static_cast<const json*>(nullptr);
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return static_cast<const json*>(nullptr);
+  if (is_kind(*it, kind)) return &*it;
+  const std::string name = where.empty() ? std::string(key) : std::string(where) + "." + std::string(key);
+  return make_error(Errc::bad_request, "\"" + name + "\" must be " + kind_name(kind) + ", not " + it->type_name());
 }
 
 Result<json> parse_run_body(std::string_view text) {

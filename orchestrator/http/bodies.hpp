@@ -52,6 +52,16 @@ struct Timings {
 // nullopt when absent or malformed. Metrics only.
 std::optional<Timings> timings_of(std::string_view text);
 
+// The JSON types a body's field may be required to have.
+enum class JsonKind { string, boolean, number, integer, object, array };
+
+// One field of a request body read with its type checked: nullptr when absent or null, the value
+// when of `kind`, else 400 naming it ("\"messages[2].role\" must be a string"; `where` is the
+// path of `obj`, "" at the top). The door's body readers go through this instead of nlohmann's
+// value()/get(), which throw on a wrong type (and a throw is a 500).
+Result<const nlohmann::json*> typed_field(const nlohmann::json& obj, std::string_view key, JsonKind kind,
+                                          std::string_view where = {});
+
 // Parses a pipeline run's body: a JSON object with "input". Errors: 400.
 Result<nlohmann::json> parse_run_body(std::string_view body);
 

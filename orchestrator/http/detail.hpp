@@ -266,6 +266,7 @@ class RunQueue {
 
  private:
   std::optional<Reply> admit(const Request& req, const std::string& name);  // refusal or nullopt
+  Status check_run(std::string_view body, const std::string& name) const;  // the body as a task of `name`
   asio::awaitable<void> work();
   void remember(std::shared_ptr<Run> r);
   void forget_old();

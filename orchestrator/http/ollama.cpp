@@ -118,6 +118,8 @@ std::string model_field(const json& body) {
 
 // An Ollama model call -> the ProxyCall proxy.cpp forwards, or the error to answer.
 Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
+  for (const char* k : {"model", "name"})
+    if (auto f = typed_field(body, k, JsonKind::string); !f) return f.error();
   const auto name = model_field(body);
   const auto* prof = find_model(*d.cfg, name);
   if (!prof && !name.empty()) return make_error(Errc::not_found, "model '" + name + "' not found");
@@ -160,6 +162,8 @@ std::optional<Reply> local_reply(const Door& d, const std::string& name, const R
   if (!body) return ollama_error(400, "request body: " + body.error().message);
   if (!body->is_object()) return ollama_error(400, "request body is not a JSON object");
   if (name != "show") return std::nullopt;
+  for (const char* k : {"model", "name"})
+    if (auto f = typed_field(body.value(), k, JsonKind::string); !f) return ollama_error(400, f.error().message);
   const auto* prof = find_model(*d.cfg, model_field(body.value()));
   if (!prof) return ollama_error(404, "model '" + model_field(body.value()) + "' not found");
   return json_reply(200, show_json(*prof));

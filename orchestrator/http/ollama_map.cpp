@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <tuple>
 
 #include "common/bounded_json.hpp"
 #include "http/bodies.hpp"
@@ -15,24 +16,31 @@ Error bad(std::string m) { return make_error(Errc::bad_request, std::move(m)); }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// options -> OpenAI/llama-server sampling fields.
+// options -> OpenAI/llama-server sampling fields, each of Ollama's type (a wrong one: 400 naming it).
 Result<json> map_options(const json& opts, int ctx, json out) {
   if (opts.is_null()) return out;
   if (!opts.is_object()) return bad("\"options\" must be an object");
-  if (opts.contains("num_ctx")) {
-    const auto& n = opts["num_ctx"];
-    if (!n.is_number_integer()) return bad("options.num_ctx must be an integer");
-    if (n.get<std::int64_t>() > ctx)
-      return bad("options.num_ctx " + std::to_string(n.get<std::int64_t>()) + " is above this model's context (" +
-                 std::to_string(ctx) + " tokens, the profile's ctx); raise ctx in the profile instead");
+  auto n = typed_field(opts, "num_ctx", JsonKind::integer, "options");
+  if (!n) return n.error();
+  if (*n && (*n)->get<std::int64_t>() > ctx)
+    return bad("options.num_ctx " + std::to_string((*n)->get<std::int64_t>()) + " is above this model's context (" +
+               std::to_string(ctx) + " tokens, the profile's ctx); raise ctx in the profile instead");
+  static const std::tuple<const char*, const char*, JsonKind> kSame[] = {
+      {"temperature", "temperature", JsonKind::number}, {"top_p", "top_p", JsonKind::number},
+      {"top_k", "top_k", JsonKind::integer}, {"min_p", "min_p", JsonKind::number}, {"seed", "seed", JsonKind::integer},
+      {"num_predict", "max_tokens", JsonKind::integer}, {"repeat_penalty", "repeat_penalty", JsonKind::number},
+      {"presence_penalty", "presence_penalty", JsonKind::number}, {"frequency_penalty", "frequency_penalty", JsonKind::number},
+      {"typical_p", "typical_p", JsonKind::number}, {"repeat_last_n", "repeat_last_n", JsonKind::integer}};
+  for (const auto& [from, to, kind] : kSame) {
+    auto v = typed_field(opts, from, kind, "options");
+    if (!v) return v.error();
+    if (*v) out[to] = **v;
   }
-  static const std::pair<const char*, const char*> kSame[] = {
-      {"temperature", "temperature"}, {"top_p", "top_p"}, {"top_k", "top_k"}, {"min_p", "min_p"},
-      {"seed", "seed"}, {"num_predict", "max_tokens"}, {"stop", "stop"}, {"repeat_penalty", "repeat_penalty"},
-      {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"},
-      {"typical_p", "typical_p"}, {"repeat_last_n", "repeat_last_n"}};
-  for (const auto& [from, to] : kSame)
-    if (opts.contains(from) && !opts[from].is_null()) out[to] = opts[from];
+  if (const auto it = opts.find("stop"); it != opts.end() && !it->is_null()) {
+    const bool strings = it->is_string() || (it->is_array() && std::all_of(it->begin(), it->end(), [](const json& x) { return x.is_string(); }));
+    if (!strings) return bad("\"options.stop\" must be a string or an array of strings");
+    out["stop"] = *it;
+  }
   return out;
 }
 
@@ -50,40 +58,90 @@ Result<json> map_format(const json& fmt, json out) {
   return bad("\"format\" must be \"json\" or a JSON schema object");
 }
 
-// Ollama chat messages -> OpenAI (images are not supported by the door; tool calls carry over).
+// One Ollama tool call -> OpenAI's (`where` names it in errors).
+Result<json> map_tool_call(const json& tc, std::size_t n, const std::string& where) {
+  if (!tc.is_object()) return bad("\"" + where + "\" must be an object");
+  auto f = typed_field(tc, "function", JsonKind::object, where);
+  if (!f) return f.error();
+  const json fn = *f ? **f : json::object();
+  auto name = typed_field(fn, "name", JsonKind::string, where + ".function");
+  if (!name) return name.error();
+  const auto args = fn.find("arguments");
+  if (args != fn.end() && !args->is_null() && !args->is_object() && !args->is_string())
+    return bad("\"" + where + ".function.arguments\" must be an object");
+  const std::string text = args == fn.end() || args->is_null() ? "{}" : args->is_string() ? args->get<std::string>() : dump(*args);
+  return json{{"type", "function"}, {"id", "call_" + std::to_string(n)},
+              {"function", {{"name", *name ? **name : json("")}, {"arguments", text}}}};
+}
+
+// One Ollama chat message -> OpenAI's (images are not supported by the door; tool calls carry over).
+Result<json> map_message(const json& m, const std::string& where) {
+  if (!m.is_object()) return bad("\"" + where + "\" must be an object");
+  auto role = typed_field(m, "role", JsonKind::string, where);
+  if (!role) return role.error();
+  auto content = typed_field(m, "content", JsonKind::string, where);
+  if (!content) return content.error();
+  auto images = typed_field(m, "images", JsonKind::array, where);
+  if (!images) return images.error();
+  if (*images && !(*images)->empty()) return bad("images are not supported through the door");
+  auto calls = typed_field(m, "tool_calls", JsonKind::array, where);
+  if (!calls) return calls.error();
+  json o = {{"role", *role ? **role : json("user")}, {"content", *content ? **content : json("")}};
+  if (*calls) {
+    json out = json::array();
+    for (std::size_t i = 0; i < (*calls)->size(); ++i) {
+      auto tc = map_tool_call((**calls)[i], i, where + ".tool_calls[" + std::to_string(i) + "]");
+      if (!tc) return tc.error();
+      out.push_back(std::move(tc.value()));
+    }
+    o["tool_calls"] = std::move(out);
+  }
+  return o;
+}
+
 Result<json> map_messages(const json& msgs) {
   if (!msgs.is_array()) return bad("\"messages\" must be an array");
   json out = json::array();
-  for (const auto& m : msgs) {
-    if (!m.is_object()) return bad("each message must be an object");
-    json o = {{"role", m.value("role", "user")}, {"content", m.value("content", json(""))}};
-    if (m.contains("images") && !m["images"].empty()) return bad("images are not supported through the door");
-    if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
-      json calls = json::array();
-      for (const auto& tc : m["tool_calls"]) {
-        const auto f = tc.value("function", json::object());
-        calls.push_back({{"type", "function"}, {"id", "call_" + std::to_string(calls.size())},
-                         {"function", {{"name", f.value("name", "")}, {"arguments", dump(f.value("arguments", json::object()))}}}});
-      }
-      o["tool_calls"] = calls;
-    }
-    out.push_back(std::move(o));
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    auto m = map_message(msgs[i], "messages[" + std::to_string(i) + "]");
+    if (!m) return m.error();
+    out.push_back(std::move(m.value()));
   }
   return out;
 }
 
+// A member of a child's answer, or null: what a child sends is read without a throw, whatever its types.
+const json& member(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  const auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
+const json& first(const json& v) {
+  static const json kNull;
+  return v.is_array() && !v.empty() ? v.front() : kNull;
+}
+
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : ""; }
+
+json count_of(const json& v) { return v.is_number() ? v : json(0); }
+
 json tool_calls_of(const json& message) {
   json calls = json::array();
-  for (const auto& tc : message.value("tool_calls", json::array())) {
-    const auto f = tc.value("function", json::object());
-    auto args = parse_json_bounded(f.value("arguments", std::string("{}")));
-    calls.push_back({{"function", {{"name", f.value("name", "")}, {"arguments", args ? args.value() : json::object()}}}});
+  const auto& list = member(message, "tool_calls");
+  if (!list.is_array()) return calls;
+  for (const auto& tc : list) {
+    const auto& f = member(tc, "function");
+    const auto& a = member(f, "arguments");
+    auto args = parse_json_bounded(a.is_string() ? a.get<std::string>() : "{}");
+    calls.push_back({{"function", {{"name", text_of(member(f, "name"))}, {"arguments", args ? args.value() : json::object()}}}});
   }
   return calls;
 }
 
 std::int64_t ns(const json& timings, const char* field) {
-  const auto v = timings.is_object() ? timings.value(field, json()) : json();
+  const auto& v = member(timings, field);
   return v.is_number() ? static_cast<std::int64_t>(v.get<double>() * 1e6) : 0;
 }
 
@@ -92,10 +150,10 @@ std::int64_t now_s() { return static_cast<std::int64_t>(std::time(nullptr)); }
 // The counters every final Ollama answer carries: counts from `usage` (else the child's timings),
 // durations as ollama_answer documents.
 void add_counts(json& out, const json& usage, const json& timings, const CallTimes* times) {
-  const auto u = usage.is_object() ? usage : json::object();
-  const auto t = timings.is_object() ? timings : json::object();
-  out["prompt_eval_count"] = u.value("prompt_tokens", t.value("prompt_n", 0));
-  out["eval_count"] = u.value("completion_tokens", t.value("predicted_n", 0));
+  const auto& prompt_n = member(usage, "prompt_tokens");
+  const auto& eval_n = member(usage, "completion_tokens");
+  out["prompt_eval_count"] = count_of(prompt_n.is_null() ? member(timings, "prompt_n") : prompt_n);
+  out["eval_count"] = count_of(eval_n.is_null() ? member(timings, "predicted_n") : eval_n);
   const auto prompt = ns(timings, "prompt_ms"), eval = ns(timings, "predicted_ms");
   out["prompt_eval_duration"] = prompt;
   out["eval_duration"] = eval;
@@ -110,6 +168,23 @@ void add_counts(json& out, const json& usage, const json& timings, const CallTim
 
 std::string done_reason(const json& fr) { return fr.is_string() ? fr.get<std::string>() : "stop"; }
 
+bool is_true(const json& body, const char* key) {
+  const auto it = body.is_object() ? body.find(key) : body.end();
+  return it != body.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The top-level fields the door reads, each of Ollama's type (a wrong one: 400 naming it).
+Status check_top_fields(OllamaKind kind, const json& body) {
+  static const std::pair<const char*, JsonKind> kFields[] = {
+      {"model", JsonKind::string}, {"name", JsonKind::string}, {"stream", JsonKind::boolean}, {"raw", JsonKind::boolean},
+      {"system", JsonKind::string}, {"images", JsonKind::array}, {"tools", JsonKind::array}};
+  for (const auto& [key, type] : kFields) {
+    if (kind != OllamaKind::generate && (std::string_view(key) == "raw" || std::string_view(key) == "system")) continue;
+    if (auto f = typed_field(body, key, type); !f) return f.error();
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 std::string rfc3339(std::int64_t unix_s) {
@@ -123,20 +198,21 @@ std::string rfc3339(std::int64_t unix_s) {
 
 std::string ollama_target(OllamaKind kind, const json& body) {
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) return "/v1/embeddings";
-  if (kind == OllamaKind::generate && body.value("raw", false) == true) return "/v1/completions";
+  if (kind == OllamaKind::generate && is_true(body, "raw")) return "/v1/completions";
   return "/v1/chat/completions";
 }
 
 bool ollama_streams(OllamaKind kind, const json& body) {
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) return false;
-  const auto s = body.value("stream", json(true));
-  return !s.is_boolean() || s.get<bool>();
+  const auto s = body.is_object() ? body.find("stream") : body.end();
+  return s == body.end() || !s->is_boolean() || s->get<bool>();
 }
 
 Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::string& model, int ctx) {
   if (body.contains("keep_alive")) {  // honoured by the door (ollama.cpp), never sent to the child
     if (auto k = parse_keep_alive(body["keep_alive"]); !k) return k.error();
   }
+  if (auto st = check_top_fields(kind, body); !st) return st.error();
   json out = {{"model", model}};
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) {
     const auto in = body.value(kind == OllamaKind::embed ? "input" : "prompt", json());
@@ -151,11 +227,11 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
     auto msgs = map_messages(body.value("messages", json()));
     if (!msgs) return msgs.error();
     out["messages"] = std::move(msgs.value());
-    if (body.contains("tools") && body["tools"].is_array() && !body["tools"].empty()) out["tools"] = body["tools"];
+    if (body.contains("tools") && body["tools"].is_array() && !body["tools"].empty()) out["tools"] = body["tools"];  // checked above
   } else {
     const auto prompt = body.value("prompt", json(""));
     if (!prompt.is_string()) return bad("\"prompt\" must be a string");
-    if (body.value("raw", false) == true) {
+    if (is_true(body, "raw")) {
       out["prompt"] = prompt;
     } else {
       json msgs = json::array();
@@ -177,21 +253,22 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
   json out = {{"model", model}, {"created_at", rfc3339(now_s())}};
   if (kind == OllamaKind::embed || kind == OllamaKind::embeddings) {
     json vecs = json::array();
-    for (const auto& d : a.value("data", json::array())) vecs.push_back(d.value("embedding", json::array()));
+    const auto& data = member(a, "data");
+    for (std::size_t i = 0; data.is_array() && i < data.size(); ++i) {
+      const auto& e = member(data[i], "embedding");
+      vecs.push_back(e.is_array() ? e : json::array());
+    }
     if (kind == OllamaKind::embeddings) return dump({{"embedding", vecs.empty() ? json::array() : vecs[0]}});
     out["embeddings"] = std::move(vecs);
-    add_counts(out, a.value("usage", json()), json(), times);
+    add_counts(out, member(a, "usage"), json(), times);
     out.erase("eval_count");  // an embedding generates nothing
     out.erase("eval_duration");
     out.erase("prompt_eval_duration");
     return dump(out);
   }
-  const auto choices = a.value("choices", json::array());
-  const json choice = choices.empty() ? json::object() : choices[0];
-  if (choice.contains("message")) {
-    const auto& m = choice["message"];
-    const auto content = m.value("content", json(""));
-    const std::string text = content.is_string() ? content.get<std::string>() : "";
+  const auto& choice = first(member(a, "choices"));
+  if (const auto& m = member(choice, "message"); m.is_object()) {
+    const std::string text = text_of(member(m, "content"));
     if (kind == OllamaKind::chat) {
       out["message"] = {{"role", "assistant"}, {"content", text}};
       if (m.contains("tool_calls")) out["message"]["tool_calls"] = tool_calls_of(m);
@@ -199,28 +276,31 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
       out["response"] = text;
     }
   } else {
-    out["response"] = choice.value("text", "");
+    out["response"] = text_of(member(choice, "text"));
   }
   out["done"] = true;
-  out["done_reason"] = done_reason(choice.value("finish_reason", json()));
-  add_counts(out, a.value("usage", json()), a.value("timings", json()), times);
+  out["done_reason"] = done_reason(member(choice, "finish_reason"));
+  add_counts(out, member(a, "usage"), member(a, "timings"), times);
   return dump(out);
 }
 
 std::string OllamaStream::event(const json& j) {
-  if (j.contains("error")) return dump({{"error", j["error"].is_object() ? j["error"].value("message", dump(j["error"])) : dump(j["error"])}}) + "\n";
+  if (j.contains("error")) {
+    const auto& e = j["error"];
+    const auto& m = member(e, "message");
+    return dump({{"error", m.is_string() ? m.get<std::string>() : dump(e)}}) + "\n";
+  }
   if (j.contains("usage") && j["usage"].is_object()) usage_ = j["usage"];
   if (j.contains("timings")) timings_ = j["timings"];
-  const auto choices = j.value("choices", json::array());
-  if (choices.empty() || !choices[0].is_object()) return {};
-  const auto& c = choices[0];
+  const auto& c = first(member(j, "choices"));
+  if (!c.is_object()) return {};
   if (c.contains("finish_reason") && c["finish_reason"].is_string()) done_reason_ = c["finish_reason"];
   std::string piece;
   json calls;
   if (c.contains("delta")) {
-    const auto d = c["delta"];
-    if (d.contains("content") && d["content"].is_string()) piece = d["content"];
-    if (d.contains("tool_calls")) calls = tool_calls_of(d);
+    const auto& d = c["delta"];
+    piece = text_of(member(d, "content"));
+    if (d.is_object() && d.contains("tool_calls")) calls = tool_calls_of(d);
   } else if (c.contains("text") && c["text"].is_string()) {
     piece = c["text"];
   }

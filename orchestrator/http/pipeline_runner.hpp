@@ -19,6 +19,14 @@ class PipelineRunner {
   // for one task at a time, on its own executor.
   virtual boost::asio::awaitable<Result<nlohmann::json>> run_task(std::string name,
                                                                   nlohmann::json task) = 0;
+  // The checks run_task makes before running `task` (the rules of a task-file line), without
+  // running it: the door refuses a bad task with a 400 before it queues it (and before a 202).
+  // Default: nothing to check.
+  virtual Status check_task(const std::string& name, const nlohmann::json& task) const {
+    (void)name;
+    (void)task;
+    return ok_status();
+  }
 };
 
 }  // namespace kevlaya::http

@@ -61,8 +61,10 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
   call.target = "/" + std::string(slash == std::string_view::npos ? "" : arg.substr(slash + 1));
   if (const auto q = query_of(target); !q.empty()) call.target += "?" + std::string(q);
   if (!req.body().empty()) {  // a JSON body asking for a stream gets keep-alives while it waits
-    if (auto j = parse_json_bounded(req.body()); j && j->is_object())
-      call.stream = j->value("stream", false) == true;
+    if (auto j = parse_json_bounded(req.body()); j && j->is_object()) {
+      const auto s = j->find("stream");  // any type: the child judges the body; the door only reads a true
+      call.stream = s != j->end() && s->is_boolean() && s->get<bool>();
+    }
   }
   return call;
 }
@@ -153,8 +155,10 @@ asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Api
 Reply missing_route_reply(const Call& call, const std::string& body) {
   const auto j = parse_json_bounded(body);
   std::string said = body.substr(0, 200);
-  if (j && j->is_object() && j->contains("error") && j.value()["error"].is_object())
-    said = j.value()["error"].value("message", said);
+  if (j && j->is_object() && j->contains("error") && j.value()["error"].is_object()) {
+    const auto m = j.value()["error"].find("message");
+    if (m != j.value()["error"].end() && m->is_string()) said = m->get<std::string>();
+  }
   return error_reply(make_error(Errc::not_found,
                                 "model '" + call.profile + "' is served by a llama-server that has no " +
                                     call.method + " " + call.target.substr(0, call.target.find('?')) +

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/bounded_json.hpp"
 #include "http/bodies.hpp"
 #include "common/clock.hpp"
 #include "http/detail.hpp"
@@ -32,9 +33,14 @@ Reply accepted_reply(const json& run, const std::string& id) {
   return json_reply(202, run, {{"Location", "/v1/runs/" + id}});
 }
 
-Reply record_reply(const json& record, const std::string& id) {
-  return json_reply(200, record, {{"X-Kevlaya-Run", id}});
+Reply record_reply(const std::string& record_text, const std::string& id) {
+  Reply r;
+  r.body = record_text;  // kept serialized: sent as is
+  r.headers = {{"X-Kevlaya-Run", id}};
+  return r;
 }
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void count_verdict(Metrics& m, const std::string& pipeline, const std::string& verdict) {
   m.inc("kevlaya_pipeline_verdicts_total", {{"pipeline", pipeline}, {"verdict", verdict}});
@@ -47,20 +53,31 @@ struct RunQueue::Run {
   enum class State { queued, running, done, failed };
   std::string id;
   std::string pipeline;
-  json task;
+  // Kept as text, not as parsed trees (several times the bytes): a queued body costs its size
+  // (what runs.max_queued_bytes counts), a kept record its size (runs.max_kept_bytes).
+  std::string body;         // the request body, validated; parsed again when the run starts
   State state = State::queued;
-  json record;
+  std::string record_text;  // the record, serialized, once done
+  std::string verdict;      // its "verdict" (metrics, the status page)
   std::optional<Error> error;
   std::chrono::system_clock::time_point created = std::chrono::system_clock::now();
   std::int64_t body_bytes = 0;  // counted in the queue's bytes until the run ends
   std::int64_t kept_bytes = 0;  // size of the kept record once finished
   asio::steady_timer finished;  // cancelled when the run ends
 
-  json to_json() const {
+  json summary() const {  // without the record
     static constexpr const char* kNames[] = {"queued", "running", "done", "failed"};
     json j = {{"id", id}, {"pipeline", pipeline}, {"status", kNames[static_cast<int>(state)]}};
-    if (state == State::done) j["record"] = record;
     if (error) j["error"] = error_json(*error)["error"];
+    return j;
+  }
+
+  json to_json() const {
+    json j = summary();
+    if (state == State::done) {
+      auto record = parse_json_bounded(record_text);  // our own serialization
+      j["record"] = record ? std::move(record.value()) : json(record_text);
+    }
     return j;
   }
 };
@@ -83,16 +100,17 @@ Reply run_reply(const RunQueue::Run* run, const std::string& id) {
 
 Reply finished_reply(const RunQueue::Run& run) {
   if (run.error) return error_reply(*run.error);
-  return record_reply(run.record, run.id);
+  return record_reply(run.record_text, run.id);
 }
 
 void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
   std::string verdict = "error";
   if (res) {
-    run.record = std::move(res.value());
+    const auto v = res->find("verdict");
+    verdict = v != res->end() && v->is_string() ? v->get<std::string>() : "unknown";
+    run.verdict = verdict;
+    run.record_text = dump(res.value());
     run.state = RunQueue::Run::State::done;
-    const auto v = run.record.find("verdict");
-    verdict = v != run.record.end() && v->is_string() ? v->get<std::string>() : "unknown";
   } else {
     run.error = res.error();
     run.state = RunQueue::Run::State::failed;
@@ -102,10 +120,8 @@ void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
 
 // One finished run as the status page lists it.
 json run_note(const RunQueue::Run& run, std::int64_t ms) {
-  json j = run.to_json();
-  j.erase("record");
-  const auto v = run.record.find("verdict");
-  j["verdict"] = v != run.record.end() && v->is_string() ? v->get<std::string>() : (run.error ? "error" : "unknown");
+  json j = run.summary();
+  j["verdict"] = !run.verdict.empty() ? run.verdict : run.error ? "error" : "unknown";
   j["ms"] = ms;
   return j;
 }
@@ -113,6 +129,12 @@ json run_note(const RunQueue::Run& run, std::int64_t ms) {
 }  // namespace
 
 RunQueue::~RunQueue() = default;
+
+Status RunQueue::check_run(std::string_view body, const std::string& name) const {
+  auto task = parse_run_body(body);
+  if (!task) return task.error();
+  return d_.runner->check_task(name, task.value());
+}
 
 std::optional<Reply> RunQueue::admit(const Request& req, const std::string& name) {
   if (!d_.cfg->find_pipeline(name)) return unknown_pipeline(*d_.cfg, name);
@@ -140,17 +162,17 @@ asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::strin
     co_await c.send(std::move(*refusal));
     co_return;
   }
-  auto task = parse_run_body(req.body());
-  if (!task) {
-    co_await c.send(error_reply(task.error()));
+  const auto checked = check_run(req.body(), name);  // the same checks for sync and async, before a 202
+  if (!checked) {
+    co_await c.send(error_reply(checked.error()));
     co_return;
   }
   static const std::string prefix = run_prefix();
   auto run = std::make_shared<Run>(d_.strand);
   run->id = "run-" + prefix + "-" + std::to_string(next_++);
   run->pipeline = std::move(name);
-  run->task = std::move(task.value());
-  run->body_bytes = static_cast<std::int64_t>(req.body().size());
+  run->body = std::move(req.body());
+  run->body_bytes = static_cast<std::int64_t>(run->body.size());
   run->finished.expires_at(Clock::time_point::max());
   ++stats_.queued;
   stats_.queued_bytes += run->body_bytes;
@@ -206,14 +228,15 @@ asio::awaitable<void> RunQueue::work() {
     pending_.pop_front();
     run->state = Run::State::running;
     const auto t0 = Clock::now();
-    auto res = co_await d_.runner->run_task(run->pipeline, run->task);
+    auto res = parse_run_body(run->body);  // checked at admission: parses again
+    std::string().swap(run->body);
+    if (res) res = co_await d_.runner->run_task(run->pipeline, std::move(res.value()));
     run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
     finish(d_.metrics, *run, std::move(res));
     note_run(d_, run_note(*run, ms_since(t0)));  // the status page's recent runs
-    run->task = json();  // the record holds what is kept
     --stats_.queued;
     stats_.queued_bytes -= run->body_bytes;
-    run->kept_bytes = static_cast<std::int64_t>(run->record.dump(-1, ' ', false, json::error_handler_t::replace).size());
+    run->kept_bytes = static_cast<std::int64_t>(run->record_text.size());
     stats_.kept_bytes += run->kept_bytes;
     forget_old();
     run->finished.cancel();

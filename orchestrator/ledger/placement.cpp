@@ -211,6 +211,7 @@ DevicePlan plan_device(const Device& dev, const std::vector<ProfileInput>& in, c
   dp.allowed_sets = pd.allowed_sets;
   for (const auto& name : split_here) dp.allowed_sets.push_back({name});
   if (only_device) whole_out.mode = pd.mode;
+  whole_out.sets_examined += pd.sets_examined;
   whole_out.groups.insert(whole_out.groups.end(), pd.groups.begin(), pd.groups.end());
   for (auto s : pd.sets) {
     s.device = dev.index;

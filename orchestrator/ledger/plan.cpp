@@ -2,16 +2,15 @@
 #include "ledger/plan.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <functional>
 
 #include "common/strings.hpp"
+#include "ledger/subsets.hpp"
 
 namespace kevlaya::ledger {
 namespace {
 
 constexpr double kHeadroomWarn = 0.10;   // warn when less than 10% of the budget is left
-constexpr std::size_t kMaxUnitsForSubsets = 10;  // 2^10 priced combinations at most
+constexpr std::size_t kMaxPricedUnits = 6;  // `plan` lists every combination up to 2^6 (57 rows)
 constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
 
 struct Unit {
@@ -161,63 +160,61 @@ SetBill price_set(const std::vector<const Unit*>& units, const std::vector<Profi
   return s;
 }
 
-// Prices every combination of two or more units; returns the index masks that fit.
-std::vector<unsigned> price_combinations(const std::vector<Unit>& units, const std::vector<ProfileInput>& in,
-                                         std::uint64_t budget, Plan& plan) {
-  std::vector<unsigned> fitting;
-  if (units.size() > kMaxUnitsForSubsets) return fitting;
+// The combinations `plan` lists: every one of two or more units while there are at most
+// kMaxPricedUnits (the table stays readable), else none (the allowed sets are priced instead).
+void price_combinations(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
+                        Plan& plan) {
+  if (units.size() > kMaxPricedUnits) return;
   for (unsigned mask = 1; mask < (1U << units.size()); ++mask) {
     std::vector<const Unit*> chosen;
     for (std::size_t i = 0; i < units.size(); ++i) {
       if (mask & (1U << i)) chosen.push_back(&units[i]);
     }
-    if (chosen.size() < 2) continue;
-    plan.sets.push_back(price_set(chosen, in, budget));
-    if (plan.sets.back().fits) fitting.push_back(mask);
+    if (chosen.size() >= 2) plan.sets.push_back(price_set(chosen, in, budget));
   }
-  return fitting;
 }
 
-// Allowed sets in rotate mode: each unit alone, unless a fitting combination contains it; only
-// maximal combinations are kept.
-void rotate_sets(const std::vector<Unit>& units, const std::vector<unsigned>& fitting,
-                 const std::vector<ProfileInput>& in, Plan& plan) {
-  std::vector<unsigned> masks;
-  for (const auto m : fitting) {
-    const bool dominated = std::any_of(fitting.begin(), fitting.end(),
-                                       [&](unsigned o) { return o != m && (o & m) == m; });
-    if (!dominated) masks.push_back(m);
+std::vector<const Unit*> units_at(const std::vector<Unit>& units, const std::vector<std::size_t>& idx) {
+  std::vector<const Unit*> chosen;
+  for (const auto i : idx) chosen.push_back(&units[i]);
+  return chosen;
+}
+
+// The bounded subset search (ledger/subsets.hpp) over units, counted in the plan; a stopped search
+// says so once per subject.
+FittingSets search(Plan& plan, const std::vector<std::uint64_t>& cost, const std::vector<std::size_t>& required,
+                   std::uint64_t budget, bool one_more, const std::string& subject) {
+  auto found = maximal_fitting(cost, required, budget, one_more);
+  plan.sets_examined += found.examined;
+  if (found.truncated) {
+    plan.diagnostics.push_back({config::Severity::warning, subject,
+                                "more combinations fit than the planner searches (" + std::to_string(kMaxFittingSets) +
+                                    " sets, " + std::to_string(kMaxSearchSteps) +
+                                    " steps): the sets found are kept, and each other child gets one set filled greedily"});
   }
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const bool covered = std::any_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); });
-    if (!covered) masks.push_back(1U << i);
-  }
-  for (const auto m : masks) {
-    std::vector<const Unit*> chosen;
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      if (m & (1U << i)) chosen.push_back(&units[i]);
-    }
+  return found;
+}
+
+std::vector<std::uint64_t> gpu_costs(const std::vector<Unit>& units) {
+  std::vector<std::uint64_t> cost;
+  for (const auto& u : units) cost.push_back(u.bill.total_gpu());
+  return cost;
+}
+
+// Allowed sets in rotate mode: the maximal combinations of two or more units that fit (priced
+// into plan.sets when the full table is not), then each unit in none of them alone.
+void rotate_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget, Plan& plan) {
+  const auto found = search(plan, gpu_costs(units), {}, budget, false, "residency");
+  std::vector<bool> covered(units.size(), false);
+  for (const auto& idx : found.sets) {
+    if (idx.size() < 2) continue;
+    for (const auto i : idx) covered[i] = true;
+    const auto chosen = units_at(units, idx);
     plan.allowed_sets.push_back(names_of(chosen, in));
+    if (units.size() > kMaxPricedUnits) plan.sets.push_back(price_set(chosen, in, budget));
   }
-}
-
-// The largest index masks over `n` items (n <= kMaxUnitsForSubsets) that hold `required` and
-// whose summed `cost` fits `budget`; with `one_more`, at most one item beside `required`. The
-// subset search of pins on a GPU and of host RAM (cut_to_fit) alike.
-std::vector<unsigned> maximal_fitting(std::size_t n, unsigned required, const std::function<std::uint64_t(std::size_t)>& cost,
-                                      std::uint64_t budget, bool one_more) {
-  std::vector<unsigned> fit;
-  for (unsigned m = required ? required : 1; m < (1U << n); ++m) {
-    if ((m & required) != required || (one_more && std::popcount(m & ~required) > 1)) continue;
-    std::uint64_t sum = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (m & (1U << i)) sum += cost(i);
-    if (sum <= budget) fit.push_back(m);
-  }
-  std::vector<unsigned> out;
-  for (const auto m : fit)
-    if (std::none_of(fit.begin(), fit.end(), [&](unsigned o) { return o != m && (o & m) == m; })) out.push_back(m);
-  return out;
+  for (std::size_t i = 0; i < units.size(); ++i)
+    if (!covered[i]) plan.allowed_sets.push_back(names_of({&units[i]}, in));
 }
 
 // Pins (docs/lifecycle.md): every allowed set holds every pinned unit, so the scheduler never
@@ -225,21 +222,16 @@ std::vector<unsigned> maximal_fitting(std::size_t n, unsigned required, const st
 // Under `rotate` (not `largest`) the others run one at a time beside the pins.
 void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
                  bool largest, Plan& plan) {
-  unsigned pins = 0;
+  std::vector<std::size_t> pins;
   std::vector<const Unit*> pinned;
   for (std::size_t i = 0; i < units.size(); ++i) {
     const bool pin = std::any_of(units[i].members.begin(), units[i].members.end(), [&](std::size_t m) { return in[m].pin; });
     if (pin) {
-      pins |= 1U << i;
+      pins.push_back(i);
       pinned.push_back(&units[i]);
     }
   }
   plan.allowed_sets.clear();
-  if (units.size() > kMaxUnitsForSubsets) {
-    plan.diagnostics.push_back({config::Severity::error, "pin", "too many profiles to plan pins (more than " +
-                                                                   std::to_string(kMaxUnitsForSubsets) + " children)", true});
-    return;
-  }
   const SetBill alone = price_set(pinned, in, budget);
   if (!alone.fits) {
     plan.diagnostics.push_back({config::Severity::error, join(alone.profiles, "+"),
@@ -247,12 +239,12 @@ void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>
                                     format_mib(budget) + " MiB budget; unpin one or lower its ctx/ngl", true});
     return;
   }
-  const auto masks = maximal_fitting(units.size(), pins, [&](std::size_t i) { return units[i].bill.total_gpu(); },
-                                     budget, !largest);
+  const auto found = search(plan, gpu_costs(units), pins, budget, !largest, "pin");
+  std::vector<bool> covered(units.size(), false);
+  for (const auto& idx : found.sets)
+    for (const auto i : idx) covered[i] = true;
   for (std::size_t i = 0; i < units.size(); ++i) {
-    if (pins & (1U << i)) continue;
-    const bool covered = std::any_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); });
-    if (covered) continue;
+    if (covered[i]) continue;
     std::vector<const Unit*> with = pinned;
     with.push_back(&units[i]);
     const SetBill s = price_set(with, in, budget);
@@ -261,12 +253,7 @@ void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>
                                     format_mib(s.total_gpu) + " MiB of the " + format_mib(budget) +
                                     " MiB budget; unpin, or lower ctx/ngl", true});
   }
-  for (const auto m : masks) {
-    std::vector<const Unit*> chosen;
-    for (std::size_t i = 0; i < units.size(); ++i)
-      if (m & (1U << i)) chosen.push_back(&units[i]);
-    plan.allowed_sets.push_back(names_of(chosen, in));
-  }
+  for (const auto& idx : found.sets) plan.allowed_sets.push_back(names_of(units_at(units, idx), in));
 }
 
 void warn_headroom(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in) {
@@ -289,7 +276,7 @@ void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<P
   std::vector<const Unit*> all;
   for (const auto& u : units) all.push_back(&u);
   const SetBill everything = price_set(all, in, opt.budget);
-  const auto fitting = price_combinations(units, in, opt.budget, plan);
+  price_combinations(units, in, opt.budget, plan);
   const bool one_group = units.size() == 1 && units.front().members.size() > 1;
   if (opt.residency == config::Residency::rotate || units.empty()) {
     plan.mode = one_group ? Mode::shared_base : Mode::rotate;  // grouping applies in every residency
@@ -307,7 +294,7 @@ void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<P
     return;
   }
   plan.mode = Mode::rotate;
-  rotate_sets(units, fitting, in, plan);
+  rotate_sets(units, in, opt.budget, plan);
 }
 
 }  // namespace
@@ -408,16 +395,26 @@ std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const st
 }
 
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets) {
-  const auto within = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return std::find(b.begin(), b.end(), n) != b.end(); });
-  };
-  std::vector<std::vector<std::string>> out;
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    bool dominated = false;
-    for (std::size_t j = 0; j < sets.size() && !dominated; ++j)
-      dominated = j != i && within(sets[i], sets[j]) && (sets[j].size() > sets[i].size() || j < i);
-    if (!dominated) out.push_back(sets[i]);
+  // Largest first (then in order), each checked against the sets kept so far only: a set inside a
+  // dropped one is inside the kept one that dropped it. Sorted copies make containment linear.
+  std::vector<std::vector<std::string>> sorted(sets);
+  for (auto& s : sorted) std::sort(s.begin(), s.end());
+  std::vector<std::size_t> order(sets.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sets[a].size() > sets[b].size(); });
+  std::vector<std::size_t> kept;
+  std::vector<bool> keep(sets.size(), false);
+  for (const auto i : order) {
+    const bool dominated = std::any_of(kept.begin(), kept.end(), [&](std::size_t k) {
+      return std::includes(sorted[k].begin(), sorted[k].end(), sorted[i].begin(), sorted[i].end());
+    });
+    if (dominated) continue;
+    kept.push_back(i);
+    keep[i] = true;
   }
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    if (keep[i]) out.push_back(sets[i]);
   return out;
 }
 
@@ -463,29 +460,25 @@ struct Kids {
   }
 };
 
-// The largest subsets of the non-pinned children that fit beside the pins (n <= kMaxUnitsForSubsets);
+// The largest subsets of the non-pinned children that fit beside the pins;
 // without pins a child alone is always a set, even over the budget (mmap pages it in).
-std::vector<std::vector<std::size_t>> largest_fitting(const Kids& k, std::uint64_t budget) {
-  unsigned pins = 0;
+std::vector<std::vector<std::size_t>> largest_fitting(Plan& plan, const Kids& k, std::uint64_t budget) {
+  std::vector<std::size_t> pins;
   for (std::size_t i = 0; i < k.members.size(); ++i)
-    if (k.pinned[i]) pins |= 1U << i;
-  auto masks = maximal_fitting(k.members.size(), pins, [&](std::size_t i) { return k.host[i]; }, budget, false);
-  for (std::size_t i = 0; i < k.members.size() && pins == 0; ++i)
-    if (std::none_of(masks.begin(), masks.end(), [&](unsigned m) { return m & (1U << i); })) masks.push_back(1U << i);
-  std::sort(masks.begin(), masks.end());  // in the children's order, lone ones included
-  std::vector<std::vector<std::size_t>> out;
-  for (const auto m : masks) {
-    auto& v = out.emplace_back();
-    for (std::size_t i = 0; i < k.members.size(); ++i)
-      if ((m & (1U << i)) && !k.pinned[i]) v.push_back(i);
-  }
-  return out;
+    if (k.pinned[i]) pins.push_back(i);
+  auto sets = search(plan, k.host, pins, budget, false, "host RAM").sets;
+  for (std::size_t i = 0; i < k.members.size() && pins.empty(); ++i)
+    if (std::none_of(sets.begin(), sets.end(), [&](const auto& v) { return std::find(v.begin(), v.end(), i) != v.end(); }))
+      sets.push_back({i});
+  std::sort(sets.begin(), sets.end(), mask_before);  // in the children's order, lone ones included
+  for (auto& v : sets) std::erase_if(v, [&](std::size_t i) { return k.pinned[i]; });
+  return sets;
 }
 
 // `children` cut into the largest subsets that hold every pinned child and fit `budget` by `host`.
 // Pins over the budget, or a child that fits beside no pins, get a pin error (a pin is never
-// stopped, so that child could never start). Without a budget, or with more children than the
-// planner enumerates, or not `largest`, the sets are the pins plus each other child (priced one by one).
+// stopped, so that child could never start). Without a budget, or not `largest`, the sets are the
+// pins plus each other child (priced one by one).
 void cut_to_fit(Plan& plan, const ChildMembers& children, const std::vector<ProfileInput>& in,
                 const std::map<std::string, std::uint64_t>& host, std::optional<std::uint64_t> budget,
                 bool largest, std::vector<std::vector<std::string>>& out) {
@@ -505,8 +498,8 @@ void cut_to_fit(Plan& plan, const ChildMembers& children, const std::vector<Prof
     return;
   }
   std::vector<std::vector<std::size_t>> sets;
-  if (largest && budget && k.members.size() <= kMaxUnitsForSubsets) {
-    sets = largest_fitting(k, *budget);
+  if (largest && budget) {
+    sets = largest_fitting(plan, k, *budget);
   } else {
     for (std::size_t i = 0; i < k.members.size(); ++i)
       if (!k.pinned[i] && (!budget || k.pin_need + k.host[i] <= *budget || k.pins.empty())) sets.push_back({i});

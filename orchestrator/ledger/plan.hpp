@@ -66,7 +66,8 @@ struct Plan {
   std::uint64_t budget = 0;
   std::vector<ProfileBill> profiles;
   std::vector<SharedBaseGroup> groups;
-  std::vector<SetBill> sets;                             // candidate resident sets (all combinations priced)
+  std::vector<SetBill> sets;                             // priced: every combination up to 6 children, else the allowed sets
+  std::size_t sets_examined = 0;                         // steps of every subset search (ledger/subsets.hpp): the work bound
   std::vector<std::vector<std::string>> allowed_sets;    // what the supervisor may keep alive together
   std::vector<PlanDiagnostic> diagnostics;
   bool ok() const;                                       // no error diagnostic (nothing refused)

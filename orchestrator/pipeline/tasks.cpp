@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_file.hpp"
 #include "common/bounded_json.hpp"
 
 namespace kevlaya::pipeline {
@@ -83,11 +84,9 @@ TaskList parse_tasks(std::string_view text) {
 }
 
 Result<TaskList> load_tasks(const std::filesystem::path& file, bool strict) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return make_error(Errc::io_error, "cannot read task file " + file.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto list = parse_tasks(ss.str());
+  const auto text = read_bounded_file(file, kMaxTaskFileBytes, "a task file");
+  if (!text) return make_error(Errc::io_error, "cannot read task file " + file.string() + ": " + text.error().message);
+  auto list = parse_tasks(text.value());
   if (strict && !list.issues.empty()) {
     Error e = make_error(Errc::bad_request,
                          file.string() + ": " + std::to_string(list.issues.size()) + " bad task line(s)",

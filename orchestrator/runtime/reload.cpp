@@ -6,8 +6,10 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
+#include <optional>
 
 #include "remote/peers.hpp"
 #include "runtime/plan_setup.hpp"
@@ -20,6 +22,9 @@ namespace fs = std::filesystem;
 
 struct Reloader::Shared {
   bool busy = false;
+  // Reading the files, the GGUF headers and the residency search run here, not on the door's
+  // thread: requests in flight and /health keep their answers during a reload.
+  asio::thread_pool planner{1};
 };
 
 namespace {
@@ -38,12 +43,44 @@ void stamp_dir(std::string& out, const fs::path& dir) {
   for (const auto& l : lines) out += l + "\n";
 }
 
-// As at start (Runtime::open): the peers' models, then plan_and_place. Without them a reload
-// dropped the peers' models and restarted a changed child without its devices (no
-// CUDA_VISIBLE_DEVICES: every GPU).
-Result<ResidencySetup> prepare(config::Config& next, const config::Config& running) {
-  if (auto st = remote::carry_imported(next, running); !st) return st.error();
-  return plan_and_place(next);
+// The next configuration, read and planned: what reload() applies, or the errors that refuse it.
+struct Prepared {
+  config::Config config;
+  std::optional<supervisor::SupervisorOptions> options;  // nullopt: refused
+  std::optional<ledger::Plan> plan;                      // the residency plan made for it
+  std::vector<std::string> errors;
+};
+
+// As at start (Runtime::open): the file, the overrides, the peers' models, then plan_and_place.
+// Without the peers and the placement a reload dropped the peers' models and restarted a changed
+// child without its devices (no CUDA_VISIBLE_DEVICES: every GPU). Touches nothing shared: runs
+// on the planner thread.
+Prepared prepare(const fs::path& file, const std::function<void(config::Config&)>& overrides,
+                 const config::Config& running) {
+  Prepared out;
+  auto loaded = config::load(file);
+  for (const auto& d : loaded.diagnostics) {
+    if (d.severity != config::Severity::error) continue;
+    out.errors.push_back(d.format());
+    spdlog::error("reload: {}", d.format());
+  }
+  if (!loaded.ok()) return out;
+  out.config = std::move(loaded.config);
+  if (overrides) overrides(out.config);
+  Status st = remote::carry_imported(out.config, running);
+  if (st) {
+    auto residency = plan_and_place(out.config);
+    if (residency) {
+      out.options = std::move(residency->options);
+      out.plan = std::move(residency->plan);
+    }
+    else st = residency.error();
+  }
+  if (!st) {
+    out.errors.push_back(st.error().message);
+    spdlog::error("reload: {}", st.error().message);
+  }
+  return out;
 }
 
 }  // namespace
@@ -100,27 +137,19 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   shared->busy = true;
   ReloadReport rep;
-  auto loaded = config::load(file_);
-  for (const auto& d : loaded.diagnostics) {
-    if (d.severity != config::Severity::error) continue;
-    rep.errors.push_back(d.format());
-    spdlog::error("reload: {}", d.format());
-  }
-  if (loaded.ok()) {
-    if (overrides_) overrides_(loaded.config);
-    const auto& running = versions_.empty() ? rt_.config() : versions_.back().config;
-    auto residency = prepare(loaded.config, running);
-    if (!residency) {
-      rep.errors.push_back(residency.error().message);
-      spdlog::error("reload: {}", residency.error().message);
-    } else {
-      rep.needs_restart = needs_restart(running.orch, loaded.config.orch);
-      for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
-      versions_.push_back(Snapshot{loaded.config, residency->plan});
-      rep.diff = co_await rt_.sup().reload(std::move(loaded.config), std::move(residency->options));
-      if (applied_) applied_(versions_.back());
-      rep.ok = true;
-    }
+  const config::Config& running = versions_.empty() ? rt_.config() : versions_.back().config;
+  auto next = co_await asio::co_spawn(
+      shared->planner.get_executor(),
+      [file = file_, overrides = overrides_, running]() -> asio::awaitable<Prepared> { co_return prepare(file, overrides, running); },
+      asio::use_awaitable);
+  rep.errors = std::move(next.errors);
+  if (next.options) {
+    rep.needs_restart = needs_restart(running.orch, next.config.orch);
+    for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
+    versions_.push_back(Snapshot{std::move(next.config), std::move(next.plan)});
+    rep.diff = co_await rt_.sup().reload(versions_.back().config, std::move(*next.options));
+    if (applied_) applied_(versions_.back());
+    rep.ok = true;
   }
   if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");
   shared->busy = false;

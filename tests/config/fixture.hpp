@@ -52,4 +52,13 @@ inline std::filesystem::path write_profile(const TempDir& dir, const std::string
   return p;
 }
 
+// A minimal tree in `d` (one profile, kev, on a dummy model) plus kevlaya.yaml holding `orch`;
+// returns kevlaya.yaml's path.
+inline std::filesystem::path minimal_tree(const TempDir& d, const std::string& orch) {
+  write_text(d / "m.gguf", "x");
+  write_text(d / "profiles/kev.yaml", "name: kev\nmodel: ../m.gguf\n");
+  write_text(d / "kevlaya.yaml", orch);
+  return d / "kevlaya.yaml";
+}
+
 }  // namespace kevlaya::test

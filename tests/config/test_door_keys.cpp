@@ -10,21 +10,9 @@
 
 using namespace kevlaya::test;
 
-namespace {
-
-// A minimal tree (one profile) plus kevlaya.yaml with `orch`.
-std::filesystem::path tree(const TempDir& d, const std::string& orch) {
-  write_text(d / "m.gguf", "x");
-  write_text(d / "profiles/kev.yaml", "name: kev\nmodel: ../m.gguf\n");
-  write_text(d / "kevlaya.yaml", orch);
-  return d / "kevlaya.yaml";
-}
-
-}  // namespace
-
 TEST_CASE("door keys: allowed_hosts, cors, runs and slot limits are read", "[config]") {
   TempDir d("door-keys");
-  const auto f = tree(d, R"(allowed_hosts: [Kev.LAN, "[fe80::1]"]
+  const auto f = minimal_tree(d, R"(allowed_hosts: [Kev.LAN, "[fe80::1]"]
 cors: {allowed_origins: ["http://localhost:3000", "HTTPS://app.example"]}
 runs: {max_queued: 5, max_queued_bytes: 1000, max_kept_bytes: 2000}
 limits: {reserved_connections: 2, header_timeout_s: 3}
@@ -44,7 +32,7 @@ limits: {reserved_connections: 2, header_timeout_s: 3}
 
 TEST_CASE("door keys: a bad host, origin or limit is an error at file:line:col", "[config]") {
   TempDir d("door-keys-bad");
-  const auto f = tree(d, R"(allowed_hosts: [ok.lan, "http://x"]
+  const auto f = minimal_tree(d, R"(allowed_hosts: [ok.lan, "http://x"]
 cors:
   allowed_origins: ["*", "http://a.example/path", "http://ok.example:8080"]
 runs: {max_queued: 0}
@@ -68,7 +56,7 @@ TEST_CASE("door keys: API keys from a file (one per line) and an environment var
   write_text(d / "keys.txt", "# door keys\nsk-file-1\n\n  sk-file-2  \n");
   ::chmod((d / "keys.txt").c_str(), 0600);
   ::setenv("KEVLAYA_TEST_DOOR_KEYS", "sk-env-1, sk-env-2", 1);
-  const auto f = tree(d, "api_keys: [sk-inline]\napi_keys_file: keys.txt\napi_keys_env: KEVLAYA_TEST_DOOR_KEYS\n");
+  const auto f = minimal_tree(d, "api_keys: [sk-inline]\napi_keys_file: keys.txt\napi_keys_env: KEVLAYA_TEST_DOOR_KEYS\n");
   const auto r = cfg::load(f);
   ::unsetenv("KEVLAYA_TEST_DOOR_KEYS");
   INFO(dump(r));
@@ -84,13 +72,13 @@ TEST_CASE("door keys: a missing key file, an empty one or an unset variable is a
   write_text(d / "empty.txt", "# nothing\n");
   ::chmod((d / "empty.txt").c_str(), 0644);
   ::unsetenv("KEVLAYA_TEST_UNSET_KEYS");
-  const auto f = tree(d, "api_keys_file: nope.txt\napi_keys_env: KEVLAYA_TEST_UNSET_KEYS\n");
+  const auto f = minimal_tree(d, "api_keys_file: nope.txt\napi_keys_env: KEVLAYA_TEST_UNSET_KEYS\n");
   const auto r = cfg::load(f);
   INFO(dump(r));
-  CHECK(has_diag(r, diag(f, 1, 16, "api_keys_file: cannot read " + cfg::display_path(d / "nope.txt"))));
+  CHECK(has_diag(r, diag(f, 1, 16, "api_keys_file: cannot read " + cfg::display_path(d / "nope.txt") + ": file not found")));
   CHECK(has_diag(r, diag(f, 2, 15, "api_keys_env: environment variable KEVLAYA_TEST_UNSET_KEYS is not set "
                                     "or holds no key")));
-  const auto g = tree(d, "api_keys_file: empty.txt\n");
+  const auto g = minimal_tree(d, "api_keys_file: empty.txt\n");
   const auto r2 = cfg::load(g);
   INFO(dump(r2));
   CHECK(has_diag(r2, diag(g, 1, 16, "api_keys_file: no key in " + cfg::display_path(d / "empty.txt") +
@@ -104,7 +92,7 @@ TEST_CASE("door keys: admin keys inline, from a file and a variable, kept apart 
   write_text(d / "admin.txt", "sk-admin-file\n");
   ::chmod((d / "admin.txt").c_str(), 0600);
   ::setenv("KEVLAYA_TEST_ADMIN_KEYS", "sk-admin-env", 1);
-  const auto f = tree(d, "api_keys: [sk-agent]\nadmin_api_keys: [sk-admin]\nadmin_api_keys_file: admin.txt\n"
+  const auto f = minimal_tree(d, "api_keys: [sk-agent]\nadmin_api_keys: [sk-admin]\nadmin_api_keys_file: admin.txt\n"
                          "admin_api_keys_env: KEVLAYA_TEST_ADMIN_KEYS\n");
   const auto r = cfg::load(f);
   ::unsetenv("KEVLAYA_TEST_ADMIN_KEYS");
@@ -112,9 +100,9 @@ TEST_CASE("door keys: admin keys inline, from a file and a variable, kept apart 
   REQUIRE(r.ok());
   CHECK(r.config.orch.api_keys == std::vector<std::string>{"sk-agent"});
   CHECK(r.config.orch.admin_api_keys == std::vector<std::string>{"sk-admin", "sk-admin-file", "sk-admin-env"});
-  const auto g = tree(d, "admin_api_keys: ['']\nadmin_api_keys_file: nope.txt\n");
+  const auto g = minimal_tree(d, "admin_api_keys: ['']\nadmin_api_keys_file: nope.txt\n");
   const auto r2 = cfg::load(g);
   INFO(dump(r2));
   CHECK(has_diag(r2, diag(g, 1, 17, "admin_api_keys: an API key must not be empty (is an environment variable unset?)")));
-  CHECK(has_diag(r2, diag(g, 2, 22, "admin_api_keys_file: cannot read " + cfg::display_path(d / "nope.txt"))));
+  CHECK(has_diag(r2, diag(g, 2, 22, "admin_api_keys_file: cannot read " + cfg::display_path(d / "nope.txt") + ": file not found")));
 }

@@ -43,6 +43,20 @@ TEST_CASE("keep_alive: anything else is a 400 naming the field") {
   }
 }
 
+TEST_CASE("keep_alive: a number that is not one whole number is refused, not read as its prefix") {
+  // Before: "." was taken as 0 s and "1.2.3s" as 1.2 s (strtod read what it could).
+  for (const char* bad : {".", "1.2.3s", "1.2.3", "..5m", "1..5s", "-.", "5m.", "."}) {
+    INFO(bad);
+    auto r = parse_keep_alive(json(bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kevlaya::Errc::bad_request);
+    CHECK(r.error().message.find("keep_alive") != std::string::npos);
+  }
+  CHECK(secs("1.5s") == 2);
+  CHECK(secs(".5m") == 30);
+  CHECK(secs("2.s") == 2);
+}
+
 TEST_CASE("keep_alive: the door's field is parsed from a model call and not sent to the child") {
   kevlaya::config::Config cfg;
   kevlaya::config::Profile p;
