@@ -10,7 +10,6 @@
 namespace kevlaya::ledger {
 namespace {
 
-constexpr double kHeadroomWarn = 0.10;   // warn when less than 10% of the budget is left
 constexpr std::size_t kMaxUnitsForSubsets = 10;  // 2^10 priced combinations at most
 constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
 

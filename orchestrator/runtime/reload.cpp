@@ -82,12 +82,13 @@ std::string config_files_stamp(const fs::path& file, const config::OrchestratorC
     out += file.string() + ":" + std::to_string(fs::last_write_time(file, ec).time_since_epoch().count()) + "\n";
   stamp_dir(out, orch.profiles_dir);
   stamp_dir(out, orch.pipelines_dir);
+  if (!orch.models_dir.empty()) stamp_dir(out, orch.models_dir);  // a model added or removed: rescan
   return out;
 }
 
-Reloader::Reloader(Runtime& rt, fs::path file, std::function<void(config::Config&)> overrides,
+Reloader::Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
                    std::function<void(const config::Config&)> applied)
-    : rt_(rt), file_(std::move(file)), overrides_(std::move(overrides)), applied_(std::move(applied)),
+    : rt_(rt), source_(std::move(source)), overrides_(std::move(overrides)), applied_(std::move(applied)),
       shared_(std::make_shared<Shared>()) {}
 
 Reloader::~Reloader() = default;
@@ -102,7 +103,7 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   shared->busy = true;
   ReloadReport rep;
-  auto loaded = config::load(file_);
+  auto loaded = config::load(source_);
   for (const auto& d : loaded.diagnostics) {
     if (d.severity != config::Severity::error) continue;
     rep.errors.push_back(d.format());
@@ -132,14 +133,14 @@ asio::awaitable<ReloadReport> Reloader::reload() {
 void Reloader::watch(std::chrono::milliseconds interval) {
   auto loop = [this, interval, shared = shared_]() -> asio::awaitable<void> {
     asio::steady_timer t(rt_.ioc());
-    std::string last = config_files_stamp(file_, rt_.config().orch);
+    std::string last = config_files_stamp(source_.file, rt_.config().orch);
     for (;;) {
       t.expires_after(interval);
       boost::system::error_code ec;
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
       const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().orch;
-      auto now = config_files_stamp(file_, orch);
+      auto now = config_files_stamp(source_.file, orch);
       if (now == last) continue;
       last = std::move(now);
       spdlog::info("reload: a configuration file changed");
