@@ -165,14 +165,14 @@ TEST_CASE("import llama-swap: the report names each key it could not map, with i
   CHECK(at(17, 10, "cmd: -ts 1,1: dropped; kevlaya-orch places children on GPUs itself (profile key 'gpu')"));
   CHECK(at(17, 10, "cmd: --alias qwen:7b: dropped; kevlaya-orch passes --alias with the profile name"));
   CHECK(at(17, 10, "cmd: --api-key: dropped; each child gets its own per-start key (the door's keys are api_keys)"));
-  CHECK(at(28, 11, "alias 'qwen': unlisted has no kevlaya-orch equivalent (every name is in /v1/models)"));
-  CHECK(at(31, 5, "model key 'filters' is not mapped (no kevlaya-orch equivalent)"));
-  CHECK(at(39, 15, "unlisted: no kevlaya-orch equivalent; 'vllm' is listed in /v1/models"));
-  CHECK(at(43, 20, "checkEndpoint none: kevlaya-orch always waits for a ready server; health.path stays /health"));
-  CHECK(at(46, 5, "group 'always' is persistent: its members are pinned (pin: true; the ledger must fit them beside the others)"));
+  CHECK(at(29, 9, "alias 'qwen': unlisted has no kevlaya-orch equivalent (every name is in /v1/models)"));
+  CHECK(at(32, 5, "model key 'filters' is not mapped (no kevlaya-orch equivalent)"));
+  CHECK(at(40, 15, "unlisted: no kevlaya-orch equivalent; 'vllm' is listed in /v1/models"));
+  CHECK(at(44, 20, "checkEndpoint none: kevlaya-orch always waits for a ready server; health.path stays /health"));
+  CHECK(at(47, 5, "group 'always' is persistent: its members are pinned (pin: true; the ledger must fit them beside the others)"));
   CHECK(r.find("matrix: the set DSL is not mapped") != std::string::npos);
   CHECK(at(61, 5, "peer 'cloud': https://example.invalid/api is not plain http (kevlaya-orch's remote profiles are http only); not imported"));
-  CHECK(at(58, 14, "peer model 'org/other' is served as 'org-other': kevlaya-orch names are letters, digits, '.', '_' or '-'"));
+  CHECK(at(59, 26, "peer model 'org/other' is served as 'org-other': kevlaya-orch names are letters, digits, '.', '_' or '-'"));
 }
 
 TEST_CASE("import llama-swap CLI: the written configuration passes check") {
