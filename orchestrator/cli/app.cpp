@@ -23,6 +23,8 @@ int run_cli(int argc, const char* const* argv) {
   add_eval(app, g);
   add_serve(app, g);
   add_logs(app, g);
+  add_init(app, g);
+  add_import(app, g);
   add_client(app, g);
   add_schema(app, g);
   try {

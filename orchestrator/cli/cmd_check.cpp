@@ -13,6 +13,7 @@
 #include "ledger/inputs.hpp"
 #include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
+#include "runtime/discovered.hpp"
 #include "runtime/plan_setup.hpp"
 #include "warm/slot_cache.hpp"
 
@@ -143,8 +144,12 @@ void report(const cfg::Config& c, const ledger::PlanDiagnostic& d, LedgerCount& 
 // The VRAM ledger's verdicts: incompatible adapters and profiles that cannot fit even alone are
 // errors, thin headroom a warning. A model file the ledger cannot read is only noted here (the
 // loader checked that it exists; the child reports what is wrong with its contents).
-LedgerCount check_ledger(std::ostream& out, const cfg::Config& c) {
+LedgerCount check_ledger(std::ostream& out, cfg::Config c) {
   LedgerCount n;
+  if (auto fits = runtime::fit_discovered(c, runtime::gpu_devices(c)); fits) {  // models_dir: as serve fits them
+    for (const auto& f : *fits)
+      out << "models_dir: " << f.profile << ": " << ledger::to_string(f.choice) << '\n';
+  }
   const bool local = std::any_of(c.profiles.begin(), c.profiles.end(), [](const cfg::Profile& p) {
     return p.backend == cfg::Backend::llama_server && !p.model.empty();
   });
@@ -239,6 +244,7 @@ void add_args(CLI::App& app, Globals& g) {
                              : p->port ? std::to_string(*p->port) : "PORT";
     // The placement the runtime would give it (CUDA_VISIBLE_DEVICES, --tensor-split), as `serve` does.
     cfg::Config placed = r.config;
+    (void)runtime::fit_discovered(placed, runtime::gpu_devices(placed));  // models_dir: serve's ngl/ctx/parallel
     runtime::ResidencySetup setup;
     setup.placements = runtime::placements(placed);
     runtime::apply_placements(placed, setup);

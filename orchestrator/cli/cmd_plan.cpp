@@ -15,6 +15,7 @@
 #include "ledger/inputs.hpp"
 #include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
+#include "runtime/discovered.hpp"
 #include "runtime/plan_setup.hpp"
 #include "warm/page_cache.hpp"
 
@@ -27,6 +28,7 @@ using nlohmann::json;
 
 struct PlanArgs {
   std::string config;
+  std::string models_dir;
   bool json = false;
   std::optional<std::int64_t> vram_mib;
 };
@@ -205,10 +207,28 @@ json plan_json(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
   return j;
 }
 
-config::LoadResult load_config(const std::string& path) {
-  if (path.empty()) return config::load(config::fs::exists("kevlaya.yaml") ? "kevlaya.yaml" : "");
-  if (config::fs::is_directory(path)) return config::load(config::fs::path(path) / "kevlaya.yaml");
-  return config::load(path);
+config::LoadResult load_config(const std::string& path, const std::string& models_dir) {
+  if (path.empty()) return config::load(config::Source{config::fs::exists("kevlaya.yaml") ? "kevlaya.yaml" : "", models_dir});
+  if (config::fs::is_directory(path)) return config::load(config::Source{config::fs::path(path) / "kevlaya.yaml", models_dir});
+  return config::load(config::Source{path, models_dir});
+}
+
+// Why each models_dir profile got its ngl, ctx and parallel.
+void print_fits(const std::vector<runtime::DiscoveredFit>& fits) {
+  if (fits.empty()) return;
+  std::cout << "models_dir (each model fitted alone to the budget):\n";
+  for (const auto& f : fits)
+    std::cout << "  " << f.profile << ": " << ledger::to_string(f.choice) << ": " << f.choice.why << "  (" << f.model
+              << ")\n";
+  std::cout << "\n";
+}
+
+json fits_json(const std::vector<runtime::DiscoveredFit>& fits) {
+  json j = json::array();
+  for (const auto& f : fits)
+    j.push_back({{"profile", f.profile}, {"model", f.model}, {"ngl", f.choice.ngl}, {"ctx", f.choice.ctx},
+                 {"parallel", f.choice.parallel}, {"fits", f.choice.fits}, {"why", f.choice.why}});
+  return j;
 }
 
 // How much of each profile's model file is in the OS page cache (docs/warm.md): a cold file makes
@@ -232,11 +252,16 @@ void print_page_cache(const config::Config& cfg) {
 }
 
 int run_plan(const PlanArgs& a) {
-  const auto loaded = load_config(a.config);
+  auto loaded = load_config(a.config, a.models_dir);
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << '\n';
   if (!loaded.ok()) return kExitFailure;
-  const auto& cfg = loaded.config;
+  auto& cfg = loaded.config;
   const auto devices = runtime::gpu_devices(cfg, a.vram_mib);
+  const auto fits = runtime::fit_discovered(cfg, devices);
+  if (!fits) {
+    std::cerr << "kevlaya-orch plan: " << fits.error().message << '\n';
+    return kExitFailure;
+  }
   auto gathered = ledger::gather(cfg);
   if (devices.empty()) {
     std::cerr << "kevlaya-orch plan: gpu.vram_mib is auto and no NVIDIA GPU answered; pass --vram-mib N "
@@ -258,8 +283,10 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     auto j = plan_json(pp, *gathered);
     j["page_cache_pct"] = page_cache_json(cfg);
+    j["models_dir"] = fits_json(*fits);
     std::cout << dump_json(j, 2) << '\n';
   } else {
+    print_fits(*fits);
     print_plan(pp, *gathered);
     print_page_cache(cfg);
   }
@@ -273,6 +300,7 @@ void add_plan(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand("plan", "VRAM ledger per profile and resident set, and the residency plan");
   sub->add_option("config", args->config, "kevlaya.yaml (default: ./kevlaya.yaml)");
   sub->add_flag("--json", args->json, "print the ledger and plan as JSON");
+  sub->add_option("--models-dir", args->models_dir, "plan every GGUF model of DIR (overrides models_dir)");
   sub->add_option("--vram-mib", args->vram_mib, "plan one GPU of N MiB (overrides gpu.vram_mib, gpu.devices and NVML)");
   sub->callback([&g, args] { g.exit_code = run_plan(*args); });
 }

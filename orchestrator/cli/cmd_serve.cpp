@@ -29,6 +29,7 @@ namespace asio = boost::asio;
 
 struct ServeArgs {
   std::string config;
+  std::string models_dir;
   std::optional<std::string> host;
   std::optional<int> port;
   bool watch_config = false;
@@ -63,7 +64,8 @@ bool is_loopback(const std::string& host) {
 }
 
 int serve(const ServeArgs& args) {
-  auto loaded = config::load(args.config);
+  const config::Source source{args.config, args.models_dir};
+  auto loaded = config::load(source);
   for (const auto& d : loaded.diagnostics) std::cerr << d.format() << "\n";
   if (!loaded.ok()) return kExitFailure;
   config::Config cfg = std::move(loaded.config);
@@ -90,7 +92,7 @@ int serve(const ServeArgs& args) {
   auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
   http::Server door(ioc, sup, served, opt, runner);
   // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
-  runtime::Reloader reloader(**rt, args.config, overrides, [&door, runner](const runtime::Snapshot& s) {
+  runtime::Reloader reloader(**rt, source, overrides, [&door, runner](const runtime::Snapshot& s) {
     door.set_config(s.config, door_options(s.config, s.plan));
     runner->set_config(s.config);
   });
@@ -126,6 +128,8 @@ void add_serve(CLI::App& app, Globals& g) {
   auto* sub = app.add_subcommand(
       "serve", "the REST front door (OpenAI-compatible routing with swaps, pipeline runs)");
   sub->add_option("config", args->config, "kevlaya.yaml (default: profiles/ and pipelines/ here)");
+  sub->add_option("--models-dir", args->models_dir,
+                  "serve every GGUF model of DIR, ngl/ctx/parallel fitted to the GPU (overrides models_dir)");
   sub->add_option("--host", args->host, "listen address (default: listen.host, 127.0.0.1)");
   sub->add_option("--port", args->port, "listen port; 0 = any free port (default: listen.port)")
       ->check(CLI::Range(0, 65535));

@@ -29,6 +29,8 @@ void add_run(CLI::App& app, Globals& g);      // run PIPELINE.yaml
 void add_eval(CLI::App& app, Globals& g);     // eval PIPELINE.yaml --scenarios F
 void add_serve(CLI::App& app, Globals& g);    // serve [CONFIG]
 void add_logs(CLI::App& app, Globals& g);     // logs PROFILE [-f]
+void add_init(CLI::App& app, Globals& g);     // init [DIR] --models-dir M
+void add_import(CLI::App& app, Globals& g);   // import llama-swap CONFIG [--out DIR]
 void add_client(CLI::App& app, Globals& g);   // status, load, unload, reload, events (a running door)
 void add_schema(CLI::App& app, Globals& g);   // schema [orchestrator|profile|pipeline]
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kevlaya::config {
@@ -122,6 +123,9 @@ struct Profile {
   StopCfg stop;
   RestartCfg restart;
   SlotCacheCfg slot_cache;
+  // Made from a GGUF file of models_dir (config/models_dir.cpp), not from a YAML document:
+  // ctx, ngl and parallel are chosen by the runtime to fit the budget (runtime::fit_discovered).
+  bool discovered = false;
 };
 
 // One GPU as written under gpu.devices (planning without NVML, or instead of it).
@@ -225,6 +229,11 @@ struct OrchestratorCfg {
   int keep_alive_max_s = 3600;  // cap on a request's keep_alive (-1 = no cap; a request's -1 = the cap)
   std::vector<std::string> preload;  // profiles started when the door starts
   SourceLoc preload_loc;
+  // A folder of GGUF files, each served as a profile (docs/configuration.md#models_dir); empty = none.
+  fs::path models_dir;
+  SourceLoc models_dir_loc;
+  // The server binary of those profiles: $KEVLAYA_SERVER_BINARY when set, else llama-server on PATH.
+  std::string models_binary;
 };
 
 struct Message {
@@ -285,9 +294,20 @@ struct LoadResult {
   std::size_t error_count() const;       // number of error-severity diagnostics
 };
 
+// What a command loads: kevlaya.yaml (empty = defaults next to cwd) and a models_dir given on
+// the command line (`--models-dir`; empty = the file's models_dir key, if any).
+struct Source {
+  Source() = default;
+  Source(fs::path f, fs::path m = {}) : file(std::move(f)), models_dir(std::move(m)) {}  // NOLINT: a path is a source
+  fs::path file;
+  fs::path models_dir;
+};
+
 // Loads kevlaya.yaml (or defaults when `file` is empty: profiles/ and pipelines/ next to cwd)
-// plus every profile and pipeline it points to. Never throws for bad input.
-LoadResult load(const fs::path& orchestrator_file);
+// plus every profile and pipeline it points to, and a profile per model of models_dir (explicit
+// profiles win over discovered ones of the same name). Never throws for bad input.
+LoadResult load(const Source& source);
+LoadResult load(const fs::path& orchestrator_file);  // load(Source{file})
 
 // Loads one document of each kind (used by tests and by `check` on single files).
 LoadResult load_profile_file(const fs::path& file);

@@ -57,6 +57,7 @@ void door_keys(std::vector<Key>& out, const std::string& name) {
 Key orchestrator_table() {
   std::vector<Key> c = {
       k("profiles_dir", T::path), k("pipelines_dir", T::path), k("state_dir", T::path), k("log_dir", T::path),
+      k("models_dir", T::path), k("models_binary", T::string),
       object("gpu", {objects("devices", {required(integer("vram_mib", 1, kBig)), k("name", T::string)}),
                      integer("vram_mib", 1, kBig, {"auto"}), integer("reserve_mib", 0, kBig),
                      integer("overhead_mib", 0, kBig)}),

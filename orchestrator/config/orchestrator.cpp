@@ -9,6 +9,7 @@
 
 #include "common/bounded_file.hpp"
 #include "config/detail.hpp"
+#include "config/models_dir.hpp"
 
 namespace kevlaya::config {
 
@@ -168,6 +169,14 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"limits", section("limits")},
       {"idle_unload_s", [&](const YAML::Node& v) { set_int(d, "idle_unload_s", v, o.idle_unload_s); }},
       {"keep_alive_max_s", [&](const YAML::Node& v) { set_int(d, "keep_alive_max_s", v, o.keep_alive_max_s); }},
+      {"models_dir", [&](const YAML::Node& v) {
+         o.models_dir_loc = d.loc(v);
+         if (auto p = read_path(d, "models_dir", v)) o.models_dir = *p;
+       }},
+      {"models_binary", [&](const YAML::Node& v) {
+         set_string(d, "models_binary", v, o.models_binary);
+         if (o.models_binary.empty()) d.error(v, "models_binary must not be empty");
+       }},
       {"preload", [&](const YAML::Node& v) {
          o.preload_loc = d.loc(v);
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;
@@ -335,6 +344,31 @@ void load_dir(LoadResult& r, Loaded& l, const fs::path& dir, bool profiles) {
   }
 }
 
+// A profile per model of models_dir, unless an explicit profile has its name (or alias).
+void add_discovered(LoadResult& r, Loaded& l) {
+  auto& o = r.config.orch;
+  std::error_code ec;
+  if (!fs::is_directory(o.models_dir, ec)) {
+    add_error(r, o.models_dir_loc, "models_dir not found: " + o.models_dir.string());
+    return;
+  }
+  std::vector<std::string> taken;
+  for (const auto& p : r.config.profiles) {
+    taken.push_back(p.name);
+    taken.insert(taken.end(), p.alias.begin(), p.alias.end());
+  }
+  if (o.models_binary.empty()) o.models_binary = default_models_binary();
+  auto found = discover(scan_models_dir(o.models_dir), o.models_binary, taken);
+  for (const auto& n : found.notes) r.diagnostics.push_back(Diagnostic{Severity::warning, o.models_dir_loc, n});
+  if (found.profiles.empty())
+    r.diagnostics.push_back(Diagnostic{Severity::warning, o.models_dir_loc, "no model (*.gguf) to serve in " +
+                                                                                o.models_dir.string()});
+  for (auto& p : found.profiles) {
+    l.profile_locs.push_back(detail::ProfileLocs{p.loc, std::vector<SourceLoc>(p.alias.size(), p.loc), {}, {}});
+    r.config.profiles.push_back(std::move(p));
+  }
+}
+
 void sort_diagnostics(LoadResult& r) {
   std::stable_sort(r.diagnostics.begin(), r.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {
@@ -345,28 +379,34 @@ void sort_diagnostics(LoadResult& r) {
 
 }  // namespace
 
-LoadResult load(const fs::path& orchestrator_file) {
+LoadResult load(const Source& source) {
   LoadResult r;
   Loaded l;
   bool pipelines_dir_set = false;
-  if (orchestrator_file.empty()) {
+  if (source.file.empty()) {
     detail::default_dirs(r.config.orch, fs::current_path());
   } else {
-    Doc d(orchestrator_file, r.diagnostics);
+    Doc d(source.file, r.diagnostics);
     if (!d.load()) return r;
     detail::parse_orchestrator(d, r.config.orch, pipelines_dir_set);
   }
-  const auto& o = r.config.orch;
+  auto& o = r.config.orch;
   const SourceLoc top{o.file.empty() ? std::string("(defaults)") : display_path(o.file), 0, 0};
+  if (!source.models_dir.empty()) {  // --models-dir: the command line wins over the file's key
+    o.models_dir = fs::absolute(source.models_dir).lexically_normal();
+    o.models_dir_loc = SourceLoc{"--models-dir", 0, 0};
+  }
+  const bool models = !o.models_dir.empty();
   std::error_code ec;  // non-throwing overloads: any path text must end in a diagnostic
   if (!fs::is_directory(o.profiles_dir, ec)) {
-    add_error(r, top, "profiles directory not found: " + o.profiles_dir.string());
+    if (!models) add_error(r, top, "profiles directory not found: " + o.profiles_dir.string());
   } else {
     load_dir(r, l, o.profiles_dir, true);
-    if (yaml_files(o.profiles_dir).empty())
+    if (yaml_files(o.profiles_dir).empty() && !models)
       r.diagnostics.push_back(Diagnostic{Severity::warning, top, "no profiles (*.yaml) in " +
                                                                      o.profiles_dir.string()});
   }
+  if (models) add_discovered(r, l);
   if (fs::is_directory(o.pipelines_dir, ec)) load_dir(r, l, o.pipelines_dir, false);
   else if (pipelines_dir_set)
     add_error(r, top, "pipelines directory not found: " + o.pipelines_dir.string());
@@ -378,6 +418,8 @@ LoadResult load(const fs::path& orchestrator_file) {
   sort_diagnostics(r);
   return r;
 }
+
+LoadResult load(const fs::path& orchestrator_file) { return load(Source{orchestrator_file}); }
 
 LoadResult load_profile_file(const fs::path& file) {
   LoadResult r;

@@ -9,7 +9,6 @@
 namespace kevlaya::ledger {
 namespace {
 
-constexpr double kHeadroomWarn = 0.10;   // warn when less than 10% of the budget is left
 constexpr std::size_t kMaxPricedUnits = 6;  // `plan` lists every combination up to 2^6 (57 rows)
 constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
 

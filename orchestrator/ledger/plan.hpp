@@ -12,6 +12,9 @@
 namespace kevlaya::ledger {
 
 enum class Mode { co_resident, shared_base, rotate };
+
+// A resident set leaving less than this share of the budget gets a warning (and fit_model keeps it free).
+inline constexpr double kHeadroomWarn = 0.10;
 std::string to_string(Mode m);
 
 struct PlanOptions {

@@ -13,6 +13,7 @@
 
 #include "common/strings.hpp"
 #include "ledger/calibration.hpp"
+#include "runtime/discovered.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/nvml.hpp"
 #include "warm/page_cache.hpp"
@@ -231,6 +232,10 @@ void apply_placements(config::Config& cfg, const ResidencySetup& setup) {
 }
 
 Result<ResidencySetup> plan_and_place(config::Config& cfg) {
+  auto fits = fit_discovered(cfg, gpu_devices(cfg));
+  if (!fits) return fits.error();
+  for (const auto& f : *fits)
+    spdlog::info("models_dir: {} ({}): {}: {}", f.profile, f.model, ledger::to_string(f.choice), f.choice.why);
   auto setup = setup_residency(cfg);
   if (setup.refused) return *setup.refused;
   apply_placements(cfg, setup);  // each child's devices, argv and environment follow the plan

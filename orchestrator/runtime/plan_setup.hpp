@@ -48,7 +48,7 @@ std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional
 // refusal (an adapter incompatible with its base) is `refused`: nothing may be spawned.
 ResidencySetup setup_residency(const config::Config& cfg);
 
-// setup_residency, then apply_placements: the one planning step of a start (Runtime::open) and of a
+// fit_discovered (models_dir), setup_residency, then apply_placements: the one planning step of a start (Runtime::open) and of a
 // reload. Errors: the plan's refusal (nothing may be spawned).
 Result<ResidencySetup> plan_and_place(config::Config& cfg);
 

@@ -55,10 +55,10 @@ struct Prepared {
 // Without the peers and the placement a reload dropped the peers' models and restarted a changed
 // child without its devices (no CUDA_VISIBLE_DEVICES: every GPU). Touches nothing shared: runs
 // on the planner thread.
-Prepared prepare(const fs::path& file, const std::function<void(config::Config&)>& overrides,
+Prepared prepare(const config::Source& source, const std::function<void(config::Config&)>& overrides,
                  const config::Config& running) {
   Prepared out;
-  auto loaded = config::load(file);
+  auto loaded = config::load(source);
   for (const auto& d : loaded.diagnostics) {
     if (d.severity != config::Severity::error) continue;
     out.errors.push_back(d.format());
@@ -117,12 +117,13 @@ std::string config_files_stamp(const fs::path& file, const config::OrchestratorC
     out += file.string() + ":" + std::to_string(fs::last_write_time(file, ec).time_since_epoch().count()) + "\n";
   stamp_dir(out, orch.profiles_dir);
   stamp_dir(out, orch.pipelines_dir);
+  if (!orch.models_dir.empty()) stamp_dir(out, orch.models_dir);  // a model added or removed: rescan
   return out;
 }
 
-Reloader::Reloader(Runtime& rt, fs::path file, std::function<void(config::Config&)> overrides,
+Reloader::Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
                    std::function<void(const Snapshot&)> applied)
-    : rt_(rt), file_(std::move(file)), overrides_(std::move(overrides)), applied_(std::move(applied)),
+    : rt_(rt), source_(std::move(source)), overrides_(std::move(overrides)), applied_(std::move(applied)),
       shared_(std::make_shared<Shared>()) {}
 
 Reloader::~Reloader() = default;
@@ -140,7 +141,7 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   const config::Config& running = versions_.empty() ? rt_.config() : versions_.back().config;
   auto next = co_await asio::co_spawn(
       shared->planner.get_executor(),
-      [file = file_, overrides = overrides_, running]() -> asio::awaitable<Prepared> { co_return prepare(file, overrides, running); },
+      [source = source_, overrides = overrides_, running]() -> asio::awaitable<Prepared> { co_return prepare(source, overrides, running); },
       asio::use_awaitable);
   rep.errors = std::move(next.errors);
   if (next.options) {
@@ -159,14 +160,14 @@ asio::awaitable<ReloadReport> Reloader::reload() {
 void Reloader::watch(std::chrono::milliseconds interval) {
   auto loop = [this, interval, shared = shared_]() -> asio::awaitable<void> {
     asio::steady_timer t(rt_.ioc());
-    std::string last = config_files_stamp(file_, rt_.config().orch);
+    std::string last = config_files_stamp(source_.file, rt_.config().orch);
     for (;;) {
       t.expires_after(interval);
       boost::system::error_code ec;
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
       const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().config.orch;
-      auto now = config_files_stamp(file_, orch);
+      auto now = config_files_stamp(source_.file, orch);
       if (now == last) continue;
       last = std::move(now);
       spdlog::info("reload: a configuration file changed");

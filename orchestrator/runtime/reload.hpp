@@ -40,11 +40,12 @@ struct ReloadReport {
 
 class Reloader {
  public:
-  // `file`: kevlaya.yaml as given to serve (empty = defaults in the current directory);
+  // `source`: kevlaya.yaml as given to serve (empty = defaults in the current directory) and any
+  // --models-dir (each reload rescans it);
   // `overrides`: command-line settings applied to every version (e.g. --host/--port);
   // `applied`: called on the runtime's thread with each new snapshot (it stays alive as long as
   // the Reloader).
-  Reloader(Runtime& rt, std::filesystem::path file, std::function<void(config::Config&)> overrides,
+  Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
            std::function<void(const Snapshot&)> applied);
   ~Reloader();
 
@@ -58,7 +59,7 @@ class Reloader {
  private:
   struct Shared;
   Runtime& rt_;
-  std::filesystem::path file_;
+  config::Source source_;  // reloaded as given: a --models-dir stays
   std::function<void(config::Config&)> overrides_;
   std::function<void(const Snapshot&)> applied_;
   std::list<Snapshot> versions_;  // every applied snapshot (the door keeps pointers)
@@ -70,7 +71,7 @@ class Reloader {
 std::vector<std::string> needs_restart(const config::OrchestratorCfg& running, const config::OrchestratorCfg& next);
 
 // A cheap fingerprint of the configuration files (paths, sizes, modification times) of `file`
-// and the profile and pipeline folders of `orch`: it changes when any of them is edited.
+// and the profile, pipeline and models_dir folders of `orch`: it changes when any of them is edited.
 std::string config_files_stamp(const std::filesystem::path& file, const config::OrchestratorCfg& orch);
 
 }  // namespace kevlaya::runtime

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gguf/builder.hpp"
 #include "gguf/writer.hpp"
 
 namespace kevlaya::test {
@@ -21,6 +22,15 @@ std::filesystem::path tiny_llama() {
     throw std::runtime_error("cannot write " + tmp.string() + ": " + st.error().message);
   std::filesystem::rename(tmp, path);
   return path;
+}
+
+void write_projector(const std::filesystem::path& out, std::uint32_t projection_dim) {
+  gguf::Builder b;
+  b.kv_string("general.architecture", "clip");
+  b.kv_string("general.type", "mmproj");
+  b.kv_u32("clip.vision.projection_dim", projection_dim);
+  b.tensor("mm.0.weight", {projection_dim, 4}, 0, gguf::Fill{});
+  if (auto st = b.write(out); !st) throw std::runtime_error("cannot write " + out.string() + ": " + st.error().message);
 }
 
 bool have_stories260k() {

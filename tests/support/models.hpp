@@ -1,6 +1,7 @@
 // Models the tests run on. The project writes its own (a clone needs no downloaded file);
 // llama2.c's stories260K (paths.hpp: stories260k(), from $KEVLAYA_STORIES260K) is an optional extra.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 
 #include "support/paths.hpp"
@@ -10,6 +11,10 @@ namespace kevlaya::test {
 // The project's own small llama GGUF with stories260K's shape (gguf::stories_shaped_spec(): the same
 // tensor table and byte counts), written once per build tree; the real llama-server loads it.
 std::filesystem::path tiny_llama();
+
+// A multimodal projector GGUF as llama.cpp's mmproj files describe themselves (general.architecture
+// clip, general.type mmproj) whose output width is `projection_dim`; not loadable by a server.
+void write_projector(const std::filesystem::path& out, std::uint32_t projection_dim);
 
 // Whether $KEVLAYA_STORIES260K names a file.
 bool have_stories260k();

@@ -1,0 +1,26 @@
+// Internals of the llama-swap import shared by its two files; not for other modules.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace kevlaya::config::swap {
+
+// Macros in definition order (a value may use the ones before it).
+using Macros = std::vector<std::pair<std::string, std::string>>;
+
+// `${name}` replaced: `${env.X}` by the environment, `${MODEL_ID}` by `model_id`, a macro by its
+// value; `${PORT}` and `${PID}` stay (the caller maps them). Each unknown or unset one is added to `bad`.
+std::string expand(const std::string& text, const Macros& macros, const std::string& model_id,
+                   std::vector<std::string>& bad);
+
+// Fills `p` from the words of a model's cmd: llama-server's flags through the flag table (the
+// other words to extra_args), any other program as a `command` profile. `notes`: each word that
+// was dropped and why. Relative paths are resolved against `base`.
+void map_command(const std::vector<std::string>& words, const fs::path& base, Profile& p,
+                 std::vector<std::string>& notes);
+
+}  // namespace kevlaya::config::swap
