@@ -64,6 +64,49 @@ Reply records_reply(const std::vector<RequestNote>& rows, const activity::Query&
   return json_reply(200, {{"records", std::move(list)}, {"next_before", more ? json(rows.back().id) : json(nullptr)}});
 }
 
+// The status an attempt's error code stands for (500 for a code this build does not know).
+int status_of_code(const std::string& code) {
+  for (int i = 0; i <= static_cast<int>(Errc::internal); ++i)
+    if (to_string(static_cast<Errc>(i)) == code) return http_status(static_cast<Errc>(i));
+  return 500;
+}
+
+std::int64_t count_of(const json& timings, const char* key) {
+  const auto it = timings.find(key);
+  return it != timings.end() && it->is_number() ? it->get<std::int64_t>() : -1;
+}
+
+double speed_of(const json& timings, const char* key) {
+  const auto it = timings.find(key);
+  return it != timings.end() && it->is_number() ? it->get<double>() : -1;
+}
+
+// One pipeline attempt (the executor's journal entry) as a request record.
+RequestNote attempt_note(const json& a, const std::string& run_id, const std::string& endpoint) {
+  RequestNote n;
+  n.api = "pipeline";
+  n.endpoint = endpoint;
+  n.run = run_id;
+  n.stage = a.value("stage", "");
+  n.child = a.value("profile", "");
+  n.model = n.child.empty() ? a.value("model", "") : n.child;
+  n.queue_ms = a.value("queue_ms", std::int64_t{-1});
+  n.swap_ms = a.value("switch_ms", std::int64_t{-1});
+  const double call_ms = a.value("call_ms", 0.0);
+  n.total_ms = std::max<std::int64_t>(0, n.queue_ms) + static_cast<std::int64_t>(call_ms);
+  const auto err = a.find("error");
+  n.status = err != a.end() && err->is_object() ? status_of_code(err->value("code", "internal")) : 200;
+  if (n.status != 200) n.error = err->value("code", "internal");
+  if (const auto t = a.find("timings"); t != a.end() && t->is_object()) {
+    n.prompt_tokens = count_of(*t, "prompt_n");
+    n.generated_tokens = count_of(*t, "predicted_n");
+    n.cached_tokens = count_of(*t, "cache_n");
+    n.prefill_tps = speed_of(*t, "prompt_per_second");
+    n.decode_tps = speed_of(*t, "predicted_per_second");
+  }
+  return n;
+}
+
 // A query's answer, handed from the writer thread to the door's strand.
 struct PendingQuery {
   explicit PendingQuery(Strand s) : timer(std::move(s)) {}
@@ -139,6 +182,14 @@ asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c,
     co_return;
   }
   co_await c.send(records_reply(p->result->value(), *q, wants_csv(req, query)));
+}
+
+void note_pipeline_calls(Door& d, const std::string& run_id, const std::string& pipeline, const json& record) {
+  const auto attempts = record.find("attempts");
+  if (attempts == record.end() || !attempts->is_array()) return;
+  const std::string endpoint = "/v1/pipelines/" + pipeline + "/runs";
+  for (const auto& a : *attempts)
+    if (a.is_object() && (a.contains("profile") || a.contains("error"))) note_request(d, attempt_note(a, run_id, endpoint));
 }
 
 json activity_status_json(const Door& d) {

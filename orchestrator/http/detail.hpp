@@ -324,6 +324,9 @@ activity::RecorderOptions history_options(const ServerOptions& opt);
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api);
 asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c, std::string_view query);
 nlohmann::json activity_status_json(const Door& d);
+// A finished pipeline run's model calls (its journal record's attempts), one record each, with
+// the run's id and each call's stage.
+void note_pipeline_calls(Door& d, const std::string& run_id, const std::string& pipeline, const nlohmann::json& record);
 // Captures on: keeps the call's request (headers redacted) and response bodies in Door::captures
 // and links the record to them (me.rec.capture).
 void keep_capture(Door& d, const Request& req, InFlight& me, int status);

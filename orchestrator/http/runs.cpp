@@ -209,6 +209,7 @@ asio::awaitable<void> RunQueue::work() {
     auto res = co_await d_.runner->run_task(run->pipeline, run->task);
     run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
     finish(d_.metrics, *run, std::move(res));
+    note_pipeline_calls(d_, run->id, run->pipeline, run->record);  // one activity record per model call
     note_run(d_, run_note(*run, ms_since(t0)));  // the status page's recent runs
     run->task = json();  // the record holds what is kept
     --stats_.queued;

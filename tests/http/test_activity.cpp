@@ -163,3 +163,51 @@ TEST_CASE("without a history GET /activity says how to turn it on", "[http][acti
   CHECK(r.body.find("activity.enabled") != std::string::npos);
   CHECK(http_request(door.port(), "GET", "/status").json_body()["activity"]["enabled"] == false);
 }
+
+namespace {
+
+// A pipeline whose journal record has two calls: decide on kev (with timings), verify on laya (failed).
+class TwoCallRunner : public kevlaya::http::PipelineRunner {
+ public:
+  boost::asio::awaitable<kevlaya::Result<json>> run_task(std::string, json) override {
+    const json timings = {{"prompt_n", 5}, {"cache_n", 2}, {"predicted_n", 9}, {"prompt_per_second", 500.0},
+                          {"predicted_per_second", 80.0}};
+    co_return json{{"verdict", "error"},
+                   {"attempts", {{{"stage", "decide"}, {"model", "kev"}, {"profile", "kev"}, {"timings", timings},
+                                  {"queue_ms", 3}, {"switch_ms", 0}, {"call_ms", 12.5}},
+                                 {{"stage", "verify"}, {"model", "laya"},
+                                  {"error", {{"code", "timeout"}, {"message", "no slot"}}}}}}};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("each model call of a pipeline run is recorded with its run and stage", "[http][activity]") {
+  TempDir dir("door-activity-pipeline");
+  auto o = with_history(dir);
+  o.runner = std::make_shared<TwoCallRunner>();
+  Door door(o);
+  auto r = http_request(door.port(), "POST", "/v1/pipelines/decide-verify/runs", R"({"input":"x"})");
+  REQUIRE(r.status == 200);
+  const auto run = r.header("x-kevlaya-run");
+  REQUIRE_FALSE(run.empty());
+  auto rows = records(door.port(), "", 2);
+  REQUIRE(rows.size() == 2);
+  const auto& verify = rows[0];
+  const auto& decide = rows[1];
+  CHECK(decide["api"] == "pipeline");
+  CHECK(decide["run"] == run);
+  CHECK(decide["stage"] == "decide");
+  CHECK(decide["model"] == "kev");
+  CHECK(decide["status"] == 200);
+  CHECK(decide["queue_ms"] == 3);
+  CHECK(decide["total_ms"] == 15);
+  CHECK(decide["generated_tokens"] == 9);
+  CHECK(decide["cached_tokens"] == 2);
+  CHECK(decide["decode_tps"] == 80.0);
+  CHECK(decide["endpoint"] == "/v1/pipelines/decide-verify/runs");
+  CHECK(verify["stage"] == "verify");
+  CHECK(verify["model"] == "laya");
+  CHECK(verify["status"] == 504);
+  CHECK(verify["error"] == "timeout");
+}
