@@ -26,8 +26,12 @@ Recorder::~Recorder() {
 void Recorder::submit(Record r) {
   {
     std::lock_guard lk(mu_);
-    if (queue_.size() >= opt_.max_queued) {
+    if (queue_.size() >= opt_.max_queued) {  // the disk is slower than the door: history gives way
       ++stats_.dropped;
+      if (stats_.error.empty()) {
+        stats_.error = "activity history: " + std::to_string(opt_.max_queued) + " records wait for the disk; newer ones are dropped";
+        spdlog::warn("{}", stats_.error);
+      }
       return;
     }
     queue_.push_back(std::move(r));
