@@ -5,7 +5,7 @@
 # it cannot be installed those tests report Skipped with the reason and everything else goes on.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev curl ccache dpkg-dev lintian)
+      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libzstd-dev curl ccache dpkg-dev lintian)
 missing() {
   local out=() p
   for p in "$@"; do

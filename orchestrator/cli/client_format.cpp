@@ -92,6 +92,23 @@ std::string status_table(const json& st) {
   return out;
 }
 
+std::string activity_table(const json& page) {
+  std::vector<std::vector<std::string>> rows = {{"TIME", "MODEL", "API", "STATUS", "TOTAL MS", "TTFT MS", "QUEUE MS",
+                                                 "PROMPT", "GEN", "DECODE T/S", "CLIENT"}};
+  const auto recs = page.value("records", json::array());
+  for (auto it = recs.rbegin(); it != recs.rend(); ++it) {  // oldest first, like a log
+    const auto& r = *it;
+    const std::string who = str(r, "session", "").empty() ? str(r, "client") : str(r, "session");
+    std::string status = str(r, "status");
+    if (r.contains("error") && r["error"].is_string()) status += " " + r["error"].get<std::string>();
+    rows.push_back({clock_of(r), str(r, "model", "").empty() ? "-" : str(r, "model"), str(r, "api"), status,
+                    str(r, "total_ms"), str(r, "ttft_ms"), str(r, "queue_ms"), str(r, "prompt_tokens"),
+                    str(r, "generated_tokens"), str(r, "decode_tps"), who});
+  }
+  if (recs.empty()) return "no requests recorded for this filter\n";
+  return format_columns(rows, {false, false, false, false, true, true, true, true, true, true, false});
+}
+
 std::string event_line(const json& e) {
   const std::string type = str(e, "type", "?");
   std::string s = clock_of(e) + " " + type + " ";

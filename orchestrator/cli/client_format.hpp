@@ -12,6 +12,10 @@ namespace kevlaya::cli {
 // load progress), the queue, devices when reported, the last switches.
 std::string status_table(const nlohmann::json& status);
 
+// GET /activity's page -> one row per request, oldest first (time, model, status, latencies,
+// tokens, decode speed, client or session).
+std::string activity_table(const nlohmann::json& page);
+
 // One /events event -> one line ("12:00:01.234 unload kev (idle) in 85 ms").
 std::string event_line(const nlohmann::json& event);
 

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -137,6 +138,40 @@ int events(const ClientArgs& a) {
   return kExitOk;
 }
 
+struct ActivityArgs {
+  ClientArgs client;
+  std::string since, until, status, who;
+  int limit = 50;
+  bool csv = false;
+};
+
+std::string query_escape(const std::string& v) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char ch : v) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') out += static_cast<char>(ch);
+    else out += {'%', kHex[ch >> 4], kHex[ch & 15]};
+  }
+  return out;
+}
+
+// GET /activity with the filters given; a table, the JSON page, or the door's CSV as is.
+int activity(const ActivityArgs& a) {
+  std::string path = "/activity?limit=" + std::to_string(a.limit);
+  for (const auto& [k, v] : {std::pair{"model", &a.client.model}, std::pair{"since", &a.since},
+                             std::pair{"until", &a.until}, std::pair{"status", &a.status}, std::pair{"client", &a.who}})
+    if (!v->empty()) path += std::string("&") + k + "=" + query_escape(*v);
+  if (!a.csv) return report("activity", call("activity", a.client, "GET", path, 30), a.client,
+                            [](const json& j) { std::cout << activity_table(j); });
+  auto o = client_options(a.client, 30);
+  if (!o) return fail("activity", o.error().message);
+  auto r = http_call(*o, "GET", path + "&format=csv");
+  if (!r) return fail("activity", r.error().message);
+  if (r->status / 100 != 2) return fail("activity", error_text(*r));
+  std::cout << r->body;
+  return kExitOk;
+}
+
 void common_options(CLI::App* sub, ClientArgs& a, bool with_json) {
   sub->add_option("--url", a.url, "the door, http://HOST:PORT (default: $KEVLAYA_URL, --config's listen, "
                                   "http://127.0.0.1:8080)");
@@ -170,6 +205,17 @@ void add_client(CLI::App& app, Globals& g) {
     if (c.model == 2) sub->add_option("MODEL", args->model, "model (profile or alias); default: every one");
     sub->callback([&g, args, fn = c.fn] { g.exit_code = fn(*args); });
   }
+  auto act = std::make_shared<ActivityArgs>();
+  auto* sub = app.add_subcommand("activity", "show a running door's recent requests from its history (GET /activity)");
+  common_options(sub, act->client, true);
+  sub->add_option("--model", act->client.model, "only this model (profile name)");
+  sub->add_option("--since", act->since, "only after this: 30s, 15m, 1h, 2d ago, or a unix time in ms");
+  sub->add_option("--until", act->until, "only before this (same forms as --since)");
+  sub->add_option("--status", act->status, "200, 2xx, 4xx, 5xx or error");
+  sub->add_option("--client", act->who, "only this client address or session id");
+  sub->add_option("--limit", act->limit, "at most this many (newest), 1-1000")->check(CLI::Range(1, 1000));
+  sub->add_flag("--csv", act->csv, "print CSV (every field) instead of a table")->excludes(sub->get_option("--json"));
+  sub->callback([&g, act] { g.exit_code = activity(*act); });
 }
 
 }  // namespace kevlaya::cli

@@ -18,6 +18,7 @@ std::string_view to_string(Errc e) {
     case Errc::profile_failed: return "profile_failed";
     case Errc::unavailable: return "unavailable";
     case Errc::timeout: return "timeout";
+    case Errc::cancelled: return "cancelled";
     case Errc::config_invalid: return "config_invalid";
     case Errc::io_error: return "io_error";
     case Errc::bad_model: return "bad_model";

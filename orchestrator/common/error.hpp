@@ -24,6 +24,7 @@ enum class Errc {
   profile_failed,     // profile in cooldown after repeated failures       -> 503
   unavailable,        // shutting down, not ready                          -> 503
   timeout,            // queue wait, startup or request deadline           -> 504
+  cancelled,          // stopped by an admin (POST /admin/requests/{id}/cancel) -> 410 (not retried)
   config_invalid,     // configuration problem (CLI exit 1)
   io_error,           // file system errors
   bad_model,          // unreadable / corrupt GGUF

@@ -155,6 +155,20 @@ struct QueueCfg {
   int max_wait_s = 300;
 };
 
+// The request history (docs/http.md "Activity"): state_dir/activity.db, bounded by count and age.
+struct ActivityCfg {
+  bool enabled = true;
+  std::int64_t max_records = 100000;
+  int max_age_days = 30;
+  std::vector<std::string> session_headers = {"X-Session-ID"};  // the first one present names the session
+};
+
+// Captures of request and response bodies (docs/http.md "Captures"): off by default.
+struct CaptureCfg {
+  bool enabled = false;
+  int max_mib = 64;  // the compressed ring's size in RAM
+};
+
 enum class Residency { auto_, rotate, co_resident };
 
 struct SchedulingCfg {
@@ -219,6 +233,8 @@ struct OrchestratorCfg {
   std::vector<PeerCfg> peers;
   RunsCfg runs;
   QueueCfg queue;
+  ActivityCfg activity;
+  CaptureCfg capture;
   Residency residency = Residency::auto_;
   SchedulingCfg scheduling;
   PrefetchCfg prefetch;

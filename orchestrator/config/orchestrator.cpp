@@ -70,6 +70,21 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
         {"max_depth", [&](const YAML::Node& x) { set_int(d, "queue.max_depth", x, o.queue.max_depth); }},
         {"max_wait_s", [&](const YAML::Node& x) { set_int(d, "queue.max_wait_s", x, o.queue.max_wait_s); }},
     });
+  } else if (name == "activity") {
+    auto& a = o.activity;
+    walk_map(d, "activity", v, {
+        {"enabled", [&](const YAML::Node& x) { set_bool(d, "activity.enabled", x, a.enabled); }},
+        {"max_records", [&](const YAML::Node& x) { set_int64(d, "activity.max_records", x, a.max_records); }},
+        {"max_age_days", [&](const YAML::Node& x) { set_int(d, "activity.max_age_days", x, a.max_age_days); }},
+        {"session_headers", [&](const YAML::Node& x) {
+           if (auto l = read_string_list(d, "activity.session_headers", x, true)) a.session_headers = *l;
+         }},
+    });
+  } else if (name == "capture") {
+    walk_map(d, "capture", v, {
+        {"enabled", [&](const YAML::Node& x) { set_bool(d, "capture.enabled", x, o.capture.enabled); }},
+        {"max_mib", [&](const YAML::Node& x) { set_int(d, "capture.max_mib", x, o.capture.max_mib); }},
+    });
   } else if (name == "scheduling") {
     auto& s = o.scheduling;
     walk_map(d, "scheduling", v, {
@@ -164,6 +179,8 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
            o.residency = *r == "rotate" ? Residency::rotate
                          : *r == "co-resident" ? Residency::co_resident : Residency::auto_;
        }},
+      {"activity", section("activity")},
+      {"capture", section("capture")},
       {"scheduling", section("scheduling")},
       {"prefetch", section("prefetch")},
       {"limits", section("limits")},

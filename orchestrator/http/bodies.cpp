@@ -123,7 +123,7 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
 
 namespace {
 
-// The two speeds of the `timings` object at the start of `text`, read from the scan
+// The speeds and token counts of the `timings` object at the start of `text`, read from the scan
 // (common/json_scan.hpp): no tree, no copy per key or value; nullopt if it is cut off or malformed.
 // A speed that is not a number is left out; the last of a repeated key wins.
 std::optional<Timings> speeds_at(std::string_view text) {
@@ -133,6 +133,9 @@ std::optional<Timings> speeds_at(std::string_view text) {
   for (const auto& m : scan->members) {
     auto* slot = m.key == "predicted_per_second" ? &t.predicted_per_second
                  : m.key == "prompt_per_second"  ? &t.prompt_per_second
+                 : m.key == "prompt_n"           ? &t.prompt_n
+                 : m.key == "predicted_n"        ? &t.predicted_n
+                 : m.key == "cache_n"            ? &t.cache_n
                                                  : nullptr;
     if (!slot) continue;
     double v = 0;

@@ -46,10 +46,11 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
 // The speeds llama-server reports (tokens/s) in its `"timings"` object; a field absent or not a number is empty.
 struct Timings {
   std::optional<double> predicted_per_second, prompt_per_second;
+  std::optional<double> prompt_n, predicted_n, cache_n;  // tokens: prompt evaluated, generated, from cache
 };
 // The last `"timings":{...}` object in a llama-server answer or a stream's tail, read alone (the
 // answer itself is relayed as bytes, and the object is not built: a SAX pass picks the two speeds);
-// nullopt when absent or malformed. Metrics only.
+// nullopt when absent or malformed. Metrics and the request record.
 std::optional<Timings> timings_of(std::string_view text);
 
 // The JSON types a body's field may be required to have.

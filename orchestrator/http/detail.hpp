@@ -22,6 +22,8 @@
 
 #include <functional>
 
+#include "activity/capture.hpp"
+#include "activity/recorder.hpp"
 #include "http/apis.hpp"
 #include "http/bodies.hpp"
 #include "http/errors.hpp"
@@ -40,6 +42,7 @@ using Request = bhttp::request<bhttp::string_body>;
 using Strand = asio::any_io_executor;  // the supervisor's (Supervisor::strand)
 
 class Connection;
+class InFlight;
 class RunQueue;
 struct CallTimes;  // ollama.hpp
 struct EventClient;
@@ -54,15 +57,9 @@ struct Ewma {
   }
 };
 
-// A model call's outcome, for the recent-requests ring and a `request` event (queue_ms / swap_ms
-// -1 when it never held a lease; tokens_per_s -1 = unknown). Kept as is: JSON only when asked for.
-struct RequestNote {
-  std::string model, endpoint;
-  int status = 0;
-  std::int64_t queue_ms = -1, swap_ms = -1, total_ms = 0;
-  double tokens_per_s = -1;
-  std::int64_t at_ms = 0;  // set by note_request
-};
+// A model call's outcome: the one request record (activity/record.hpp), kept in the status page's
+// ring, published as a `request` event and persisted by Door::history. JSON only when asked for.
+using RequestNote = activity::Record;
 
 // What the status page shows beyond the supervisor's snapshot (feed.cpp): the last model calls
 // and pipeline runs (bounded rings, also published on /events) and each model's load at the door.
@@ -121,6 +118,10 @@ class Door {
   std::set<std::shared_ptr<EventClient>> event_clients;
   std::uint64_t next_event_id = 1;
   Feed feed;                            // the status page's extras (feed.cpp)
+  std::unique_ptr<activity::Recorder> history;  // the persisted request history; null = off
+  std::unique_ptr<activity::CaptureRing> captures;  // capture.enabled: recent bodies; null = off
+  std::map<std::uint64_t, InFlight*> in_progress;  // model calls now (GET /requests), by id
+  std::uint64_t next_request_id = 1;
   supervisor::Subscription events_sub;  // last member: unsubscribed first
 };
 
@@ -139,6 +140,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk
   bool head_sent() const { return head_sent_; }
   int status() const { return status_; }
+  std::int64_t bytes_out() const { return bytes_out_; }  // response body bytes of this request so far
+  std::string peer() const;                              // the client's address ("" when unknown)
 
   // Cancels `token` if the client closes its end while the response is pending.
   void watch_disconnect(std::shared_ptr<upstream::CancelToken> token);
@@ -201,6 +204,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool sees_logs_ = false;   // of the request being served
   std::uint64_t requests_ = 0;  // requests read on this connection
   int status_ = 0;
+  std::int64_t bytes_out_ = 0;
   std::uint64_t watch_gen_ = 0;
   char peek_byte_ = 0;  // watch_disconnect's one-byte peek
 };
@@ -237,6 +241,9 @@ struct ProxyCall : ModelCall {
   std::string stream_type;
   std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
 };
+
+std::string_view api_name(ApiShape s);          // the record's `api` (activity.cpp)
+std::string_view api_of(const ProxyCall& call);  // api_name, or "llama-server" for a raw call
 
 // proxy.cpp: a model call (a row of apis.cpp's table, or /upstream/{model}/{path}).
 asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
@@ -303,6 +310,43 @@ void seed_loads(Door& d);  // the stored loads of the current configuration's pr
 void note_load(Door& d, const supervisor::SwitchRecord& rec);  // a finished switch
 std::optional<double> expected_load_s(const Door& d, const std::string& child);  // none before one load
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
+// in_flight.cpp: a model call in progress, listed by GET /requests until it ends; an admin may
+// cancel it (POST /admin/requests/{id}/cancel): `cancel` stops its wait or its child's generation
+// and the client is told so in its API's shape.
+class InFlight {
+ public:
+  InFlight(Door& d, RequestNote rec);  // registered in d.in_progress under a new id
+  ~InFlight();
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+  const std::uint64_t id;
+  const Clock::time_point started = Clock::now();
+  RequestNote rec;          // filled in as the call goes; noted when it ends
+  bool leased = false;      // holds a lease: the child is generating
+  bool cancelled = false;   // by an admin
+  std::optional<std::string> response_capture;  // captures on: the response body as relayed
+  const std::shared_ptr<upstream::CancelToken> cancel = std::make_shared<upstream::CancelToken>();
+
+ private:
+  Door& d_;
+};
+Error cancelled_error(std::uint64_t id);  // what the client of a cancelled call gets
+nlohmann::json in_flight_json(const Door& d);  // GET /requests
+asio::awaitable<void> cancel_request(Door& d, Connection& c, std::string_view id);
+
+// activity.cpp: the request record's facts from the request, GET /activity, /status "activity".
+activity::RecorderOptions history_options(const ServerOptions& opt);
+RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api);
+asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c, std::string_view query);
+nlohmann::json activity_status_json(const Door& d);
+// A finished pipeline run's model calls (its journal record's attempts), one record each, with
+// the run's id and each call's stage.
+void note_pipeline_calls(Door& d, const std::string& run_id, const std::string& pipeline, const nlohmann::json& record);
+// Captures on: keeps the call's request (headers redacted) and response bodies in Door::captures
+// and links the record to them (me.rec.capture).
+void keep_capture(Door& d, const Request& req, InFlight& me, int status);
+asio::awaitable<void> capture_route(Door& d, Connection& c, const std::string& id);
 // ui.cpp: GET /ui[/<asset>] (embedded files, CSP, ETag) and the browser redirect of GET /.
 Reply ui_reply(const Request& req, std::string_view path);
 Reply redirect_to_ui();

@@ -23,6 +23,7 @@ int http_status(Errc code) {
     case Errc::unavailable: return 503;
     case Errc::bad_model: return 503;  // the profile's model cannot be loaded: retrying won't help soon
     case Errc::timeout: return 504;
+    case Errc::cancelled: return 410;  // SDKs retry 408, 409, 429 and 5xx; a cancel must stay cancelled
     case Errc::config_invalid: return 500;
     case Errc::io_error: return 500;
     case Errc::internal: return 500;

@@ -111,7 +111,7 @@ json request_json(const RequestNote& n) {
           {"at_ms", n.at_ms},
           {"queue_ms", or_null(n.queue_ms)},
           {"swap_ms", or_null(n.swap_ms)},
-          {"tokens_per_s", n.tokens_per_s > 0 ? json(n.tokens_per_s) : json(nullptr)}};
+          {"tokens_per_s", n.decode_tps > 0 ? json(n.decode_tps) : json(nullptr)}};
 }
 
 }  // namespace
@@ -120,6 +120,7 @@ json request_json(const RequestNote& n) {
 // /events subscribers (none, usually).
 void note_request(Door& d, RequestNote n) {
   n.at_ms = now_ms();
+  if (d.history) d.history->submit(n);  // a copy handed to the writer thread: no disk here
   push_bounded(d.feed.recent_requests, std::move(n));
   if (d.event_clients.empty()) return;
   json j = request_json(d.feed.recent_requests.back());

@@ -101,6 +101,15 @@ RouteMatch match_route(std::string_view path) {
     return {Route::logs, V::get, path.substr(kLogs.size())};
   if (path == "/metrics") return {Route::metrics, V::get, {}};
   if (path == "/events") return {Route::events, V::get, {}};
+  if (path == "/activity") return {Route::activity, V::get, {}};
+  if (path == "/requests") return {Route::requests, V::get, {}};
+  constexpr std::string_view kCaptures = "/admin/captures/";
+  if (path.size() > kCaptures.size() && path.substr(0, kCaptures.size()) == kCaptures)
+    return {Route::admin_capture, V::get, path.substr(kCaptures.size())};
+  constexpr std::string_view kCancel = "/admin/requests/", kCancelTail = "/cancel";
+  if (path.size() > kCancel.size() + kCancelTail.size() && path.substr(0, kCancel.size()) == kCancel &&
+      path.substr(path.size() - kCancelTail.size()) == kCancelTail)
+    return {Route::admin_cancel, V::post, path.substr(kCancel.size(), path.size() - kCancel.size() - kCancelTail.size())};
   if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};
   if (path == "/admin/reload") return {Route::admin_reload, V::post, {}};
   if (path.size() > kAdminUnload.size() && path.substr(0, kAdminUnload.size()) == kAdminUnload)
@@ -122,7 +131,8 @@ std::string_view allow_of(const RouteMatch& m) {
 }
 
 bool is_admin(Route r) {
-  return r == Route::admin_load || r == Route::admin_unload || r == Route::admin_reload || r == Route::logs;
+  return r == Route::admin_load || r == Route::admin_unload || r == Route::admin_reload || r == Route::logs ||
+         r == Route::admin_cancel || r == Route::admin_capture;
 }
 
 namespace {

@@ -32,7 +32,8 @@ struct GatePolicy {
 // ui: /ui and /ui/{asset} (open, like /health); root: GET / (a browser is sent to /ui, anything
 // else gets the 404 it always got); logs: /logs/{model}.
 enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
-                   admin_load, admin_unload, admin_reload, pipeline_runs, run, ui, root, logs };
+                   admin_load, admin_unload, admin_reload, pipeline_runs, run, ui, root, logs, activity,
+                   requests, admin_cancel, admin_capture };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;
@@ -44,7 +45,7 @@ struct RouteMatch {
 RouteMatch match_route(std::string_view path);
 // The Allow header value of a route ("GET, OPTIONS" / "POST, OPTIONS").
 std::string_view allow_of(const RouteMatch& m);
-// The routes admin_api_keys guard: /admin/load, /admin/unload, /admin/reload and /logs.
+// The routes admin_api_keys guard: /admin/* and /logs.
 bool is_admin(Route r);
 // Also guarded: a POST under /upstream/{model}/ to a child's state-changing admin endpoint
 // (lora-adapters, slots, props, models), matched on the path as the child will read it

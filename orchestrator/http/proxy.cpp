@@ -126,14 +126,19 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-// Records the child's reported speeds; returns the generation speed (tokens/s), -1 when none.
-double note_timings(Door& d, const std::string& model, const std::optional<Timings>& t) {
-  if (!t) return -1;
+// Records the child's reported speeds and token counts (metrics, and the request's record).
+void note_timings(Door& d, const std::string& model, const std::optional<Timings>& t, RequestNote& rec) {
+  if (!t) return;
   if (t->predicted_per_second > 0)
     d.metrics.observe("kevlaya_generation_tokens_per_second", {{"model", model}}, *t->predicted_per_second);
   if (t->prompt_per_second > 0)
     d.metrics.observe("kevlaya_prompt_tokens_per_second", {{"model", model}}, *t->prompt_per_second);
-  return t->predicted_per_second.value_or(-1);
+  const auto count_of = [](const std::optional<double>& v) { return v ? static_cast<std::int64_t>(*v) : -1; };
+  rec.decode_tps = t->predicted_per_second.value_or(-1);
+  rec.prefill_tps = t->prompt_per_second.value_or(-1);
+  rec.prompt_tokens = count_of(t->prompt_n);
+  rec.generated_tokens = count_of(t->predicted_n);
+  rec.cached_tokens = count_of(t->cache_n);
 }
 
 // An error for a model call, in the caller's API shape: a JSON error response, or an error event
@@ -228,6 +233,9 @@ struct Relay {
   std::string content_type;
   std::string body;  // whole body (non-streaming or error), at most limits.max_answer_bytes
   std::string tail;  // streaming: last bytes, for timings
+  Clock::time_point first_byte{};  // the child's first body byte (time to first token)
+  std::string* capture = nullptr;  // captures on: the streamed bytes as the client got them
+  std::size_t capture_limit = 0;
 };
 
 // A non-streamed answer past the cap: a plain one goes out chunked from here on (what is
@@ -276,6 +284,7 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     co_return co_await c.start_stream(200, std::move(ctype), sse_headers(mh));
   };
   cb.on_chunk = [&c, &call, &lease, &r, queue_ms, cap](std::string_view bytes) -> asio::awaitable<bool> {
+    if (r.first_byte == Clock::time_point{}) r.first_byte = Clock::now();
     if (!r.streaming && static_cast<std::int64_t>(r.body.size() + bytes.size()) <= cap) {
       r.body.append(bytes);
       co_return true;
@@ -289,6 +298,7 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
       if (mapped.empty()) co_return true;  // an empty chunk would end the response
       bytes = mapped;
     }
+    if (r.capture && r.capture->size() + bytes.size() <= r.capture_limit) r.capture->append(bytes);
     const bool ok = co_await c.chunk(bytes);  // written and flushed before the next read
     r.client_gone = !ok;
     co_return ok;
@@ -325,21 +335,32 @@ upstream::StreamOptions stream_options(Door& d, const Lease& lease) {
   return o;
 }
 
-// `gone`: cancelled when the client hangs up (the caller watches the connection for the whole call).
-// `tps`: the generation speed the child reported (-1 = none), for the status page.
+// `me.cancel`: cancelled when the client hangs up (the caller watches the connection for the whole
+// call) or an admin cancels the call. `me.rec` gets the child, waits, time to first token, timings
+// and error kind.
 asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& call, Lease& lease,
-                              Clock::time_point t0, std::shared_ptr<upstream::CancelToken> gone, double& tps) {
+                              Clock::time_point t0, InFlight& me) {
+  RequestNote& rec = me.rec;
   const std::int64_t queue_ms = lease.queue_ms();
+  rec.child = lease.shared()->child;
+  rec.queue_ms = queue_ms;
+  rec.swap_ms = lease.switch_ms();
   upstream::Request ureq;
   ureq.method = call.method;
   ureq.target = call.target;
   ureq.body = forward_body(call, req, lease);
   if (call.stream) ureq.headers.emplace_back("Accept", "text/event-stream");
   Relay r;
+  if (me.response_capture) {
+    r.capture = &*me.response_capture;
+    r.capture_limit = d.captures ? static_cast<std::size_t>(d.opt.capture.max_mib) << 20 : 0;
+  }
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
                                        relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
-                                       stream_options(d, lease), std::move(gone));
+                                       stream_options(d, lease), me.cancel);
   c.unwatch();
+  if (r.first_byte != Clock::time_point{})
+    rec.ttft_ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.first_byte - t0).count();
   // Refused or reset by a child that was ready: if its process is gone, it is marked crashed now
   // (this request gets child_crashed; the queued ones wait for the restart). A timeout: its
   // health is probed, and a child that does not answer is replaced (`hung`).
@@ -348,12 +369,18 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   if (broken && !lease.crashed()) co_await d.sup.check_alive(lease);
   if (!res && res.error().code == Errc::timeout && !lease.crashed()) co_await d.sup.check_responsive(lease);
   const auto& model = lease.profile();
+  if (me.cancelled && !r.client_gone) {
+    rec.error = "cancelled";
+    co_return co_await fail(d, c, model, call.shape, error_reply(cancelled_error(me.id)), t0);
+  }
   if (r.client_gone || (res && res->cancelled)) {
     spdlog::info("http: client left during a {} request; upstream cancelled", model);
     count(d, model, 499, t0);  // nginx's "client closed request"
+    rec.error = "client_left";
     co_return;
   }
   if (r.too_large) {
+    rec.error = "upstream_error";
     spdlog::warn("http: {} answered more than limits.max_answer_bytes ({}); refused", model,
                  d.opt.limits.max_answer_bytes);
     co_return co_await fail(d, c, model, call.shape, error_reply(too_large_error(call, d.opt.limits.max_answer_bytes)), t0);
@@ -367,17 +394,19 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   }
   if (!res || (!res->complete && !r.upstream_error)) {
     Error e = relay_error(lease, res);
+    rec.error = to_string(e.code);
     if (!c.sees_logs()) e.detail.clear();  // a crash's log tail: admin keys only
-    Reply rep = error_reply(e);
-    co_return co_await fail(d, c, model, call.shape, std::move(rep), t0);
+    co_return co_await fail(d, c, model, call.shape, error_reply(e), t0);
   }
+  if (r.upstream_error) rec.error = r.status == 404 && !call.raw ? "not_found" : "upstream_error";
+  if (r.upstream_error && r.capture) *r.capture = r.body;
   if (r.upstream_error && r.status == 404 && !call.raw)
     co_return co_await fail(d, c, model, call.shape, missing_route_reply(call, r.body), t0);
   if (r.upstream_error)
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   if (r.streaming) {
     count(d, model, 200, t0);
-    tps = note_timings(d, model, timings_of(r.tail));
+    note_timings(d, model, timings_of(r.tail), rec);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
@@ -390,9 +419,30 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   rep.body = call.body_map ? call.body_map(r.body) : std::move(r.body);
   if (call.body_map) rep.content_type = "application/json";
   rep.headers = lease_headers(lease, queue_ms);
+  if (r.capture) *r.capture = rep.body;  // captures on: a copy of what the client gets
   co_await c.send(std::move(rep));
   count(d, model, 200, t0);
-  tps = note_timings(d, model, speeds);
+  note_timings(d, model, speeds, rec);
+}
+
+// The record's last facts (status, bytes out, duration), then the ring, /events and the history;
+// its waits go to the per-model histograms.
+void finish_record(Door& d, const Connection& c, RequestNote rec, int status, Clock::time_point t0) {
+  if (!rec.model.empty() && rec.queue_ms >= 0)
+    d.metrics.observe("kevlaya_queue_wait_seconds", {{"model", rec.model}}, static_cast<double>(rec.queue_ms) / 1e3);
+  if (!rec.model.empty() && rec.ttft_ms >= 0)
+    d.metrics.observe("kevlaya_time_to_first_token_seconds", {{"model", rec.model}},
+                      static_cast<double>(rec.ttft_ms) / 1e3);
+  rec.status = status;
+  rec.bytes_out = c.bytes_out();
+  rec.total_ms = ms_since(t0);
+  note_request(d, std::move(rec));
+}
+
+// A call through proxy_call ends: its capture (captures on), then its record.
+void finish_call(Door& d, const Request& req, const Connection& c, InFlight& me, int status, Clock::time_point t0) {
+  if (d.captures) keep_capture(d, req, me, status);
+  finish_record(d, c, std::move(me.rec), status, t0);
 }
 
 }  // namespace
@@ -410,18 +460,25 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
   const auto t0 = Clock::now();
   auto parsed = parse_call(d, req, m);
   const ApiShape shape = m.api ? m.api->shape : ApiShape::openai;
-  if (!parsed) co_return co_await fail(d, c, "", shape, error_reply(parsed.error()), t0);
+  if (!parsed) {
+    co_await fail(d, c, "", shape, error_reply(parsed.error()), t0);
+    RequestNote rec = start_record(d, req, c, m.route == Route::upstream ? "llama-server" : api_name(shape));
+    rec.error = to_string(parsed.error().code);
+    co_return finish_record(d, c, std::move(rec), c.status(), t0);
+  }
   co_await proxy_call(d, req, c, std::move(*parsed), t0);
 }
 
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
   const ApiShape shape = call.shape;
+  InFlight me(d, start_record(d, req, c, api_of(call)));  // listed by GET /requests until it ends
+  RequestNote& rec = me.rec;
+  rec.model = call.profile;
   Waiting waiting(d);
   ModelLoad load(d, call.profile);  // the status page's per-model queue
-  const std::string endpoint(req.target().substr(0, req.target().find('?')));
   // A client that hangs up while queued leaves the supervisor's queue at once, and one that hangs
-  // up later cancels the child's generation: one watch for the whole call.
-  auto gone = std::make_shared<upstream::CancelToken>();
+  // up later cancels the child's generation: one watch for the whole call (an admin's cancel too).
+  const auto& gone = me.cancel;
   c.watch_disconnect(gone);
   // Not `cond ? co_await a : co_await b`: GCC 12 destroys that temporary twice (the lease's
   // release would run while the lease is still in use).
@@ -432,28 +489,34 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     lease = co_await d.sup.acquire(call.profile, std::nullopt, gone);
   waiting.done();
   if (!lease) c.unwatch();
+  if (!lease && me.cancelled) {
+    rec.error = "cancelled";
+    co_await fail(d, c, call.profile, shape, error_reply(cancelled_error(me.id)), t0);
+    co_return finish_call(d, req, c, me, c.status(), t0);
+  }
   if (!lease && gone->cancelled()) {
     count(d, call.profile, 499, t0);  // nginx's "client closed request"
-    note_request(d, {call.profile, endpoint, 499, -1, -1, ms_since(t0), -1});
-    co_return;
+    rec.error = "client_left";
+    co_return finish_call(d, req, c, me, 499, t0);
   }
   if (!lease) {
     Error e = lease.error();
     if (!c.sees_logs()) e.detail.clear();  // a failed start's log tail: admin keys only
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
     co_await fail(d, c, call.profile, shape, error_reply(e), t0);
-    note_request(d, {call.profile, endpoint, c.status(), -1, -1, ms_since(t0), -1});
-    co_return;
+    rec.error = to_string(e.code);
+    co_return finish_call(d, req, c, me, c.status(), t0);
   }
   if (call.keep_alive_s) lease->set_keep_alive(*call.keep_alive_s);  // applied when it is released
   if (call.times) *call.times = CallTimes{t0, lease->switch_ms()};
   load.leased();
+  me.leased = true;
   const auto held = Clock::now();
-  double tps = -1;
-  co_await forward(d, req, c, call, *lease, t0, std::move(gone), tps);
+  co_await forward(d, req, c, call, *lease, t0, me);
   d.request_s.add(std::chrono::duration<double>(Clock::now() - held).count());
-  note_request(d, {lease->profile(), endpoint, c.status() ? c.status() : 499, lease->queue_ms(),
-                   lease->switch_ms(), ms_since(t0), tps});
+  rec.model = lease->profile();
+  const int status = rec.error == "client_left" || !c.status() ? 499 : c.status();
+  finish_call(d, req, c, me, status, t0);
 }
 
 }  // namespace kevlaya::http

@@ -154,6 +154,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
   body["devices"] = json::array();
   for (const auto& dev : snap.devices)
     body["devices"].push_back({{"index", dev.index}, {"name", dev.name}, {"vram_mib", dev.vram_mib}});
+  body["activity"] = activity_status_json(d);  // the request history: written, dropped, its error
   json extras = feed_status_json(d);  // the status page's extras
   for (auto& [k, v] : extras.items()) body[k] = std::move(v);
   return body;
@@ -376,6 +377,11 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::root: co_await c.send(redirect_to_ui()); co_return;
     case Route::logs:
       co_return co_await logs(d, c, std::string(m.arg), q == std::string_view::npos ? "" : target.substr(q + 1));
+    case Route::activity:
+      co_return co_await activity_route(d, req, c, q == std::string_view::npos ? "" : target.substr(q + 1));
+    case Route::requests: co_await c.send(json_reply(200, in_flight_json(d))); co_return;
+    case Route::admin_cancel: co_return co_await cancel_request(d, c, m.arg);
+    case Route::admin_capture: co_return co_await capture_route(d, c, std::string(m.arg));
     case Route::none: break;
   }
 }
@@ -394,6 +400,10 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_requests_total", T::counter, "Model requests answered, by model and status.");
   m.describe("kevlaya_request_duration_seconds", T::histogram,
              "Model request latency at the door (queue + switch + generation).", secs);
+  m.describe("kevlaya_time_to_first_token_seconds", T::histogram,
+             "Arrival of a model request to the child's first response byte, by model.", secs);
+  m.describe("kevlaya_queue_wait_seconds", T::histogram,
+             "Time a model request waited for its model (queue and switch), by model.", secs);
   m.describe("kevlaya_switches_total", T::counter, "Model switches, by result.");
   m.describe("kevlaya_switches_ahead_total", T::counter,
              "Model switches started on a prediction (scheduling.switch_ahead), by result.");

@@ -233,6 +233,7 @@ asio::awaitable<void> RunQueue::work() {
     if (res) res = co_await d_.runner->run_task(run->pipeline, std::move(res.value()));
     run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
     finish(d_.metrics, *run, std::move(res));
+    note_pipeline_calls(d_, run->id, run->pipeline, run->record);  // one activity record per model call
     note_run(d_, run_note(*run, ms_since(t0)));  // the status page's recent runs
     --stats_.queued;
     stats_.queued_bytes -= run->body_bytes;

@@ -137,6 +137,7 @@ asio::awaitable<void> Connection::run() {
     keep_alive_ = req->keep_alive() && !reserve_only_;
     cors_origin_.clear();
     head_sent_ = false;
+    bytes_out_ = 0;
     in_request_ = true;
     ++door_->in_flight;
     std::optional<Error> crashed;
@@ -261,6 +262,7 @@ asio::awaitable<bool> Connection::send(Reply r) {
   add_cors(res);
   res.keep_alive(keep_alive_ && !door_->draining);
   res.body() = std::move(r.body);
+  bytes_out_ += static_cast<std::int64_t>(res.body().size());
   res.prepare_payload();
   status_ = r.status;
   head_sent_ = true;
@@ -302,6 +304,7 @@ asio::awaitable<bool> Connection::chunk(std::string_view data) {
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
+  bytes_out_ += static_cast<std::int64_t>(data.size());
   if (chunked_) {
     co_await upstream::write_all(socket_, socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())), ec);
   } else {
@@ -342,6 +345,12 @@ void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) 
       });
 }
 
+std::string Connection::peer() const {
+  error_code ec;
+  const auto ep = socket_.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
 void Connection::unwatch() {
   ++watch_gen_;
   error_code ec;
@@ -357,6 +366,9 @@ Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
   seed_loads(*this);
+  if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
+  if (opt.capture.enabled)
+    captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20);
 }
 
 Door::~Door() = default;
@@ -377,6 +389,9 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   o.runs = orch.runs;
   o.queue = orch.queue;
   o.limits = orch.limits;
+  o.activity = orch.activity;
+  o.capture = orch.capture;
+  if (orch.activity.enabled && !orch.state_dir.empty()) o.activity_db = orch.state_dir / "activity.db";
   return o;
 }
 
@@ -490,6 +505,8 @@ void Server::set_config(const config::Config& cfg, ServerOptions opt) {
     opt.keepalive_interval = d->opt.keepalive_interval;
     opt.events_keepalive = d->opt.events_keepalive;
     opt.events_buffer = d->opt.events_buffer;
+    opt.activity_db = d->opt.activity_db;  // the history's file stays open where it is
+    opt.capture = d->opt.capture;          // and the captures' ring as it was made
     d->cfg = c;
     d->opt = std::move(opt);
     d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);

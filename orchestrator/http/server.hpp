@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,9 @@ struct ServerOptions {
   std::size_t events_buffer = 256;  // GET /events: events queued per client; past it, it is dropped
   std::chrono::seconds upstream_deadline{600};        // one model call, whole exchange
   std::chrono::seconds drain_timeout{30};             // in-flight requests on shutdown
+  config::ActivityCfg activity;          // session headers and the history's bounds
+  std::filesystem::path activity_db;     // the request history's file; empty = no history (from(): state_dir)
+  config::CaptureCfg capture;            // bodies of model calls in RAM (off by default)
   // The residency plan as /status shows it under "gpu" (plan_json); null = not planned here.
   nlohmann::json gpu_plan;
 

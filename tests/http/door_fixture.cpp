@@ -259,6 +259,9 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
   cfg_.orch.allowed_hosts = o.allowed_hosts;
   cfg_.orch.cors.allowed_origins = o.allowed_origins;
   cfg_.orch.runs = o.runs;
+  cfg_.orch.state_dir = o.state_dir;
+  cfg_.orch.activity = o.activity;
+  cfg_.orch.capture = o.capture;
   cfg_.orch.listen.port = 0;
   supervisor::SupervisorOptions so_sup;
   so_sup.serial_executor = true;  // like the runtime's: ioc_ is run by thread_ alone
@@ -407,6 +410,11 @@ bool RawClient::wait_closed(std::chrono::milliseconds timeout) {
     if (n <= 0) return true;
     received_.append(buf, static_cast<std::size_t>(n));
   }
+}
+
+std::string post(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 std::string chat_body(const std::string& model, const std::string& mode, bool stream) {

@@ -103,6 +103,9 @@ struct DoorOptions {
   std::size_t events_buffer = 256;                    // GET /events
   std::int64_t max_answer_bytes = 8 << 20;  // limits.max_answer_bytes
   bool two_gpus = false;  // kev placed on gpu 0, laya on gpu 1 of two simulated devices, co-resident
+  std::filesystem::path state_dir;  // set: the request history is kept there (activity.db)
+  kevlaya::config::ActivityCfg activity;
+  kevlaya::config::CaptureCfg capture;
 };
 
 // Supervisor (fake effects) + door on 127.0.0.1:0, io_context on a background thread.
@@ -164,6 +167,8 @@ class RawClient {
 };
 
 std::size_t count_of(const std::string& hay, const std::string& needle);
+// The bytes of a JSON POST to `target` (Host: localhost), for a RawClient.
+std::string post(const std::string& target, const std::string& body);
 std::string chat_body(const std::string& model, const std::string& mode = "", bool stream = false);
 
 // A `serve` config in `dir` for the API tests: kev (alias k) and laya rotating on `binary`, and emb

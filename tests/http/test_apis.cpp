@@ -9,11 +9,6 @@ using namespace kevlaya::test;
 
 namespace {
 
-std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
 std::string body_for(const std::string& model, const std::string& mode = "") {
   json b = {{"model", model}, {"input", "hi"}};
   if (!mode.empty()) b["test_mode"] = mode;

@@ -10,15 +10,6 @@
 using namespace kevlaya::test;
 using kevlaya::http::OllamaKind;
 
-namespace {
-
-std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-}  // namespace
-
 TEST_CASE("ollama: options, format and a schema map to llama-server's fields", "[http]") {
   const json body = {{"model", "kev"},
                      {"messages", {{{"role", "user"}, {"content", "hi"}}}},

@@ -9,15 +9,6 @@
 
 using namespace kevlaya::test;
 
-namespace {
-
-std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-}  // namespace
-
 TEST_CASE("streaming is passed through chunk by chunk as the child produces it", "[http]") {
   Door door;
   RawClient c(door.port());

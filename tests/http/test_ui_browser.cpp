@@ -118,3 +118,28 @@ TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload
   CHECK(r.output.find("UI_AGENT_KEY ok") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+// The Activity view, in-flight table with Cancel and capture viewer (tests/ui/activity.mjs).
+TEST_CASE("the status page shows the history, cancels a call in flight and opens a capture", "[http][ui][e2e][browser]") {
+  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  TempDir dir("http-ui-activity");
+  const auto standin = standin_binary().string();
+  write_api_config(dir.path(), standin);
+  std::filesystem::remove(dir / "profiles/emb.yaml");
+  write_text(dir / "profiles/slow.yaml", "name: slow\nbinary: " + standin + "\nmodel: " + tiny_llama().string() +
+                                             "\nngl: 0\nctx: 256\nextra_args: [--fake-token-ms, \"200\"]\n");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n"
+                                   "admin_api_keys: [ui-admin-key]\ncapture: {enabled: true}\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto artifacts = std::filesystem::path(KEVLAYA_BINARY_DIR) / "artifacts/ui";
+  auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
+                       " KEVLAYA_KEY=ui-test-key KEVLAYA_ADMIN_KEY=ui-admin-key CHROMIUM=" + chromium() +
+                       " KEVLAYA_ARTIFACTS=" + artifacts.string() + " timeout 180 node " +
+                       (source_dir() / "tests/ui/activity.mjs").string() + " 2>&1");
+  INFO(r.output);
+  INFO(serve.proc().log());
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("UI_ACTIVITY ok") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}

@@ -72,7 +72,7 @@ function showLocked(locked) {
   $('locked').hidden = !locked;
   $('key-form').hidden = !locked;
   $('key-forget').hidden = locked || !S.key;
-  for (const id of ['models-section', 'gpu-section', 'switch-section', 'requests-section', 'logs-section'])
+  for (const id of ['models-section', 'gpu-section', 'switch-section', 'requests-section', 'logs-section', 'inflight-section', 'activity-section'])
     $(id).hidden = locked;
 }
 
@@ -392,6 +392,7 @@ function onEvent(ev) {
   } else if (ev.type === 'run') {
     addRun(ev);
   } else if (ev.type === 'queue') {
+    if (window.kevlayaActivity) window.kevlayaActivity.changed();
     for (const [m, l] of Object.entries(ev.by_model || {})) {
       const c = S.cards.get(m);
       if (c) { c.data.queued = l.waiting; c.data.in_flight = l.in_flight; paintCard(c); }
@@ -477,6 +478,7 @@ async function start() {
   showLocked(false);
   paintStatus(st);
   if (S.logOffset < 0) pollLog();
+  if (window.kevlayaActivity) window.kevlayaActivity.start();
   const ctl = new AbortController();
   S.stream = ctl;
   try { await follow(ctl); } catch (e) { /* dropped */ }

@@ -1,0 +1,105 @@
+#include "activity/recorder.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace kevlaya::activity {
+namespace {
+constexpr auto kReopenEvery = std::chrono::seconds(10);  // a failed open is tried again this often
+}  // namespace
+
+Recorder::Recorder(RecorderOptions o) : opt_(std::move(o)) {
+  stats_.path = opt_.path.string();
+  thread_ = std::thread([this] { run(); });
+}
+
+Recorder::~Recorder() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void Recorder::submit(Record r) {
+  {
+    std::lock_guard lk(mu_);
+    if (queue_.size() >= opt_.max_queued) {  // the disk is slower than the door: history gives way
+      ++stats_.dropped;
+      if (stats_.error.empty()) {
+        stats_.error = "activity history: " + std::to_string(opt_.max_queued) + " records wait for the disk; newer ones are dropped";
+        spdlog::warn("{}", stats_.error);
+      }
+      return;
+    }
+    queue_.push_back(std::move(r));
+  }
+  cv_.notify_one();
+}
+
+void Recorder::query(Query q, QueryDone done) {
+  {
+    std::lock_guard lk(mu_);
+    queries_.emplace_back(std::move(q), std::move(done));
+  }
+  cv_.notify_one();
+}
+
+RecorderStats Recorder::stats() const {
+  std::lock_guard lk(mu_);
+  RecorderStats s = stats_;
+  s.queued = queue_.size();
+  return s;
+}
+
+void Recorder::set_error(std::string e) {
+  std::lock_guard lk(mu_);
+  if (e == stats_.error) return;
+  if (e.empty()) spdlog::info("activity history: writing to {} again", stats_.path);
+  else spdlog::warn("{}; requests are served but not recorded until it works again", e);
+  stats_.error = std::move(e);
+}
+
+void Recorder::write(std::vector<Record>& batch) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!store_ && (!tried_open_ || now - *tried_open_ >= kReopenEvery)) {
+    tried_open_ = now;
+    auto s = Store::open(opt_.path);
+    if (s) store_ = std::move(s.value());
+    else set_error(s.error().message);
+  }
+  Status st = store_ ? store_->append(batch, opt_.bounds, unix_ms())
+                     : Status(make_error(Errc::io_error, "activity history unavailable"));
+  if (st) set_error("");
+  else if (store_) set_error(st.error().message);
+  std::lock_guard lk(mu_);
+  (st ? stats_.written : stats_.dropped) += batch.size();
+}
+
+// Each turn takes everything queued: under load the batches grow by themselves, and an idle door
+// writes each record at once (at most the records of the turn in progress are lost to a kill -9).
+void Recorder::run() {
+  for (;;) {
+    std::vector<Record> batch;
+    std::deque<std::pair<Query, QueryDone>> queries;
+    bool stopping = false;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [this] { return stop_ || !queue_.empty() || !queries_.empty(); });
+      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      queue_.clear();
+      queries.swap(queries_);
+      stopping = stop_;
+    }
+    if (!batch.empty() || (!store_ && !queries.empty())) write(batch);
+    for (auto& [q, done] : queries) {
+      if (store_) done(store_->query(q));
+      else done(make_error(Errc::unavailable, stats().error.empty() ? "activity history unavailable" : stats().error));
+    }
+    if (stopping) return;
+  }
+}
+
+}  // namespace kevlaya::activity
