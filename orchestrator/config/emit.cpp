@@ -99,6 +99,15 @@ std::string profile_yaml(const Profile& p, const std::string& header) {
     e << YAML::EndMap;
   }
   if (p.port) e << YAML::Key << "port" << YAML::Value << *p.port;
+  if (!p.gpu.empty()) {
+    e << YAML::Key << "gpu" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const int g : p.gpu) e << g;
+    e << YAML::EndSeq;
+  }
+  if (p.shared_base) e << YAML::Key << "shared_base" << YAML::Value << *p.shared_base;
+  if (p.slot_cache.enabled)
+    e << YAML::Key << "slot_cache" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
+      << YAML::EndMap;
   health(e, p.health);
   stop(e, p.stop);
   if (p.idle_unload_s) e << YAML::Key << "idle_unload_s" << YAML::Value << *p.idle_unload_s;

@@ -219,7 +219,9 @@ void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml,
     for (const auto& kv : v)
       if (is_map(kv.second)) peer(kv.first.Scalar(), kv.second);
   } else if (k == "globalTTL") {
-    yaml += "idle_unload_s: " + scalar(v) + "\n";
+    const int ttl = to_int(scalar(v), -1);
+    if (ttl >= 0) yaml += "idle_unload_s: " + std::to_string(ttl) + "\n";
+    else note(v, "globalTTL: expected a whole number of seconds >= 0; idle_unload_s left at kevlaya-orch's 600");
   } else if (k == "apiKeys") {
     std::vector<std::string> keys;
     static const std::regex env_ref(R"(\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\})");

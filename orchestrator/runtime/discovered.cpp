@@ -53,7 +53,9 @@ Result<std::vector<DiscoveredFit>> fit_discovered(config::Config& cfg, const std
     if (!w || bytes(&in) > bytes(w)) w = &in;
   }
   std::map<std::string, ledger::FitChoice> chosen;
-  for (const auto& [model, in] : widest) {
+  for (const auto& kv : widest) {
+    const std::string& model = kv.first;
+    const ledger::ProfileInput* in = kv.second;
     const auto& prof = *std::find_if(only.profiles.begin(), only.profiles.end(),
                                      [&](const config::Profile& p) { return p.model.string() == model; });
     if (budget) {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "config/emit.hpp"
 #include "config/llama_swap.hpp"
 #include "fixture.hpp"
 
@@ -173,6 +174,51 @@ TEST_CASE("import llama-swap: the report names each key it could not map, with i
   CHECK(r.find("matrix: the set DSL is not mapped") != std::string::npos);
   CHECK(at(61, 5, "peer 'cloud': https://example.invalid/api is not plain http (kevlaya-orch's remote profiles are http only); not imported"));
   CHECK(at(59, 26, "peer model 'org/other' is served as 'org-other': kevlaya-orch names are letters, digits, '.', '_' or '-'"));
+}
+
+TEST_CASE("import llama-swap: each written profile loads back into the same keys (config/emit.hpp)") {
+  test::TempDir dir("swap-import-emit");
+  ::setenv("KEVLAYA_SWAP_TEST_HOME", dir.path().c_str(), 1);
+  test::write_text(dir / "swap.yaml", kConfig);
+  test::write_text(dir / "qwen 7b.gguf", "GGUF dummy");
+  test::write_text(dir / "style.gguf", "GGUF dummy");
+  ::setenv("LAN_KEY", "lan-secret", 1);
+  const auto im = config::import_llama_swap(dir / "swap.yaml");
+  for (const auto& p : im.profiles) {
+    const auto file = dir / ("profiles/" + p.name + ".yaml");
+    test::write_text(file, config::profile_yaml(p, "a header\nof two lines"));
+    const auto r = config::load_profile_file(file);
+    INFO(test::read_text(file) << test::dump(r));
+    REQUIRE(test::errors(r).empty());
+    const auto& q = r.config.profiles.at(0);
+    CHECK(q.name == p.name);
+    CHECK(q.backend == p.backend);
+    CHECK(q.binary == p.binary);
+    CHECK(q.model == p.model);
+    CHECK(q.ngl == p.ngl);
+    CHECK(q.ctx == p.ctx);
+    CHECK(q.parallel == p.parallel);
+    CHECK(q.batch == p.batch);
+    CHECK(q.cache_type_k == p.cache_type_k);
+    CHECK(q.flash_attn == p.flash_attn);
+    REQUIRE(q.lora.size() == p.lora.size());
+    for (std::size_t i = 0; i < q.lora.size(); ++i) CHECK((q.lora[i].path == p.lora[i].path && q.lora[i].scale == p.lora[i].scale));
+    CHECK(q.alias == p.alias);
+    CHECK(q.extra_args == p.extra_args);
+    CHECK(q.env == p.env);
+    CHECK(q.gpu == p.gpu);
+    CHECK(q.port == p.port);
+    CHECK(q.command == p.command);
+    CHECK(q.url == p.url);
+    CHECK(q.api_key == (p.api_key.empty() ? "" : "lan-secret"));  // "${LAN_KEY}" is read from the environment
+    CHECK(q.remote_model == p.remote_model);
+    CHECK(q.idle_unload_s == p.idle_unload_s);
+    CHECK(q.pin == p.pin);
+    CHECK(q.slot_cache.enabled == p.slot_cache.enabled);
+    CHECK(q.health.path == p.health.path);
+    CHECK(q.health.startup_timeout_s == p.health.startup_timeout_s);
+    CHECK(q.stop.command == p.stop.command);
+  }
 }
 
 TEST_CASE("import llama-swap CLI: the written configuration passes check") {
