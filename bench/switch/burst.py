@@ -8,11 +8,12 @@ starts cold (POST /admin/unload), so every burst must load both models.
 
 Per burst it prints the switches (from /status, by their time), the fewest that the starvation
 guard allows, their ratio, and the self-restarts (`from` = `to`: a child stopped and started again
-to serve the model it served). The fewest: each model loads once (2); beyond that a residency
-serves at most max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
-in flight (s_max), so a burst whose calls held a slot S seconds in all (the door's `request`
-events on GET /events: total_ms - queue_ms) needs at least ceil(S / (W + s_max)) residencies
-(docs/supervisor.md, "Grouping and the starvation guard").
+to serve the model it served). The fewest: each model loads once; beyond that a residency serves
+at most W = max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
+in flight (s_max), so a model whose calls held a slot S_m seconds in all (the door's `request`
+events on GET /events: total_ms - queue_ms) needs at least ceil(S_m / (W + s_max)) residencies:
+minimum = sum over the models of max(1, ceil(S_m / (W + s_max))) (docs/supervisor.md, "Grouping
+and the starvation guard").
 queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst of 100 with 429);
 requests refused with 429/503 would be counted, not retried.
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
@@ -130,9 +131,12 @@ def run(label, port, seen):
         recs = [s for s in json.loads(data)["recent_switches"] if s["at_ms"] >= since_ms - 1]
         selfr = sum(1 for s in recs if s["from"] == s["to"])
         time.sleep(0.5)  # the last `request` events reach the /events reader
-        held = [(e["total_ms"] - e["queue_ms"]) / 1000 for e in seen.since(since_ms - 1)]
-        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + max(held, default=0)
-        minimum = max(2, math.ceil(sum(held) / per_residency))
+        calls = seen.since(since_ms - 1)
+        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + max(((e["total_ms"] - e["queue_ms"]) / 1000 for e in calls), default=0)
+        work = {}
+        for e in calls:
+            work[e["model"]] = work.get(e["model"], 0) + (e["total_ms"] - e["queue_ms"]) / 1000
+        minimum = sum(max(1, math.ceil(w / per_residency)) for w in work.values()) or 2
         totals["switches"] += len(recs)
         totals["minimum"] += minimum
         totals["self"] += selfr

@@ -4,17 +4,19 @@
 // more switches than 1.2 x the fewest that the starvation guard allows.
 //
 // The fewest switches: a burst asks for both models, and each burst starts cold (an admin unload
-// before it), so each model is loaded at least once: 2. Beyond that the guard cuts a residency
-// once the other model's oldest request has waited max_wait_before_swap_ms W since the resident
-// became ready; the answer in flight then finishes. So one residency serves at most W + s_max of
-// work (s_max: the longest answer), and a burst whose answers held a slot S in all (the door's
-// records: total - queue; parallel 1) needs at least ceil(S / (W + s_max)) residencies, one each. Loads here take longer than W (the
+// before it), so each model is loaded at least once. Beyond that the guard cuts a residency once
+// the other model's oldest request has waited max_wait_before_swap_ms W since the resident became
+// ready; the answer in flight then finishes. So one residency serves at most W + s_max of work
+// (s_max: the longest answer), and a model whose answers held a slot S_m in all (the door's
+// records: total - queue; parallel 1) needs at least ceil(S_m / (W + s_max)) residencies of its
+// own, one switch each: minimum = sum over the models of max(1, ceil(S_m / (W + s_max))). Loads here take longer than W (the
 // stand-in's --fake-load-ms; the real server on its own) and min_residency_ms is 0, which is when
 // the old scheduler drained a child that still had older requests queued and started it again.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -67,16 +69,21 @@ BurstOutcome burst(std::uint16_t port, int n) {
 }
 
 // The fewest switches the guard allows for the requests the door recorded since `since_ms` (its
-// /status recent_requests, 50 kept): each held its slot total_ms - queue_ms.
+// /status recent_requests, 50 kept; each held its slot total_ms - queue_ms): per model,
+// max(1, ceil(S_model / (W + s_max))) residencies.
 int guard_minimum(const json& status, std::int64_t since_ms) {
-  double work_s = 0, longest_s = 0;
+  std::map<std::string, double> work_s;
+  double longest_s = 0;
   for (const auto& r : status.value("recent_requests", json::array())) {
     if (r.value("at_ms", std::int64_t{0}) < since_ms || !r["queue_ms"].is_number()) continue;
     const double held = static_cast<double>(r["total_ms"].get<std::int64_t>() - r["queue_ms"].get<std::int64_t>()) / 1000;
-    work_s += held;
+    work_s[r.value("model", "")] += held;
     longest_s = std::max(longest_s, held);
   }
-  return std::max(2, static_cast<int>(std::ceil(work_s / (kGuardMs / 1000.0 + longest_s))));
+  int minimum = 0;
+  for (const auto& [model, s] : work_s)
+    minimum += std::max(1, static_cast<int>(std::ceil(s / (kGuardMs / 1000.0 + longest_s))));
+  return minimum;
 }
 
 std::int64_t unix_ms() {
