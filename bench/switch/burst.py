@@ -8,10 +8,12 @@ starts cold (POST /admin/unload), so every burst must load both models.
 
 Per burst it prints the switches (from /status, by their time), the fewest that the starvation
 guard allows, their ratio, and the self-restarts (`from` = `to`: a child stopped and started again
-to serve the model it served). The fewest: each model loads once (2); beyond that a residency
-serves at most max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
-in flight (s_max), so a burst whose answers took the child S seconds in all (its `timings`) needs
-at least ceil(S / (W + s_max)) residencies (docs/supervisor.md, "Grouping and the starvation guard").
+to serve the model it served). The fewest: each model loads once; beyond that a residency serves
+at most W = max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
+in flight (s_max), so a model whose calls held a slot S_m seconds in all (the door's `request`
+events on GET /events: total_ms - queue_ms) needs at least ceil(S_m / (W + s_max)) residencies:
+minimum = sum over the models of max(1, ceil(S_m / (W + s_max))) (docs/supervisor.md, "Grouping
+and the starvation guard").
 queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst of 100 with 429);
 requests refused with 429/503 would be counted, not retried.
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
@@ -63,33 +65,45 @@ def start_door(tmp, server, tiny):
     sys.exit("bench: the door did not start; see " + f"{tmp}/door.log")
 
 
-def work_s(body, held_s):
-    """The seconds the child worked on an answer (its timings: prompt + generation); without them
-    the time the call held its slot as the client saw it (which also counts the door's accept)."""
-    try:
-        t = json.loads(body).get("timings") or {}
-        return (t["prompt_ms"] + t["predicted_ms"]) / 1000
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return max(0.0, held_s)
+class Requests:
+    """The door's `request` events (GET /events): each model call's total_ms and queue_ms, so a
+    call's time holding its slot is total - queue as the door measured it."""
+
+    def __init__(self, port):
+        self.records, self.lock = [], threading.Lock()
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
+        self.conn.request("GET", "/events")
+        self.resp = self.conn.getresponse()
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        try:
+            for line in self.resp:
+                if line.startswith(b"data: "):
+                    e = json.loads(line[6:])
+                    if e.get("type") == "request" and e.get("queue_ms") is not None:
+                        with self.lock:
+                            self.records.append(e)
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+
+    def since(self, at_ms):
+        with self.lock:
+            return [e for e in self.records if e["at_ms"] >= at_ms]
 
 
 def burst(port, n):
-    """n requests at once, kev and laya in turn; returns (answered, refused, work_s, longest_s)."""
-    out = {"ok": 0, "refused": 0, "work": 0.0, "longest": 0.0, "errors": []}
+    """n requests at once, kev and laya in turn; counts answered and refused."""
+    out = {"ok": 0, "refused": 0, "errors": []}
     lock = threading.Lock()
 
     def one(i):
         body = {"model": "laya" if i % 2 else "kev", "max_tokens": 16,
                 "messages": [{"role": "user", "content": "Once"}]}
-        t0 = time.perf_counter()
-        status, headers, data = request(port, "POST", "/v1/chat/completions", body)
-        total = time.perf_counter() - t0
+        status, _, data = request(port, "POST", "/v1/chat/completions", body)
         with lock:
             if status == 200:
-                held = work_s(data, total - float(headers.get("x-kevlaya-queue-ms", 0)) / 1000)
                 out["ok"] += 1
-                out["work"] += held
-                out["longest"] = max(out["longest"], held)
             elif status in (429, 503):
                 out["refused"] += 1
             else:
@@ -105,7 +119,7 @@ def burst(port, n):
     return out
 
 
-def run(label, port):
+def run(label, port, seen):
     totals = {"switches": 0, "minimum": 0, "self": 0}
     for b in range(ARGS.bursts):
         request(port, "POST", "/admin/unload")
@@ -116,8 +130,13 @@ def run(label, port):
         _, _, data = request(port, "GET", "/status")
         recs = [s for s in json.loads(data)["recent_switches"] if s["at_ms"] >= since_ms - 1]
         selfr = sum(1 for s in recs if s["from"] == s["to"])
-        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + out["longest"]
-        minimum = max(2, math.ceil(out["work"] / per_residency))
+        time.sleep(0.5)  # the last `request` events reach the /events reader
+        calls = seen.since(since_ms - 1)
+        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + max(((e["total_ms"] - e["queue_ms"]) / 1000 for e in calls), default=0)
+        work = {}
+        for e in calls:
+            work[e["model"]] = work.get(e["model"], 0) + (e["total_ms"] - e["queue_ms"]) / 1000
+        minimum = sum(max(1, math.ceil(w / per_residency)) for w in work.values()) or 2
         totals["switches"] += len(recs)
         totals["minimum"] += minimum
         totals["self"] += selfr
@@ -148,10 +167,11 @@ def main():
         door, port = start_door(tmp, server, tiny)
         hogs = []
         try:
-            run("quiet", port)
+            seen = Requests(port)
+            run("quiet", port, seen)
             if ARGS.hogs > 0:
                 hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ARGS.hogs)]
-                run("busy", port)
+                run("busy", port, seen)
         finally:
             for h in hogs:
                 h.kill()

@@ -137,7 +137,10 @@ void ollama(const Api& api) {
   CHECK(lines_with(g.body, "\"done\":false") >= 1);
   CHECK(lines_with(g.body, "\"done\":true") == 1);
   // laya was loaded for this call: its load shows, and the total holds it all.
-  const auto last = json::parse(g.body.substr(g.body.rfind("{\"model\"")), nullptr, false);
+  std::string lines = g.body;
+  while (!lines.empty() && (lines.back() == '\n' || lines.back() == '\r')) lines.pop_back();
+  const auto last = json::parse(lines.substr(lines.rfind('\n') + 1), nullptr, false);  // the done line
+  REQUIRE((last.is_object() && last.contains("load_duration") && last.contains("eval_duration")));
   CHECK(last["load_duration"] > 0);
   CHECK(last["eval_count"] > 0);
   CHECK(last["total_duration"] >= last["load_duration"].get<std::int64_t>() +

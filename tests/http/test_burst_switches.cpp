@@ -4,17 +4,19 @@
 // more switches than 1.2 x the fewest that the starvation guard allows.
 //
 // The fewest switches: a burst asks for both models, and each burst starts cold (an admin unload
-// before it), so each model is loaded at least once: 2. Beyond that the guard cuts a residency
-// once the other model's oldest request has waited max_wait_before_swap_ms W since the resident
-// became ready; the answer in flight then finishes. So one residency serves at most W + s_max of
-// work (s_max: the longest answer), and a burst whose answers took the child S in all (its
-// timings; parallel 1) needs at least ceil(S / (W + s_max)) residencies, one switch each. Loads here take longer than W (the
+// before it), so each model is loaded at least once. Beyond that the guard cuts a residency once
+// the other model's oldest request has waited max_wait_before_swap_ms W since the resident became
+// ready; the answer in flight then finishes. So one residency serves at most W + s_max of work
+// (s_max: the longest answer), and a model whose answers held a slot S_m in all (the door's
+// records: total - queue; parallel 1) needs at least ceil(S_m / (W + s_max)) residencies of its
+// own, one switch each: minimum = sum over the models of max(1, ceil(S_m / (W + s_max))). Loads here take longer than W (the
 // stand-in's --fake-load-ms; the real server on its own) and min_residency_ms is 0, which is when
 // the old scheduler drained a child that still had older requests queued and started it again.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -43,10 +45,8 @@ void write_burst_config(const TempDir& dir, const std::string& binary, const std
 }
 
 struct BurstOutcome {
-  int answered = 0;         // 200
-  double work_s = 0;        // sum of the child's work on the answers (its timings), seconds
-  double longest_s = 0;     // the longest of them
-  std::string failures;     // status and body of the others
+  int answered = 0;      // 200
+  std::string failures;  // status and body of the others
 };
 
 // `n` requests at once, kev and laya in turn (max_tokens 16, as in the measurement).
@@ -58,26 +58,36 @@ BurstOutcome burst(std::uint16_t port, int n) {
     clients.emplace_back([&, i] {
       const std::string body = json{{"model", i % 2 ? "laya" : "kev"}, {"max_tokens", 16},
                                     {"messages", {{{"role", "user"}, {"content", "Once"}}}}}.dump();
-      const auto t0 = std::chrono::steady_clock::now();
       const auto r = http_request(port, "POST", "/v1/chat/completions", body);
-      const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(mu);
-      if (r.status != 200) {
-        out.failures += std::to_string(r.status) + " " + r.body.substr(0, 200) + "\n";
-        return;
-      }
-      ++out.answered;
-      // The child's own work (its timings: prompt + generation); else the time holding the slot.
-      double work = std::max(0.0, total - std::atof(r.header("x-kevlaya-queue-ms").c_str()) / 1000);
-      const auto t = r.json_body().value("timings", json::object());
-      if (t.contains("prompt_ms") && t.contains("predicted_ms"))
-        work = (t["prompt_ms"].get<double>() + t["predicted_ms"].get<double>()) / 1000;
-      out.work_s += work;
-      out.longest_s = std::max(out.longest_s, work);
+      if (r.status == 200) ++out.answered;
+      else out.failures += std::to_string(r.status) + " " + r.body.substr(0, 200) + "\n";
     });
   }
   for (auto& c : clients) c.join();
   return out;
+}
+
+// The fewest switches the guard allows for the requests the door recorded since `since_ms` (its
+// /status recent_requests, 50 kept; each held its slot total_ms - queue_ms): per model,
+// max(1, ceil(S_model / (W + s_max))) residencies.
+int guard_minimum(const json& status, std::int64_t since_ms) {
+  std::map<std::string, double> work_s;
+  double longest_s = 0;
+  for (const auto& r : status.value("recent_requests", json::array())) {
+    if (r.value("at_ms", std::int64_t{0}) < since_ms || !r["queue_ms"].is_number()) continue;
+    const double held = static_cast<double>(r["total_ms"].get<std::int64_t>() - r["queue_ms"].get<std::int64_t>()) / 1000;
+    work_s[r.value("model", "")] += held;
+    longest_s = std::max(longest_s, held);
+  }
+  int minimum = 0;
+  for (const auto& [model, s] : work_s)
+    minimum += std::max(1, static_cast<int>(std::ceil(s / (kGuardMs / 1000.0 + longest_s))));
+  return minimum;
+}
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void bursts_waste_no_switch(const std::string& binary, const std::string& extra_args, int n, int bursts) {
@@ -88,11 +98,11 @@ void bursts_waste_no_switch(const std::string& binary, const std::string& extra_
   int minimum = 0;
   for (int b = 0; b < bursts; ++b) {
     REQUIRE(http_request(port, "POST", "/admin/unload").status == 200);  // each burst starts cold
+    const auto since = unix_ms();
     const auto out = burst(port, n);
     INFO(out.failures);
     REQUIRE(out.answered == n);
-    const double per_residency = kGuardMs / 1000.0 + out.longest_s;
-    minimum += std::max(2, static_cast<int>(std::ceil(out.work_s / per_residency)));
+    minimum += guard_minimum(http_request(port, "GET", "/status").json_body(), since);
   }
   const auto status = http_request(port, "GET", "/status").json_body();
   int switches = 0, self_restarts = 0;

@@ -138,9 +138,9 @@ TEST_CASE("scheduler: a burst over two rotating models with slow loads restarts 
   CHECK(b.cut == 0);
   CHECK(b.self_restarts == 0);
   // The guard lets a residency serve at most max_wait_before_swap_ms (after it became ready) plus
-  // the answer in flight while the other model waits: 40 answers of 250 ms need at least
-  // ceil(10 s / (2 s + 0.25 s)) = 5 residencies, one switch each.
-  const int minimum = static_cast<int>(std::ceil(10.0 / 2.25));
+  // the answer in flight while the other model waits: each model's 20 answers of 250 ms need at
+  // least ceil(5 s / (2 s + 0.25 s)) = 3 residencies of it, one switch each.
+  const int minimum = 2 * static_cast<int>(std::ceil(5.0 / 2.25));
   INFO("switches " << b.switches << ", minimum " << minimum);
   CHECK(b.switches <= minimum * 12 / 10);
 }
