@@ -61,9 +61,10 @@ int run_init(const InitArgs& a) {
   for (std::size_t i = 0; i < cfg.profiles.size(); ++i) {
     auto p = cfg.profiles[i];
     p.discovered = false;
-    const auto& c = (*fits)[i].choice;
+    const auto& fit = fits.value()[i];
+    const auto& c = fit.choice;
     files.emplace_back("profiles/" + p.name + ".yaml",
-                       config::profile_yaml(p, "From " + (*fits)[i].model + " (kevlaya-orch init).\n" +
+                       config::profile_yaml(p, "From " + fit.model + " (kevlaya-orch init).\n" +
                                                    ledger::to_string(c) + ": " + c.why));
   }
   return write_files(a.dir, files, a.force, "init") ? kExitOk : kExitFailure;
