@@ -56,6 +56,7 @@ class Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
   const Error& error() const { return std::get<1>(v_); }
 
  private:

@@ -191,7 +191,7 @@ asio::awaitable<bool> ProcessEffects::responsive(const std::string& profile) {
   upstream::Endpoint fresh = ep->second;
   fresh.pool = nullptr;  // its own connection: the pooled ones may be the silent ones
   auto res = co_await upstream::fetch(ioc_.get_executor(), fresh, req);
-  co_return res.has_value();  // any answer: the process serves; only silence is `hung`
+  co_return res.ok();  // any answer: the process serves; only silence is `hung`
 }
 
 void ProcessEffects::kill(const std::string& profile) {
