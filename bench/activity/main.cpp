@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "activity/recorder.hpp"
-#include "stats.hpp"
+#include "../stats.hpp"
 
 using namespace kevlaya;
 

@@ -232,8 +232,8 @@ asio::awaitable<void> RunQueue::work() {
     std::string().swap(run->body);
     if (res) res = co_await d_.runner->run_task(run->pipeline, std::move(res.value()));
     run_s_.add(std::chrono::duration<double>(Clock::now() - t0).count());
+    if (res) note_pipeline_calls(d_, run->id, run->pipeline, res.value());  // one activity record per model call
     finish(d_.metrics, *run, std::move(res));
-    note_pipeline_calls(d_, run->id, run->pipeline, run->record);  // one activity record per model call
     note_run(d_, run_note(*run, ms_since(t0)));  // the status page's recent runs
     --stats_.queued;
     stats_.queued_bytes -= run->body_bytes;

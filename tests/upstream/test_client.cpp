@@ -28,7 +28,13 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kGenerous = 10s;  // test deadlines: only hit if the code under test is broken
-StreamOptions generous() { return StreamOptions{kGenerous, kGenerous}; }
+StreamOptions options(std::chrono::milliseconds deadline, std::chrono::milliseconds idle) {
+  StreamOptions o;
+  o.deadline = deadline;
+  o.idle_timeout = idle;
+  return o;
+}
+StreamOptions generous() { return options(kGenerous, kGenerous); }
 
 // A one-shot event: wait() suspends until set() (a timer that never expires, cancelled to wake).
 class Event {
@@ -336,7 +342,7 @@ TEST_CASE("stream idle timeout fires when the server goes silent mid-body", "[up
           co_return true;
         };
         Request r;
-        StreamOptions opt{kGenerous, 100ms};
+        StreamOptions opt = options(kGenerous, 100ms);
         got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, opt, nullptr);
         release.set();
       });
@@ -600,7 +606,7 @@ TEST_CASE("stream: first_byte_timeout bounds the wait for the head, idle_timeout
         co_await release.wait();  // never a byte
       },
       [&]() -> asio::awaitable<void> {
-        StreamOptions opt{kGenerous, kGenerous};
+        StreamOptions opt = options(kGenerous, kGenerous);
         opt.first_byte_timeout = 100ms;
         Request r;
         got = co_await stream(io.get_executor(), srv.endpoint(), r, StreamCallbacks{}, opt, nullptr);
