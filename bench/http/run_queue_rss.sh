@@ -15,6 +15,7 @@ printf 'name: kev\nbinary: %s\nmodel: %s\nextra_args: [--fake-load-ms, "600000"]
 printf 'name: hold\nstages:\n  - name: s\n    model: kev\n    user: "{{input}}"\n' >"$d/pipelines/hold.yaml"
 printf 'profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\nlimits: {max_body_bytes: 2097152}\nruns: {max_queued: 1000, max_queued_bytes: 268435456}\n' >"$d/kevlaya.yaml"
 python3 -c 'import json; print(json.dumps({"input": "x", "candidates": ["ab"] * 200000}))' >"$d/body.json"
+: >"$d/serve.log"
 "$orch" serve "$d/kevlaya.yaml" --port 0 >"$d/serve.log" 2>&1 & pid=$!
 until grep -q 'listening on' "$d/serve.log"; do sleep 0.05; done
 url=$(grep -o 'http://[0-9.:]*' "$d/serve.log" | head -1)

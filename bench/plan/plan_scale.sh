@@ -22,6 +22,7 @@ for n in "${counts[@]}"; do
   done
   printf 'profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\nresidency: auto\ngpu:\n  vram_mib: 3000\n' >"$d/kevlaya.yaml"
   t0=$(ms); timeout "$limit" "$orch" check "$d/kevlaya.yaml" >/dev/null 2>&1 || true; check=$(( $(ms) - t0 ))
+  : >"$d/serve.log"
   t0=$(ms); "$orch" serve "$d/kevlaya.yaml" --port 0 >"$d/serve.log" 2>&1 & serve_pid=$!
   until grep -q 'listening on' "$d/serve.log" || [ $(( $(ms) - t0 )) -gt $((limit * 1000)) ]; do sleep 0.01; done
   listen=$(( $(ms) - t0 ))

@@ -11,7 +11,7 @@
 namespace kevlaya {
 
 inline constexpr std::uint64_t kMaxConfigFileBytes = 1ULL << 20;  // a YAML file, a key file
-inline constexpr std::uint64_t kMaxTaskFileBytes = 256ULL << 20;  // run/eval --input-file
+inline constexpr std::uint64_t kMaxTaskFileBytes = 256ULL << 20;  // run --input-file, eval --scenarios
 
 // The whole of `path`, or an Errc::io_error saying why, without the path (the caller names it):
 // "file not found", "a FIFO, not a regular file", "N bytes, more than the M-byte limit for `what`".

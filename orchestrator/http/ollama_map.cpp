@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
-#include <tuple>
+#include <utility>
 
 #include "common/bounded_json.hpp"
 #include "http/bodies.hpp"
@@ -25,14 +25,13 @@ Result<json> map_options(const json& opts, int ctx, json out) {
   if (*n && (*n)->get<std::int64_t>() > ctx)
     return bad("options.num_ctx " + std::to_string((*n)->get<std::int64_t>()) + " is above this model's context (" +
                std::to_string(ctx) + " tokens, the profile's ctx); raise ctx in the profile instead");
-  static const std::tuple<const char*, const char*, JsonKind> kSame[] = {
-      {"temperature", "temperature", JsonKind::number}, {"top_p", "top_p", JsonKind::number},
-      {"top_k", "top_k", JsonKind::integer}, {"min_p", "min_p", JsonKind::number}, {"seed", "seed", JsonKind::integer},
-      {"num_predict", "max_tokens", JsonKind::integer}, {"repeat_penalty", "repeat_penalty", JsonKind::number},
-      {"presence_penalty", "presence_penalty", JsonKind::number}, {"frequency_penalty", "frequency_penalty", JsonKind::number},
-      {"typical_p", "typical_p", JsonKind::number}, {"repeat_last_n", "repeat_last_n", JsonKind::integer}};
-  for (const auto& [from, to, kind] : kSame) {
-    auto v = typed_field(opts, from, kind, "options");
+  // Numbers, as Ollama reads them (an integer option takes 40.0 too); llama-server judges the values.
+  static const std::pair<const char*, const char*> kSame[] = {
+      {"temperature", "temperature"}, {"top_p", "top_p"}, {"top_k", "top_k"}, {"min_p", "min_p"}, {"seed", "seed"},
+      {"num_predict", "max_tokens"}, {"repeat_penalty", "repeat_penalty"}, {"presence_penalty", "presence_penalty"},
+      {"frequency_penalty", "frequency_penalty"}, {"typical_p", "typical_p"}, {"repeat_last_n", "repeat_last_n"}};
+  for (const auto& [from, to] : kSame) {
+    auto v = typed_field(opts, from, JsonKind::number, "options");
     if (!v) return v.error();
     if (*v) out[to] = **v;
   }
