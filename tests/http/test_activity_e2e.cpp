@@ -67,6 +67,19 @@ void records_match_timings(const std::string& binary) {
   CHECK(s["decode_tps"].get<double>() == Approx(t2["predicted_per_second"].get<double>()).epsilon(1e-9));
   CHECK(s["generated_tokens"] == t2["predicted_n"]);
   CHECK(s["ttft_ms"].get<std::int64_t>() <= s["total_ms"].get<std::int64_t>());
+  // The same history from the terminal: a table, the JSON page, the door's CSV.
+  const std::string cli = orch_binary().string() + " activity --url http://127.0.0.1:" + std::to_string(port);
+  const auto table = run_command(cli + " --model kev --since 1h");
+  INFO(table.output);
+  CHECK(table.exit_code == 0);
+  CHECK(table.output.find("DECODE T/S") != std::string::npos);
+  CHECK(table.output.find("e2e") != std::string::npos);  // the session of the first call
+  const auto page = json::parse(run_command(cli + " --json").output, nullptr, false);
+  CHECK(page["records"].size() == 2);
+  const auto csv = run_command(cli + " --csv --status 2xx");
+  CHECK(csv.output.rfind("id,at_ms,client,", 0) == 0);
+  CHECK(count_of(csv.output, "\n") == 3);
+  CHECK(run_command(cli + " --since yesterday").exit_code == 1);  // the door's 400, as one sentence
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
