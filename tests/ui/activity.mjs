@@ -74,6 +74,7 @@ try {
   assert.match(headers, /authorization: \[redacted\]/i);
   assert.ok(!headers.includes(key), 'the key leaked into the capture');
   await page.screenshot({ path: out + '/activity.png', fullPage: true });
+  await (await page.$('#activity-section')).screenshot({ path: out + '/activity-section.png' });
 
   assert.deepEqual(problems, []);
   console.log('UI_ACTIVITY ok');
