@@ -228,6 +228,7 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       ps.stale = false;
       set_phase(a.profile, ps, Phase::starting);
       ++ps.starts;
+      ++starts_in_flight_;  // counted from the decision: a shutdown before do_start runs waits too
       asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
       break;
     case Action::Kind::drain:
@@ -321,7 +322,6 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
 asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t gen) {
   auto self = shared_from_this();
   auto& ps = profs_[name];
-  ++starts_in_flight_;
   StartOutcome out = co_await start_watched(name, gen);
   auto now = Clock::now();
   if (shutting_down_) {  // shutdown stopped it meanwhile, or stopped nothing yet: this child goes too

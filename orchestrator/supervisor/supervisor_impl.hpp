@@ -157,7 +157,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::deque<SwitchRecord> switches_;
   std::uint64_t next_id_ = 1;
   bool shutting_down_ = false;
-  int starts_in_flight_ = 0;  // do_start coroutines not yet returned: shutdown waits for them
+  int starts_in_flight_ = 0;  // starts decided whose do_start has not returned: shutdown waits for them
   std::vector<std::string> preload_;  // child names to start once (start_wanted), then cleared
   std::unique_ptr<remote::Monitor> remotes_;  // health of the remote profiles; on strand_
 };

@@ -56,7 +56,8 @@ TEST_CASE("a Transfer-Encoding in an HTTP/1.0 request is bad framing: 400", "[ht
   c.send("POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
          "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
   const auto got = c.read_until("\r\n\r\n");
-  CHECK(got.rfind("HTTP/1.0 400", 0) == 0);
+  CHECK(got.rfind("HTTP/1.", 0) == 0);
+  CHECK(got.find(" 400 Bad Request\r\n") == 8);
   CHECK(c.wait_closed(10s));
   CHECK(door.upstream().requests == 0);
 }

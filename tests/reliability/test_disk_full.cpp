@@ -131,8 +131,8 @@ TEST_CASE("disk full: an empty or cut-short state file is ignored with a warning
   Serve serve(config);
   const auto log = serve.proc().log();
   INFO(log);
-  CHECK(log.find("ignoring and removing " + (dir / "state/kev-4242.json").string()) != std::string::npos);
-  CHECK(log.find("ignoring and removing " + (dir / "state/laya-4243.json").string()) != std::string::npos);
+  CHECK(std::regex_search(log, std::regex("ignoring and removing [^\n]*/kev-4242\\.json: empty or cut short")));
+  CHECK(std::regex_search(log, std::regex("ignoring and removing [^\n]*/laya-4243\\.json: empty or cut short")));
   CHECK_FALSE(std::filesystem::exists(dir / "state/kev-4242.json"));
   CHECK_FALSE(std::filesystem::exists(dir / "state/laya-4243.json"));
   CHECK(std::filesystem::exists(dir / "state/notes-1.json"));
