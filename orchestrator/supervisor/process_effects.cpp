@@ -181,12 +181,12 @@ asio::awaitable<bool> ProcessEffects::responsive(const std::string& profile) {
   if (child == children_.end() || ep == ready_.end()) co_return true;  // not ready: nothing to judge
   const auto& h = child->second->options().profile.health;
   upstream::Request req;
-  req.target = h.path.empty() ? "/" : h.path;
+  if (!h.path.empty()) req.target = h.path;  // else "/" (no ?: of strings in a coroutine: GCC 12)
   req.timeout = std::chrono::milliseconds(h.probe_timeout_ms);
   upstream::Endpoint fresh = ep->second;
   fresh.pool = nullptr;  // its own connection: the pooled ones may be the silent ones
   auto res = co_await upstream::fetch(ioc_.get_executor(), fresh, req);
-  co_return res.has_value();  // any answer: the process serves; only silence is `hung`
+  co_return res.ok();  // any answer: the process serves; only silence is `hung`
 }
 
 void ProcessEffects::kill(const std::string& profile) {
