@@ -515,6 +515,21 @@ TEST_CASE("pool: once closed (the child stopped), it keeps and hands out nothing
 }
 
 // Issue 32 item 2: liveness of a silent server (StreamOptions::check_after / still_alive).
+namespace {
+
+// generous(), with a silence watch every 100 ms whose liveness check answers `alive` (counted).
+StreamOptions watched(int& checks, bool alive) {
+  StreamOptions opt = generous();
+  opt.check_after = 100ms;
+  opt.still_alive = [&checks, alive]() -> asio::awaitable<bool> {
+    ++checks;
+    co_return alive;
+  };
+  return opt;
+}
+
+}  // namespace
+
 TEST_CASE("stream: a server silent past check_after whose liveness check fails ends at once as stopped answering",
           "[upstream]") {
   asio::io_context io;
@@ -532,12 +547,7 @@ TEST_CASE("stream: a server silent past check_after whose liveness check fails e
         release.set();
       },
       [&]() -> asio::awaitable<void> {
-        StreamOptions opt = generous();
-        opt.check_after = 100ms;
-        opt.still_alive = [&]() -> asio::awaitable<bool> {
-          ++checks;
-          co_return false;
-        };
+        const StreamOptions opt = watched(checks, false);
         Request r;
         StreamCallbacks none;  // named: no braced temporary in a co_await (client.hpp)
         const auto t0 = std::chrono::steady_clock::now();
@@ -568,12 +578,7 @@ TEST_CASE("stream: a liveness check that passes keeps waiting, and the late answ
         co_await send(s, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ndone");
       },
       [&]() -> asio::awaitable<void> {
-        StreamOptions opt = generous();
-        opt.check_after = 100ms;
-        opt.still_alive = [&]() -> asio::awaitable<bool> {
-          ++checks;
-          co_return true;
-        };
+        const StreamOptions opt = watched(checks, true);
         StreamCallbacks cb;
         cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
           received += b;
