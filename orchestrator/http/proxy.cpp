@@ -246,8 +246,11 @@ asio::awaitable<bool> overflow(Connection& c, const Call& call, const Lease& lea
     co_return false;
   }
   r.streaming = r.passthrough = true;
-  const std::string ctype = r.content_type.empty() ? "application/json" : r.content_type;
-  if (!co_await c.start_stream(200, ctype, lease_headers(lease, queue_ms)) || !co_await c.chunk(r.body)) {
+  std::string ctype = "application/json";  // (no ?: of strings: GCC 12 double-destroys it in a coroutine)
+  if (!r.content_type.empty()) ctype = r.content_type;
+  bool sent = co_await c.start_stream(200, ctype, lease_headers(lease, queue_ms));
+  if (sent) sent = co_await c.chunk(r.body);
+  if (!sent) {
     r.client_gone = true;
     co_return false;
   }

@@ -186,7 +186,7 @@ asio::awaitable<bool> ProcessEffects::responsive(const std::string& profile) {
   if (child == children_.end() || ep == ready_.end()) co_return true;  // not ready: nothing to judge
   const auto& h = child->second->options().profile.health;
   upstream::Request req;
-  req.target = h.path.empty() ? "/" : h.path;
+  if (!h.path.empty()) req.target = h.path;  // else "/" (no ?: of strings in a coroutine: GCC 12)
   req.timeout = std::chrono::milliseconds(h.probe_timeout_ms);
   upstream::Endpoint fresh = ep->second;
   fresh.pool = nullptr;  // its own connection: the pooled ones may be the silent ones

@@ -35,6 +35,18 @@ Errc errc_for(FailureKind k) {
   }
 }
 
+// A ready child that sent nothing and did not answer its health probe (check_responsive).
+ChildFailure hung_failure(const config::HealthCfg& h, int pid) {
+  ChildFailure f;
+  f.kind = FailureKind::hung;
+  f.message = "stopped answering: a request got no byte for " + std::to_string(h.hung_check_s) + " s and GET " +
+              (h.path.empty() ? std::string("/") : h.path) + " no answer within " +
+              std::to_string(h.probe_timeout_ms) + " ms; killed (pid " + std::to_string(pid) + ")";
+  f.hint = "the process was stopped (SIGSTOP), deadlocked or starved; it is restarted with backoff "
+           "(health.hung_check_s, health.probe_timeout_ms)";
+  return f;
+}
+
 Error prefixed(Error e, const std::string& profile) {
   e.message = profile + ": " + e.message;
   return e;
@@ -441,14 +453,7 @@ asio::awaitable<bool> SupervisorImpl::check_responsive(std::shared_ptr<LeaseShar
   auto& ps = profs_[lease->child];
   if (answers || ps.gen != gen || (ps.phase != Phase::ready && ps.phase != Phase::draining))
     co_return lease->crashed.load(std::memory_order_acquire);
-  const auto& h = ps.profile->health;
-  ChildFailure f;
-  f.kind = FailureKind::hung;
-  f.message = "stopped answering: a request got no byte for " + std::to_string(h.hung_check_s) +
-              " s and GET " + (h.path.empty() ? std::string("/") : h.path) + " no answer within " +
-              std::to_string(h.probe_timeout_ms) + " ms; killed (pid " + std::to_string(ps.pid) + ")";
-  f.hint = "the process was stopped (SIGSTOP), deadlocked or starved; it is restarted with backoff "
-           "(health.hung_check_s, health.probe_timeout_ms)";
+  ChildFailure f = hung_failure(ps.profile->health, ps.pid);
   spdlog::error("{}: {}", lease->child, f.message);
   effects_->kill(lease->child);
   on_crash(lease->child, ps, std::move(f));

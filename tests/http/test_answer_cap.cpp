@@ -49,19 +49,19 @@ TEST_CASE("answer cap: an error body past limits.max_answer_bytes is 502 naming 
 
 TEST_CASE("answer cap: a plain answer past the cap is relayed whole, chunked, not held", "[http]") {
   Door door(capped());
-  door.upstream().huge_bytes = 3 * kCap + 5;
+  door.upstream().huge_bytes = static_cast<std::uint64_t>(3 * kCap + 5);
   auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "huge"));
   CHECK(r.status == 200);
   CHECK(r.header("transfer-encoding") == "chunked");
   CHECK(r.header("x-kevlaya-model") == "kev");
-  CHECK(r.body.size() == 3 * kCap + 5);
+  CHECK(r.body.size() == static_cast<std::size_t>(3 * kCap + 5));
   CHECK(r.body.rfind("{\"x\":\"aaa", 0) == 0);
   CHECK(r.body.substr(r.body.size() - 3) == "a\"}");
 }
 
 TEST_CASE("answer cap: a translated (Ollama) answer past the cap is 502 in Ollama's shape", "[http]") {
   Door door(capped());
-  door.upstream().huge_bytes = 2 * kCap;
+  door.upstream().huge_bytes = static_cast<std::uint64_t>(2 * kCap);
   const json b = {{"model", "kev"}, {"stream", false}, {"messages", {{{"role", "user"}, {"content", "test_mode:huge"}}}}};
   auto r = http_request(door.port(), "POST", "/api/chat", b.dump());
   INFO(r.body);
@@ -72,7 +72,7 @@ TEST_CASE("answer cap: a translated (Ollama) answer past the cap is 502 in Ollam
 
 TEST_CASE("answer cap: an answer under the cap is buffered and sent with Content-Length as before", "[http]") {
   Door door(capped());
-  door.upstream().huge_bytes = kCap;
+  door.upstream().huge_bytes = static_cast<std::uint64_t>(kCap);
   auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "huge"));
   CHECK(r.status == 200);
   CHECK(r.header("content-length") == std::to_string(kCap));

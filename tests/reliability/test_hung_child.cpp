@@ -81,6 +81,7 @@ void stopped_child_is_replaced(const std::string& binary, const std::vector<std:
   CHECK(next.status == 200);
   const auto st = profile_status(serve.port());
   CHECK(st["pid"].get<int>() != pid);
+  REQUIRE(st.contains("last_failure"));
   CHECK(st["last_failure"]["kind"] == "hung");
   CHECK(::kill(pid, 0) != 0);  // gone (killed and reaped)
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
