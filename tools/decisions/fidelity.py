@@ -54,13 +54,15 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, gguf, log):
+    def __init__(self, binary, gguf, log, exact=True):
+        """exact: the graph as PyTorch computes it (F32 KV cache, no flash attention, see 4.);
+        otherwise the server's defaults, as the pipeline runs it."""
         self.port = free_port()
-        self.proc = subprocess.Popen([binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(self.port),
-                                      "-c", "512", "-np", "1", "-t", "1", "-ngl", "0",
-                                      # the exact graph: F32 KV cache, no flash attention (see 4.)
-                                      "--cache-type-k", "f32", "--cache-type-v", "f32", "--flash-attn", "off"],
-                                     stdout=log, stderr=subprocess.STDOUT)
+        args = [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(self.port), "-c", "512", "-np", "1",
+                "-t", "1", "-ngl", "0"]
+        if exact:
+            args += ["--cache-type-k", "f32", "--cache-type-v", "f32", "--flash-attn", "off"]
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
