@@ -67,7 +67,8 @@ def main():
         print(table(r, [("catch (wrong rejected)", "laya_catch"), ("false reject (right rejected)", "laya_false_reject"),
                         ("schema-valid", "schema_valid")]))
     if not os.path.exists(pj):
-        print("(not measured yet: run tools/decisions/eval.sh, then this script again)")
+        print("(no eval.sh report here: the committed figures, measured on the real server per quantization with\n"
+              "tools/decisions/quant_table.py, are in docs/decisions.md)")
 
 
 if __name__ == "__main__":
