@@ -30,7 +30,7 @@ struct DecisionsProject {
       write_text(dir / ("profiles/" + name + ".yaml"),
                  "name: " + name + "\nbinary: " + server + "\nmodel: " +
                      (source_dir() / ("tools/decisions/models/" + name + ".gguf")).string() +
-                     "\nngl: 0\nctx: 512\nparallel: 1\n");
+                     "\nngl: 0\nctx: 512\nparallel: 1\nextra_args: [\"-t\", \"1\"]\n");
     write_text(dir / "scenarios.jsonl", head("scenarios-heldout.jsonl", kScenarios));
     write_text(dir / "laya-scenarios.jsonl", head("laya-heldout.jsonl", 2 * kScenarios));
   }
