@@ -1,34 +1,19 @@
 #!/usr/bin/env python3
 """Prints the model card (Markdown) of the trained Kev and Laya.
 
-  card.py TRAIN_DIR [EVAL_DIR]
+  card.py MODELS_DIR [EVAL_DIR]
 
-TRAIN_DIR holds params.json and the llama-finetune logs (train.sh); EVAL_DIR (default
+MODELS_DIR holds train.py's summaries kev.json and laya.json; EVAL_DIR (default
 var/decisions/eval) the `eval --json` reports of eval.sh, when it has run.
 """
 import json
 import os
-import re
 import sys
 
 
 def read_text(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read()
-
-
-def last_epoch(log_path):
-    """(train loss, train acc, val loss, val acc) of the last epoch in a llama-finetune log."""
-    if not os.path.exists(log_path):
-        return None
-    text = read_text(log_path).replace("\r", "\n")
-    found = {}
-    for kind in ("train", "val"):
-        rows = re.findall(kind + r":.*data=(\d+)/(\d+) loss=([\d.]+)\S* acc=([\d.]+)", text)
-        done = [r for r in rows if r[0] == r[1]]
-        if done:
-            found[kind] = (float(done[-1][2]), float(done[-1][3]))
-    return found
 
 
 def rate(r):
@@ -48,25 +33,25 @@ def table(report, cols):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    train = sys.argv[1]
+    models = sys.argv[1]
     ev = sys.argv[2] if len(sys.argv) > 2 else "var/decisions/eval"
-    p = json.loads(read_text(os.path.join(train, "params.json")))
     print("# Tiny Kev and Laya: model card\n")
-    print("Trained from scratch by `tools/decisions/train.sh` (llama-finetune, CPU, one thread) on text from")
-    print("`tools/decisions/gen.py`: the exact ChatML prompts llama-server builds from")
-    print("`pipelines/decide-verify.yaml`, followed by the right answer.\n")
-    print(f"- architecture: llama, n_embd {p['n_embd']}, {p['n_layer']} layers, 4 heads, n_ff {p['n_ff']}, "
-          f"vocab {p['n_vocab']} ({p['task_tokens']} task tokens), F32")
-    print(f"- data: generator seed {p['seed']}; Kev {p['kev_examples']} examples (30% with Laya's reject "
-          f"reason as feedback), Laya {p['laya_examples']} (half right proposals, half wrong)")
-    print(f"- training: {p['epochs']} epochs, AdamW lr {p['lr']}, ctx {p['ctx']} (one batch = {p['ctx']} tokens), "
-          f"seed {p['seed']}, 5% validation split")
+    print("Trained from scratch in PyTorch by `tools/decisions/train.sh` (`train.py`, CPU, one thread) on text")
+    print("from `tools/decisions/gen.py`: the exact ChatML prompts llama-server builds from")
+    print("`pipelines/decide-verify.yaml`, followed by the right answer (loss on the answer tokens only);")
+    print("exported to F32 GGUF (`general.architecture = llama`) and checked against the real server by")
+    print("`tools/decisions/fidelity.py`.\n")
     for m in ("kev", "laya"):
-        e = last_epoch(os.path.join(train, f"{m}.log"))
-        if e and "train" in e:
-            v = e.get("val", (float("nan"), float("nan")))
-            print(f"- {m}: last epoch train loss {e['train'][0]:.3f} (token acc {e['train'][1]:.1f}%), "
-                  f"validation loss {v[0]:.3f} (token acc {v[1]:.1f}%)")
+        p = json.loads(read_text(os.path.join(models, f"{m}.json")))
+        c = p["config"]
+        h = p["heldout"]
+        print(f"- **{m}** ({p['bytes'] / 1e6:.1f} MB, F32): llama, n_embd {c['n_embd']}, {c['n_layer']} layers, "
+              f"{c['n_head']} heads / {c['n_head_kv']} KV heads, n_ff {c['n_ff']}, vocab {c['n_vocab']}, "
+              f"rms eps {c['eps']}, rope base {c['freq_base']:g}; data: generator seed {p['seed']}, "
+              f"{p['examples']} examples; training: {p['epochs']} epochs = {p['steps']} steps of {p['batch']}, "
+              f"AdamW lr {p['lr']:g} (warm-up, linear decay), {100 * p.get('noise', 0):.0f}% of situation tokens "
+              f"swapped at random, seed {p['seed']}, {p['threads']} thread, torch {p['torch']}; final loss "
+              f"{p['final_loss']}; greedy held-out accuracy in PyTorch {h['right']}/{h['of']}")
     print("\n## Measured (tools/decisions/eval.sh, real llama-server, temperature 0.1)\n")
     pj, lj = os.path.join(ev, "pipeline.json"), os.path.join(ev, "laya.json")
     if os.path.exists(pj):
@@ -82,7 +67,8 @@ def main():
         print(table(r, [("catch (wrong rejected)", "laya_catch"), ("false reject (right rejected)", "laya_false_reject"),
                         ("schema-valid", "schema_valid")]))
     if not os.path.exists(pj):
-        print("(not measured yet: run tools/decisions/eval.sh, then this script again)")
+        print("(no eval.sh report here: the committed figures, measured on the real server per quantization with\n"
+              "tools/decisions/quant_table.py, are in docs/decisions.md)")
 
 
 if __name__ == "__main__":

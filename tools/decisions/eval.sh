@@ -6,11 +6,14 @@
 #
 #   tools/decisions/eval.sh [--repeat N] [--quants "F16 Q8_0 Q4_0"] [--scenarios N] [--constraint on|off|both]
 #
+# Defaults: 20 repeats (the consistency test), F32 plus F16 Q8_0 Q5_0 Q4_0 Q4_K_M and Q2_K (the
+# deliberately too-coarse one; n_embd and n_ff are multiples of 256, so the K-quants apply to every
+# matrix), grammar on and off.
 # Writes var/decisions/eval/{pipeline,laya}.json (the `eval --json` reports) and prints the tables.
 # Env: LLAMA_BIN (dir with llama-server, llama-quantize; default var/llama-server), KEVLAYA_ORCH.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repeat=5 quants="F16 Q8_0 Q5_0 Q4_0" scenarios=0 constraint=both
+repeat=20 quants="F16 Q8_0 Q5_0 Q4_0 Q4_K_M Q2_K" scenarios=0 constraint=both
 while [ $# -gt 0 ]; do
   case $1 in
     --repeat) repeat=$2; shift 2 ;;
@@ -66,4 +69,7 @@ echo "== decide -> verify pipeline, held-out scenarios x $repeat"
 echo "== Laya alone on right and wrong decisions (verify-only.yaml) x $repeat"
 "$ORCH" eval tools/decisions/scenarios/verify-only.yaml --config "$dir/kevlaya.yaml" --scenarios "$lsc" \
   --repeat "$repeat" --variants "$laya_variants" --constraint "$constraint" --json > "$dir/laya.json"
-echo "eval.sh: reports in $dir/pipeline.json and $dir/laya.json"
+echo "eval.sh: reports in $dir/pipeline.json and $dir/laya.json; the tables:"
+python3 tools/decisions/card.py tools/decisions/models "$dir" | sed -n '/^## Measured/,$p'
+ls -l tools/decisions/models/*.gguf "$dir"/models/*.gguf | awk '{print $5, $NF}'
+

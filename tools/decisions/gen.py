@@ -9,7 +9,6 @@ Writes into DIR:
   scenarios-heldout.jsonl         held-out tasks in `run`/`eval` format, with "expected"
   scenarios-train.jsonl           a sample of training situations, same format
   laya-heldout.jsonl              held-out verifier tasks: "proposed" decision + expected "verdict"
-  tokens.json                     the task vocabulary for kevlaya-tiny-gguf --user-tokens
 Same seed and pipeline -> byte-identical files.
 """
 import argparse
@@ -23,8 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenarios as sc  # noqa: E402
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-# The models' EOS: a user token the tokenizer matches in plain text. "<|im_end|>" cannot be it: llama.cpp
-# turns a token with that text into a control token, which llama-finetune's tokenizer never produces.
+# The models' EOS: a control token of its own (vocab.py), so the server stops on it and prints nothing.
 EOS = "[[end]]"
 
 
@@ -108,44 +106,15 @@ def laya_answer(verdict, reason):
 
 
 def constant_pieces(stages):
-    """The fixed text between placeholders of each rendered prompt: whole tokens of the vocabulary."""
+    """The fixed text between placeholders of each rendered prompt (trailing spaces left to the
+    text that follows, so every word of a situation starts with a space): whole tokens of the
+    vocabulary, plus the fixed parts of Laya's answer and her reasons."""
     mark = "\x00"
     pieces = []
     for p in (kev_prompt(stages, mark, mark), laya_prompt(stages, mark, mark)):
-        pieces += [x for x in p.split(mark) if x]
-    return pieces
-
-
-def vocab(stages, train_situations):
-    toks = [EOS] + constant_pieces(stages)
-    toks += [", ".join(stages["decide"]["choices"])]
-    toks += sc.LABELS + [" " + l for l in sc.LABELS] + ["pass", "reject"]
-    sample = laya_answer("@@", "@@").split("@@")
-    toks += [x for x in sample if x]
-    toks += list(sc.WHY.values()) + ["; use", " fits", ";"]
-    # Frequent phrases of the training corpus as whole tokens (what BPE merges would find): the fixed
-    # text of each fact paraphrase between its slots, and of each training frame. A situation is then
-    # a handful of tokens, and the cue that decides the label is one of them.
-    for label in sc.LABELS:
-        for fact in sc.FACTS[label]:
-            for para in fact:
-                for chunk in re.split(r"\{\w+\}", para):
-                    if len(chunk.strip()) > 1:
-                        toks += [chunk, chunk[0].upper() + chunk[1:]]
-    for frame in sc.FRAMES_TRAIN:
-        toks += [c for c in frame.split("{fact}") if len(c.strip()) > 1]
-    words = set()
-    for s in train_situations:
-        for w in re.findall(r"[A-Za-z0-9_\-%]+", s):
-            words.add(w)
-    for w in sorted(words):
-        toks += [w, " " + w]
-    seen, out = set(), []
-    for t in toks:
-        if t not in seen:
-            seen.add(t)
-            out.append(t)
-    return out
+        pieces += [x.rstrip(" ") for x in p.split(mark) if x.strip(" ")]
+    pieces += [x for x in laya_answer("@@", "@@").split("@@") if x]
+    return pieces + list(sc.WHY.values())
 
 
 def balanced_labels(rng, n):
@@ -164,7 +133,7 @@ def kev_examples(stages, rng, n, feedback_share):
         if rng.random() < feedback_share:
             wrong = rng.choice([l for l in sc.LABELS if l != label])
             fb = sc.laya_reason(label, wrong)
-        out.append(kev_prompt(stages, text, fb) + label + EOS + "\n")
+        out.append((kev_prompt(stages, text, fb), label))
     return out, sits
 
 
@@ -175,7 +144,7 @@ def laya_examples(stages, rng, n):
         text = sc.situation(label, rng, False)[0]
         proposed = label if rng.random() < 0.5 else rng.choice([l for l in sc.LABELS if l != label])
         verdict = "pass" if proposed == label else "reject"
-        out.append(laya_prompt(stages, text, proposed) + laya_answer(verdict, sc.laya_reason(label, proposed)) + EOS + "\n")
+        out.append((laya_prompt(stages, text, proposed), laya_answer(verdict, sc.laya_reason(label, proposed))))
     return out
 
 
@@ -208,14 +177,9 @@ def main():
     ap.add_argument("--feedback-share", type=float, default=0.3)
     ap.add_argument("--scenarios-only", action="store_true", help="write only the .jsonl and verify-only.yaml files")
     a = ap.parse_args()
-    stages = read_stages(a.pipeline)
-    for need in ("decide", "verify"):
-        if need not in stages or "system" not in stages[need] or "user" not in stages[need]:
-            sys.exit(f"gen.py: {a.pipeline}: no '{need}' stage with system/user block texts")
+    stages = load_stages(a.pipeline)
     os.makedirs(a.out, exist_ok=True)
-    rng = random.Random(a.seed)
-    kev, sits = kev_examples(stages, rng, a.kev, a.feedback_share)
-    laya = laya_examples(stages, rng, a.laya)
+    kev, laya, sits = examples(stages, a.seed, a.kev, a.laya, a.feedback_share)
     cands = stages["decide"]["choices"]
     tasks, vtasks = heldout(random.Random(a.seed + 1), a.heldout, cands)
     train_sample = [{"id": f"t{i + 1:03d}", "input": s, "candidates": cands, "expected": l}
@@ -227,9 +191,23 @@ def main():
     write(os.path.join(a.out, "verify-only.yaml"), verify_only_yaml(a.pipeline))
     if a.scenarios_only:
         return
-    write(os.path.join(a.out, "kev-train.txt"), "".join(kev))
-    write(os.path.join(a.out, "laya-train.txt"), "".join(laya))
-    write(os.path.join(a.out, "tokens.json"), json.dumps(vocab(stages, [s for s, _ in sits]), indent=0) + "\n")
+    write(os.path.join(a.out, "kev-train.txt"), "".join(p + x + EOS + "\n" for p, x in kev))
+    write(os.path.join(a.out, "laya-train.txt"), "".join(p + x + EOS + "\n" for p, x in laya))
+
+
+def load_stages(pipeline):
+    stages = read_stages(pipeline)
+    for need in ("decide", "verify"):
+        if need not in stages or "system" not in stages[need] or "user" not in stages[need]:
+            sys.exit(f"gen.py: {pipeline}: no '{need}' stage with system/user block texts")
+    return stages
+
+
+def examples(stages, seed, n_kev, n_laya, feedback_share=0.3):
+    """(Kev's (prompt, answer) pairs, Laya's, Kev's (situation, label)): what training reads."""
+    rng = random.Random(seed)
+    kev, sits = kev_examples(stages, rng, n_kev, feedback_share)
+    return kev, laya_examples(stages, rng, n_laya), sits
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 """Unit tests of the scenario generator (ctest decisions:generator)."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -12,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PIPELINE = os.path.join(ROOT, "pipelines", "decide-verify.yaml")
 sys.path.insert(0, HERE)
 import gen  # noqa: E402
+import vocab  # noqa: E402
 import scenarios as sc  # noqa: E402
 from gen import read_text  # noqa: E402
 
@@ -93,10 +95,30 @@ class Generator(unittest.TestCase):
         self.assertEqual(gen.read_stages(os.path.join(self.a, "verify-only.yaml"))["verify"]["system"],
                          gen.read_stages(PIPELINE)["verify"]["system"])
 
-    def test_task_vocabulary_is_unique_and_holds_the_eos(self):
-        toks = json.loads(self.files["tokens.json"])
-        self.assertEqual(len(toks), len(set(toks)))
-        self.assertIn("[[end]]", toks)
+    def test_heldout_paraphrases_never_appear_in_training_text(self):
+        train = (self.kev + self.laya).lower()
+        for label, facts in sc.FACTS.items():
+            for fact in facts:
+                words = re.split(r"\{\w+\}", fact[-1])
+                self.assertNotIn(max(words, key=len).lower(), train, fact[-1])
+
+    def test_vocabulary_tokenizes_prompts_into_fixed_pieces_and_round_trips(self):
+        stages = gen.read_stages(PIPELINE)
+        corpus = self.kev.split(gen.EOS + "\n")[:50]
+        v = vocab.Vocab.build(gen.EOS, gen.constant_pieces(stages), corpus, 700)
+        self.assertEqual(len(v.tokens), 700)
+        for text in ("Monitoring says the disk of db-02 is full.", "We just noticed ünïcode", "a  b", " x"):
+            prompt = gen.kev_prompt(stages, text)
+            ids = v.encode(prompt)
+            self.assertEqual(v.decode(ids), prompt.replace(gen.EOS, ""))
+            self.assertLessEqual(ids.count(v.id[gen.EOS]), 0)
+        ids = v.encode(gen.kev_prompt(stages, "x"))  # 3 fixed pieces, "▁" "x" and the empty feedback's "▁"
+        self.assertEqual([v.types[i] for i in ids], [vocab.USER_DEFINED, 1, 1, vocab.USER_DEFINED, 1, vocab.USER_DEFINED])
+
+    def test_spm_merges_by_score_then_leftmost(self):
+        v = vocab.Vocab(["<unk>", "a", "b", "c", "ab", "bc", "abc"], [0, 0, 0, 0, -2.0, -1.0, -3.0], [2, 1, 1, 1, 1, 1, 1])
+        self.assertEqual(v.spm_word("abc"), [6])  # bc (score -1) before ab (-2), then a + bc = abc
+        self.assertEqual(v.spm_word("abab"), [4, 4])  # equal scores: leftmost first
 
 
 if __name__ == "__main__":
