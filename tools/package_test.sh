@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package from a Release configuration, unpacks it into a throwaway root, runs the
 # packaged kevlaya-orch from there (--version, check of the packaged /etc/kevlaya) and lintian.
-#   tools/package_test.sh [BUILD_DIR]     (default: build-deb; the ctest entry "package: deb" runs it)
+#   tools/package_test.sh [BUILD_DIR]     (default: build-deb; the ctest entry "package:deb" runs it)
 # Exit 4 (ctest: Skipped) with the reason when a packaging tool is missing (tools/deps.sh installs them).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)

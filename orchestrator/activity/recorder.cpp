@@ -62,7 +62,7 @@ void Recorder::set_error(std::string e) {
   stats_.error = std::move(e);
 }
 
-void Recorder::write(std::vector<Record>& batch) {
+void Recorder::ensure_store() {
   const auto now = std::chrono::steady_clock::now();
   if (!store_ && (!tried_open_ || now - *tried_open_ >= kReopenEvery)) {
     tried_open_ = now;
@@ -70,6 +70,10 @@ void Recorder::write(std::vector<Record>& batch) {
     if (s) store_ = std::move(s.value());
     else set_error(s.error().message);
   }
+}
+
+void Recorder::write(std::vector<Record>& batch) {
+  ensure_store();
   Status st = store_ ? store_->append(batch, opt_.bounds, unix_ms())
                      : Status(make_error(Errc::io_error, "activity history unavailable"));
   if (st) set_error("");
@@ -81,6 +85,7 @@ void Recorder::write(std::vector<Record>& batch) {
 // Each turn takes everything queued: under load the batches grow by themselves, and an idle door
 // writes each record at once (at most the records of the turn in progress are lost to a kill -9).
 void Recorder::run() {
+  ensure_store();  // at once: the door's files are open before its first call, not during it
   for (;;) {
     std::vector<Record> batch;
     std::deque<std::pair<Query, QueryDone>> queries;

@@ -48,6 +48,7 @@ class Recorder {
 
  private:
   void run();
+  void ensure_store();  // opens the store unless open (or tried within kReopenEvery)
   void write(std::vector<Record>& batch);
   void set_error(std::string e);  // logs a change of state
 

@@ -83,6 +83,13 @@ Prepared prepare(const config::Source& source, const std::function<void(config::
   return out;
 }
 
+// prepare() as a coroutine for the planner thread. Its arguments are copies held by its frame (a
+// lambda's captures did not outlive GCC 12's coroutine lambda: a bad free at its end).
+asio::awaitable<Prepared> prepare_on(config::Source source, std::function<void(config::Config&)> overrides,
+                                     config::Config running) {
+  co_return prepare(source, overrides, running);
+}
+
 }  // namespace
 
 std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const config::OrchestratorCfg& b) {
@@ -139,10 +146,8 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   shared->busy = true;
   ReloadReport rep;
   const config::Config& running = versions_.empty() ? rt_.config() : versions_.back().config;
-  auto next = co_await asio::co_spawn(
-      shared->planner.get_executor(),
-      [source = source_, overrides = overrides_, running]() -> asio::awaitable<Prepared> { co_return prepare(source, overrides, running); },
-      asio::use_awaitable);
+  auto next = co_await asio::co_spawn(shared->planner.get_executor(), prepare_on(source_, overrides_, running),
+                                      asio::use_awaitable);
   rep.errors = std::move(next.errors);
   if (next.options) {
     rep.needs_restart = needs_restart(running.orch, next.config.orch);

@@ -113,7 +113,7 @@ TEST_CASE("models_dir: a projector that fits two bases equally is reported, not 
   CHECK(named(n, "llava").extra_args.size() == 2);
 }
 
-TEST_CASE("models_dir: name clashes keep the first file; explicit profiles win silently") {
+TEST_CASE("models_dir: name clashes keep the first file, and explicit profiles win silently") {
   const auto d = config::discover({base("/m/a b.gguf"), base("/m/a-b.gguf"), base("/m/kev.gguf")}, "s", {"kev"});
   CHECK(names(d) == std::vector<std::string>{"a-b"});
   CHECK(d.profiles[0].model == "/m/a b.gguf");

@@ -100,7 +100,7 @@ TEST_CASE("the session comes from the configured headers, the first one present"
   CHECK(rows[0]["session"] == "first");
 }
 
-TEST_CASE("GET /activity filters, pages and exports CSV; a bad filter is a 400 naming it", "[http][activity]") {
+TEST_CASE("GET /activity filters, pages and exports CSV, and a bad filter is a 400 naming it", "[http][activity]") {
   TempDir dir("door-activity-query");
   Door door(with_history(dir));
   for (const char* m : {"kev", "laya", "kev"})

@@ -25,7 +25,7 @@ bool has_log_line(const std::string& body) { return body.find(kBrokenLogLine) !=
 
 }  // namespace
 
-TEST_CASE("log tails: with admin keys an ordinary key sees none (503 detail, /status, /events); an admin key does",
+TEST_CASE("log tails: with admin keys an ordinary key sees none (503 detail, /status, /events), and an admin key does",
           "[http]") {
   Door door(keyed(true));
   RawClient agent_events(door.port()), admin_events(door.port());

@@ -30,7 +30,7 @@ DoorOptions capped() {
 
 }  // namespace
 
-TEST_CASE("answer cap: an error body past limits.max_answer_bytes is 502 naming the limit; memory does not follow it",
+TEST_CASE("answer cap: an error body past limits.max_answer_bytes is 502 naming the limit, and memory does not follow it",
           "[http]") {
   Door door(capped());
   door.upstream().huge_bytes = 256ull << 20;

@@ -41,6 +41,7 @@ std::string chat(const std::string& base, const std::string& model, const std::s
 }
 
 void two_models(const TempDir& dir) {
+  fs::create_directories(dir / "models");
   auto spec = kevlaya::gguf::stories_shaped_spec();
   REQUIRE(kevlaya::gguf::write_tiny_model(dir / "models/kev-Q8_0.gguf", spec).ok());
   spec.seed = 7;

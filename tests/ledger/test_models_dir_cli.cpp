@@ -69,7 +69,7 @@ TEST_CASE("plan --models-dir: a GPU too small for any layer of a model is refuse
   CHECK(r.output.find("cannot fit even alone") != std::string::npos);
 }
 
-TEST_CASE("init writes the configuration serve --models-dir uses; it loads back to the same choice") {
+TEST_CASE("init writes the configuration serve --models-dir uses, and it loads back to the same choice") {
   test::TempDir dir("models-dir-init");
   write_models(dir);
   const auto r = in_dir(dir, "init conf --models-dir models --vram-mib 1536");

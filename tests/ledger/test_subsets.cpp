@@ -140,7 +140,7 @@ std::vector<ProfileInput> command_profiles(std::size_t n, std::uint64_t mib) {
 
 }  // namespace
 
-TEST_CASE("plan: 10, 16 and 64 profiles of residency auto plan in bounded work; each allowed set fits and is maximal") {
+TEST_CASE("plan: 10, 16 and 64 profiles of residency auto plan in bounded work, and each allowed set fits and is maximal") {
   for (const std::size_t n : {10U, 16U, 64U}) {
     INFO(n << " profiles");
     const auto in = command_profiles(n, 500);

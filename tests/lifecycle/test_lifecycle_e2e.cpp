@@ -322,7 +322,7 @@ void admin_keys_through_the_cli(const std::string& binary) {
   auto agent = cli("unload kev --url " + url(serve) + " --api-key agent-key");
   INFO(agent.output);
   CHECK(agent.exit_code == 1);
-  CHECK(agent.output.find("this key may call models but not /admin or /logs") != std::string::npos);
+  CHECK(agent.output.find("this key may call models but not /admin, /logs") != std::string::npos);
   CHECK(std::regex_search(cli("status --url " + url(serve) + " --api-key agent-key").output, std::regex("kev +ready")));
   auto chat = run_command("curl -sS --max-time 30 -H 'Authorization: Bearer agent-key' " + url(serve) +
                           "/v1/chat/completions -d '{\"model\":\"kev\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}'");

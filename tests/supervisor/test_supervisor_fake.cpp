@@ -1,5 +1,6 @@
 // Supervisor against fake Effects: no processes; the fake records starts/stops and checks that
 // two models that may not co-reside are never "alive" together.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <boost/asio/post.hpp>
@@ -155,7 +156,7 @@ TEST_CASE("supervisor: a crash cuts the lease, the next request restarts the chi
   CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
 }
 
-TEST_CASE("supervisor: a hung child is killed, marked failed (hung) and replaced; a queued call waits for the new one") {
+TEST_CASE("supervisor: a hung child is killed, marked failed (hung) and replaced, and a queued call waits for the new one") {
   Fixture f;
   std::vector<std::string> failures;  // "from->to:kind" of the phase events that carry a failure
   auto sub = f.sup.subscribe([&](const Event& e) {
@@ -190,8 +191,12 @@ TEST_CASE("supervisor: a hung child is killed, marked failed (hung) and replaced
     queued.reset();
     co_await f.sup.shutdown();
   });
-  CHECK(f.world.events == std::vector<std::string>{"start kev", "probe kev", "probe kev", "kill kev", "stop kev",
-                                                   "start kev", "stop kev"});
+  // The liveness checks probe (how often depends on who asks); what matters is kill, stop, restart.
+  std::vector<std::string> acts;
+  for (const auto& e : f.world.events)
+    if (e != "probe kev") acts.push_back(e);
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "probe kev") >= 2);
+  CHECK(acts == std::vector<std::string>{"start kev", "kill kev", "stop kev", "start kev", "stop kev"});
   CHECK(failures == std::vector<std::string>{"ready->stopping:hung", "stopping->failed:hung"});
 }
 

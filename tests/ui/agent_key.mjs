@@ -5,7 +5,7 @@ import { launchBrowser, doorCalls, waitPhase, phaseOf, openWithKey } from './pag
 import assert from 'node:assert/strict';
 
 const url = process.env.KEVLAYA_URL;
-const refusal = 'this key may call models but not /admin or /logs';
+const refusal = 'this key may call models but not /admin, /logs';
 const browser = await launchBrowser();
 const problems = [];
 try {
