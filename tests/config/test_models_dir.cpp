@@ -159,6 +159,7 @@ TEST_CASE("models_dir: scanning a real folder (split set, adapter, projector, a 
 
 TEST_CASE("models_dir: load() adds the folder's models to the explicit profiles, which override") {
   test::TempDir dir("models-dir-load");
+  std::filesystem::create_directories(dir / "models");
   REQUIRE(gguf::write_tiny_model(dir / "models/kev.gguf", gguf::stories_shaped_spec()).ok());
   REQUIRE(gguf::write_tiny_model(dir / "models/laya.gguf", gguf::stories_shaped_spec()).ok());
   test::write_text(dir / "kevlaya.yaml", "models_dir: models\nmodels_binary: /opt/llama-server\n");

@@ -144,8 +144,6 @@ Status Builder::write(const std::filesystem::path& out, std::uint64_t alignment)
   }
   head.resize(padded(head.size()), '\0');
 
-  std::error_code ec;  // a test's model folder may not exist yet
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
   FilePtr f(std::fopen(out.c_str(), "wb"), &std::fclose);
   if (!f) return io(out, "create");
   if (std::fwrite(head.data(), 1, head.size(), f.get()) != head.size()) return io(out, "write");
