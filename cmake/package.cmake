@@ -33,6 +33,7 @@ file(WRITE ${deb_gen}/conffiles "/etc/kevlaya/kevlaya.yaml\n")
 install(FILES ${deb_gen}/kevlaya-orch.service DESTINATION /lib/systemd/system)
 install(FILES ${deb_src}/kevlaya.yaml DESTINATION /etc/kevlaya)
 install(DIRECTORY DESTINATION /etc/kevlaya/profiles)
+install(DIRECTORY DESTINATION /etc/kevlaya/pipelines)  # pipelines_dir of the default config
 install(FILES ${deb_gen}/kevlaya-orch.1.gz DESTINATION share/man/man1)
 install(DIRECTORY ${deb_gen}/schema/ DESTINATION share/kevlaya-orch/schema)
 install(FILES ${deb_src}/bash-completion DESTINATION share/bash-completion/completions RENAME kevlaya-orch
