@@ -6,7 +6,6 @@
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
-#include <sys/prctl.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +20,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <atomic>
 #include <deque>
 #include <map>

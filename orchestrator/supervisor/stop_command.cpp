@@ -1,14 +1,12 @@
 #include "supervisor/stop_command.hpp"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <cstdio>
 
 #include "supervisor/spawn_setup.hpp"
