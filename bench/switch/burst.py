@@ -8,17 +8,18 @@ starts cold (POST /admin/unload), so every burst must load both models.
 
 Per burst it prints the switches (from /status, by their time), the fewest that the starvation
 guard allows, their ratio, and the self-restarts (`from` = `to`: a child stopped and started again
-to serve the model it served). The fewest: each model loads once; beyond that a residency serves
-at most W = max(max_wait_before_swap_ms, min_residency_ms) after it became ready plus the answer
-in flight (s_max), so a model whose calls held a slot S_m seconds in all (the door's `request`
-events on GET /events: total_ms - queue_ms) needs at least ceil(S_m / (W + s_max)) residencies:
-minimum = sum over the models of max(1, ceil(S_m / (W + s_max))) (docs/supervisor.md, "Grouping
-and the starvation guard").
+to serve the model it served). The fewest: each model loads once; beyond that the guard cuts a
+residency at the first answer that ends W = max(max_wait_before_swap_ms, min_residency_ms) after it
+became ready while the other model waits, so replaying each model's answers (the door's `request`
+events on GET /events, in the order they ended, each holding its slot total_ms - queue_ms) in runs
+of W or more gives c_m residencies per model; the models alternate until one runs out:
+minimum = 2 min(c_kev, c_laya) + (1 if they differ) (docs/supervisor.md, "Grouping and the
+starvation guard").
 queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst of 100 with 429);
 requests refused with 429/503 would be counted, not retried.
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
 --standin; the door binary from --orch (default build/kevlaya-orch, else build-asan/)."""
-import argparse, http.client, json, math, os, re, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, re, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 GUARD_MS, RESIDENCY_MS = 2000, 500  # config.hpp SchedulingCfg defaults (the bench sets none)
@@ -119,6 +120,30 @@ def burst(port, n):
     return out
 
 
+def guard_minimum(calls):
+    """The fewest switches the guard allows for these calls: each model's answers in the order they
+    ended, cut into runs that each last W or more (a residency ends at the first answer ending W
+    after it became ready), the models alternating until one runs out."""
+    w = max(GUARD_MS, RESIDENCY_MS) / 1000
+    held = {}
+    for e in sorted(calls, key=lambda e: e["at_ms"]):
+        held.setdefault(e["model"], []).append((e["total_ms"] - e["queue_ms"]) / 1000)
+    chunks = []
+    for answers in held.values():
+        c, acc = 0, 0.0
+        for s in answers:
+            if acc == 0:
+                c += 1
+            acc += s
+            if acc >= w:
+                acc = 0.0
+        chunks.append(c)
+    if len(chunks) < 2:
+        return max(1, len(chunks))
+    a, b = chunks[:2]
+    return 2 * min(a, b) + (1 if a != b else 0)
+
+
 def run(label, port, seen):
     totals = {"switches": 0, "minimum": 0, "self": 0}
     for b in range(ARGS.bursts):
@@ -132,11 +157,7 @@ def run(label, port, seen):
         selfr = sum(1 for s in recs if s["from"] == s["to"])
         time.sleep(0.5)  # the last `request` events reach the /events reader
         calls = seen.since(since_ms - 1)
-        per_residency = max(GUARD_MS, RESIDENCY_MS) / 1000 + max(((e["total_ms"] - e["queue_ms"]) / 1000 for e in calls), default=0)
-        work = {}
-        for e in calls:
-            work[e["model"]] = work.get(e["model"], 0) + (e["total_ms"] - e["queue_ms"]) / 1000
-        minimum = sum(max(1, math.ceil(w / per_residency)) for w in work.values()) or 2
+        minimum = guard_minimum(calls)
         totals["switches"] += len(recs)
         totals["minimum"] += minimum
         totals["self"] += selfr

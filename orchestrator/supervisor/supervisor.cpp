@@ -249,7 +249,9 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       ps.draining_since = now;
       break;
     case Action::Kind::stop:
-      if (auto& sw = switch_of(a.profile, a.profile, now); sw.drain_start) sw.rec.drain_ms = whole_ms(now - *sw.drain_start);
+      // An unload (admin, reload, idle) is not a switch: the next start is a cold one, from nothing.
+      if (ps.unload_reason.empty())
+        if (auto& sw = switch_of(a.profile, a.profile, now); sw.drain_start) sw.rec.drain_ms = whole_ms(now - *sw.drain_start);
       if (ps.in_flight > 0)
         cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
       set_phase(a.profile, ps, Phase::stopping);

@@ -70,6 +70,30 @@ TEST_CASE("supervisor: acquire starts the model, switching stops the other first
   CHECK(f.world.max_alive == 1);
 }
 
+// Guards the burst tests' false "laya -> laya": the stop of an admin unload opened a switch record
+// that the next cold start of the same model then closed as a switch from itself.
+TEST_CASE("supervisor: an admin unload is not a switch, the next cold start is recorded from nothing") {
+  Fixture f;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto a = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(a.ok());
+    a->release();
+    REQUIRE((co_await f.sup.unload(std::nullopt)).ok());
+    auto b = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(b.ok());
+    b->release();
+    const auto snap = co_await f.sup.snapshot();
+    REQUIRE(snap.recent_switches.size() == 2);
+    for (const auto& s : snap.recent_switches) {
+      CHECK(s.from.empty());
+      CHECK(s.to == "kev");
+      CHECK(s.stop_ms == 0);
+    }
+    co_await f.sup.shutdown();
+  });
+  CHECK(f.world.events == std::vector<std::string>{"start kev", "stop kev", "start kev", "stop kev"});
+}
+
 TEST_CASE("supervisor: never evicts a child with a lease in flight") {
   Fixture f;
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
