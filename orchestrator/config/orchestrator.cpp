@@ -375,9 +375,14 @@ void add_discovered(LoadResult& r, Loaded& l) {
     taken.insert(taken.end(), p.alias.begin(), p.alias.end());
   }
   if (o.models_binary.empty()) o.models_binary = default_models_binary();
-  auto found = discover(scan_models_dir(o.models_dir), o.models_binary, taken);
+  const auto files = scan_models_dir(o.models_dir);
+  auto found = discover(files, o.models_binary, taken);
   for (const auto& n : found.notes) r.diagnostics.push_back(Diagnostic{Severity::warning, o.models_dir_loc, n});
-  if (found.profiles.empty())
+  // A folder whose models all have explicit profiles (what `init` writes) is not an empty folder.
+  const bool any_model = std::any_of(files.begin(), files.end(), [](const GgufFacts& f) {
+    return f.error.empty() && !f.is_adapter() && !f.is_projector();
+  });
+  if (!any_model)
     r.diagnostics.push_back(Diagnostic{Severity::warning, o.models_dir_loc, "no model (*.gguf) to serve in " +
                                                                                 o.models_dir.string()});
   for (auto& p : found.profiles) {
