@@ -53,7 +53,7 @@ void run_browser(const std::string& binary, const std::string& crashy_args, cons
   write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
                                    "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n");
   Serve serve(dir / "kevlaya.yaml");
-  const auto artifacts = std::filesystem::path(KEVLAYA_BINARY_DIR) / "artifacts/ui";
+  const auto artifacts = binary_dir() / "artifacts/ui";
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key CHROMIUM=" + chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() +
                        " KEVLAYA_FAIL_KIND='" + kind + "' KEVLAYA_FAIL_TEXT='" + text + "' timeout 240 node " +
@@ -132,7 +132,7 @@ TEST_CASE("the status page shows the history, cancels a call in flight and opens
                                    "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n"
                                    "admin_api_keys: [ui-admin-key]\ncapture: {enabled: true}\n");
   Serve serve(dir / "kevlaya.yaml");
-  const auto artifacts = std::filesystem::path(KEVLAYA_BINARY_DIR) / "artifacts/ui";
+  const auto artifacts = binary_dir() / "artifacts/ui";
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key KEVLAYA_ADMIN_KEY=ui-admin-key CHROMIUM=" + chromium() +
                        " KEVLAYA_ARTIFACTS=" + artifacts.string() + " timeout 180 node " +

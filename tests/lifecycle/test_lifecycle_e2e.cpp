@@ -486,9 +486,8 @@ TEST_CASE("lifecycle e2e: serve --watch-config reloads when a profile file chang
 
 // Load ETA (issue 33): the median of the child's last loads, kept in the state directory beside the
 // ledger's calibration, so the first load after a restart already shows how long it will take.
-// Hidden ([.]) for now: in the merged build `status --json` came back empty while the child was
-// starting; the plain-value load-time store tests pass. To investigate.
-TEST_CASE("lifecycle e2e: a starting child shows eta_s from its past loads, also after a restart", "[.][eta][lifecycle][e2e]") {
+// Also guards the test kit's Serve against reading an earlier serve's port from a shared log.
+TEST_CASE("lifecycle e2e: a starting child shows eta_s from its past loads, also after a restart", "[eta][lifecycle][e2e]") {
   TempDir dir("life-eta");
   write_config(dir, standin_binary().string(), "preload: [kev]\n", "extra_args: [--fake-load-ms, '3000']\n");
   const auto eta_of = [](const json& p) {
@@ -506,8 +505,9 @@ TEST_CASE("lifecycle e2e: a starting child shows eta_s from its past loads, also
     CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
   }
   Serve again(dir / "kevlaya.yaml");
-  const auto st = profile(status_json(again), "kev");
-  INFO(st.dump());
+  const auto raw = cli("status --json --url " + url(again));
+  INFO(raw.output);
+  const auto st = profile(json::parse(raw.output, nullptr, false), "kev");
   CHECK(st.value("state", "") == "starting");
   const auto eta = eta_of(st);
   REQUIRE(eta.is_number());

@@ -12,6 +12,13 @@
 
 namespace kevlaya::test {
 
+std::filesystem::path source_dir() { return KEVLAYA_SOURCE_DIR; }
+std::filesystem::path binary_dir() { return KEVLAYA_BINARY_DIR; }
+std::filesystem::path orch_binary() { return KEVLAYA_ORCH_PATH; }
+std::filesystem::path standin_binary() { return KEVLAYA_STANDIN_PATH; }
+std::filesystem::path tiny_gguf_tool() { return KEVLAYA_GGUF_TOOL_PATH; }
+
+
 TempDir::TempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
   path_ = binary_dir() / "test-tmp" /

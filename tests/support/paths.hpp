@@ -6,16 +6,18 @@
 
 namespace kevlaya::test {
 
-inline std::filesystem::path source_dir() { return KEVLAYA_SOURCE_DIR; }
-inline std::filesystem::path binary_dir() { return KEVLAYA_BINARY_DIR; }
+// The build's folders and products (defined in paths.cpp only, so that no other test file
+// embeds a clone's absolute paths and a compiler cache can serve it to any clone).
+std::filesystem::path source_dir();
+std::filesystem::path binary_dir();
 // llama2.c's stories260K, an optional extra: $KEVLAYA_STORIES260K (a path), else empty (tests skip).
 inline std::filesystem::path stories260k() {
   const char* v = std::getenv("KEVLAYA_STORIES260K");
   return v ? std::filesystem::path(v) : std::filesystem::path();
 }
-inline std::filesystem::path orch_binary() { return KEVLAYA_ORCH_PATH; }
-inline std::filesystem::path standin_binary() { return KEVLAYA_STANDIN_PATH; }
-inline std::filesystem::path tiny_gguf_tool() { return KEVLAYA_GGUF_TOOL_PATH; }
+std::filesystem::path orch_binary();
+std::filesystem::path standin_binary();
+std::filesystem::path tiny_gguf_tool();
 
 // Path of the real llama-server from $KEVLAYA_LLAMA_SERVER, or empty (tests then skip).
 inline std::string real_llama_server() {

@@ -1,6 +1,7 @@
 #include "support/process.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,8 @@ Proc::Proc(std::vector<std::string> argv, fs::path log_file, std::map<std::strin
     : log_(std::move(log_file)) {
   const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) log_start_ = static_cast<std::size_t>(st.st_size);
   pid_ = ::fork();
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
@@ -57,7 +60,10 @@ Proc::~Proc() {
   }
 }
 
-std::string Proc::log() const { return read_text(log_); }
+std::string Proc::log() const {
+  const std::string text = read_text(log_);
+  return text.size() > log_start_ ? text.substr(log_start_) : std::string();
+}
 
 bool Proc::running() {
   if (status_) return false;

@@ -31,7 +31,8 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
   }
 }
 
-// A child process with stdout+stderr appended to a file. Killed (SIGKILL) on destruction.
+// A child process with stdout+stderr appended to a file. Killed (SIGKILL) on destruction. Its log
+// is what it appended: an earlier process's lines in the same file are not its own.
 class Proc {
  public:
   Proc(std::vector<std::string> argv, std::filesystem::path log_file,
@@ -54,6 +55,7 @@ class Proc {
  private:
   pid_t pid_ = -1;
   std::filesystem::path log_;
+  std::size_t log_start_ = 0;  // the file's size when this process began
   std::optional<int> status_;
 };
 
