@@ -161,6 +161,10 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"limits", section("limits")},
       {"idle_unload_s", [&](const YAML::Node& v) { set_int(d, "idle_unload_s", v, 0, 365 * 86400, o.idle_unload_s); }},
       {"keep_alive_max_s", [&](const YAML::Node& v) { set_int(d, "keep_alive_max_s", v, -1, 365 * 86400, o.keep_alive_max_s); }},
+      {"loading_messages", [&](const YAML::Node& v) {
+         if (auto m = read_enum(d, "loading_messages", v, {"comments", "reasoning"}))
+           o.loading_messages = *m == "reasoning" ? LoadingMessages::reasoning : LoadingMessages::comments;
+       }},
       {"preload", [&](const YAML::Node& v) {
          o.preload_loc = d.loc(v);
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;

@@ -228,6 +228,8 @@ struct ProxyCall : ModelCall {
   std::function<std::string(const std::string&)> body_map;
   std::string stream_type;
   std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
+  // loading_messages: reasoning: a wait's progress text -> the client's framing (Ollama's thinking).
+  std::function<std::string(const std::string&)> wait_map;
 };
 
 // proxy.cpp: a model call (a row of apis.cpp's table, or /upstream/{model}/{path}).
