@@ -295,6 +295,7 @@ nlohmann::json feed_status_json(const Door& d);  // /status extras: recent_reque
 void seed_loads(Door& d);  // the stored loads of the current configuration's profiles
 void note_load(Door& d, const supervisor::SwitchRecord& rec);  // a finished switch
 std::optional<double> expected_load_s(const Door& d, const std::string& child);  // none before one load
+std::optional<double> load_eta_s(const Door& d, const std::string& child);  // starting: the time left (>= 0)
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
 // ui.cpp: GET /ui[/<asset>] (embedded files, CSP, ETag) and the browser redirect of GET /.
 Reply ui_reply(const Request& req, std::string_view path);
