@@ -38,6 +38,10 @@ int Config::idle_unload_s(const Profile& p) const {
   return p.idle_unload_s.value_or(orch.idle_unload_s);
 }
 
+LoadingMessages Config::loading_messages(const Profile& p) const {
+  return p.loading_messages.value_or(orch.loading_messages);
+}
+
 const Pipeline* Config::find_pipeline(const std::string& name) const {
   for (const auto& p : pipelines)
     if (p.name == name) return &p;

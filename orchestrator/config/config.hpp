@@ -89,6 +89,10 @@ struct SlotCacheCfg {
   std::int64_t max_bytes = 2LL << 30;
 };
 
+// How a streaming call that waits (queue, switch) hears about it (docs/http.md, "Loading state in
+// the chat"): SSE comments no client shows, or text the chat clients show as reasoning/thinking.
+enum class LoadingMessages { comments, reasoning };
+
 struct Profile {
   std::string name;
   SourceLoc loc;  // where the profile document starts
@@ -119,6 +123,7 @@ struct Profile {
   DevicePlacement placement;            // set by the runtime from the placement plan
   std::optional<int> idle_unload_s;     // unset = the orchestrator's idle_unload_s; 0 = never
   bool pin = false;                     // kept resident beside the rotating ones (docs/lifecycle.md)
+  std::optional<LoadingMessages> loading_messages;  // unset = the orchestrator's
   HealthCfg health;
   StopCfg stop;
   RestartCfg restart;
@@ -243,6 +248,7 @@ struct OrchestratorCfg {
   // ten quiet minutes the GPU is worth more to the desktop than the warm child.
   int idle_unload_s = 600;     // default of every profile; 0 = never unload when idle
   int keep_alive_max_s = 3600;  // cap on a request's keep_alive (-1 = no cap; a request's -1 = the cap)
+  LoadingMessages loading_messages = LoadingMessages::comments;  // default of every profile
   std::vector<std::string> preload;  // profiles started when the door starts
   SourceLoc preload_loc;
   // A folder of GGUF files, each served as a profile (docs/configuration.md#models_dir); empty = none.
@@ -300,6 +306,8 @@ struct Config {
   const Profile* find_profile(const std::string& name_or_alias) const;
   // Seconds a child of `p` may stay idle before it is unloaded; 0 = never (pinned, or off).
   int idle_unload_s(const Profile& p) const;
+  // How `p`'s streaming callers hear about a wait: the profile's loading_messages, else the orchestrator's.
+  LoadingMessages loading_messages(const Profile& p) const;
   const Pipeline* find_pipeline(const std::string& name) const;
 };
 

@@ -85,6 +85,7 @@ Key orchestrator_table() {
                         integer("max_answer_bytes", 1024, kBig)}),
       integer("idle_unload_s", 0, kYear),
       integer("keep_alive_max_s", -1, kYear),
+      word("loading_messages", {"comments", "reasoning"}),
       k("preload", T::strings_or_string),
   };
   c.insert(c.end(), more.begin(), more.end());
@@ -138,6 +139,7 @@ Key profile_table() {
       gpu,
       integer("idle_unload_s", 0, kYear),
       k("pin", T::boolean),
+      word("loading_messages", {"comments", "reasoning"}),
       object("slot_cache", {k("enabled", T::boolean), integer("max_bytes", 0, kBig)}),
   });
 }

@@ -194,6 +194,10 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          set_string(d, "models_binary", v, o.models_binary);
          if (o.models_binary.empty()) d.error(v, "models_binary must not be empty");
        }},
+      {"loading_messages", [&](const YAML::Node& v) {
+         if (auto m = read_enum(d, "loading_messages", v))
+           o.loading_messages = *m == "reasoning" ? LoadingMessages::reasoning : LoadingMessages::comments;
+       }},
       {"preload", [&](const YAML::Node& v) {
          o.preload_loc = d.loc(v);
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;

@@ -258,6 +258,10 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
          if (auto n = read_int(d, "idle_unload_s", v)) p.idle_unload_s = static_cast<int>(*n);
        }},
       {"pin", [&](const YAML::Node& v) { set_bool(d, "pin", v, p.pin); }},
+      {"loading_messages", [&](const YAML::Node& v) {
+         if (auto m = read_enum(d, "loading_messages", v))
+           p.loading_messages = *m == "reasoning" ? LoadingMessages::reasoning : LoadingMessages::comments;
+       }},
       {"slot_cache", [&](const YAML::Node& v) {
          walk_map(d, "slot_cache", v, {
              {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},

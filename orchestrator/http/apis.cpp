@@ -1,6 +1,7 @@
 #include "http/apis.hpp"
 
 #include <array>
+#include <chrono>
 
 #include "common/bounded_json.hpp"
 
@@ -149,6 +150,15 @@ std::string keepalive_event(ApiShape shape, const std::string& model) {
   if (shape == ApiShape::anthropic) return "event: ping\ndata: {\"type\": \"ping\"}\n\n";
   if (shape == ApiShape::ollama) return {};
   return ": loading " + model + " \xE2\x80\xA6\n\n";  // "…"
+}
+
+std::string reasoning_event(const std::string& model, const std::string& text) {
+  const nlohmann::json chunk = {
+      {"id", "kevlaya-wait"}, {"object", "chat.completion.chunk"},
+      {"created", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()},
+      {"model", model},
+      {"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"reasoning_content", text + "\n"}}}, {"finish_reason", nullptr}}}}};
+  return "data: " + chunk.dump() + "\n\n";
 }
 
 std::string query_param(std::string_view query, std::string_view key) {

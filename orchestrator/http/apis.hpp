@@ -43,6 +43,10 @@ std::string error_event(ApiShape shape, int status, const nlohmann::json& openai
 // The keep-alive written every keepalive_interval while a streaming client waits on a swap.
 std::string keepalive_event(ApiShape shape, const std::string& model);
 
+// A wait's progress ("loading kev: 40 %") as an OpenAI chat chunk whose delta carries only
+// `reasoning_content` (chat UIs show it as thinking; the answer text stays clean).
+std::string reasoning_event(const std::string& model, const std::string& text);
+
 // The decoded value of `key` in a query string ("" when absent): %XX and '+' decoded.
 std::string query_param(std::string_view query, std::string_view key);
 // Percent-escapes decoded (and '+' as a space, as in a query); a bad escape is kept as written.

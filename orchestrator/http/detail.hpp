@@ -240,6 +240,8 @@ struct ProxyCall : ModelCall {
   std::function<std::string(const std::string&)> body_map;
   std::string stream_type;
   std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
+  // loading_messages: reasoning: a wait's progress text -> the client's framing (Ollama's thinking).
+  std::function<std::string(const std::string&)> wait_map;
 };
 
 std::string_view api_name(ApiShape s);          // the record's `api` (activity.cpp)
@@ -309,6 +311,7 @@ nlohmann::json feed_status_json(const Door& d);  // /status extras: recent_reque
 void seed_loads(Door& d);  // the stored loads of the current configuration's profiles
 void note_load(Door& d, const supervisor::SwitchRecord& rec);  // a finished switch
 std::optional<double> expected_load_s(const Door& d, const std::string& child);  // none before one load
+std::optional<double> load_eta_s(const Door& d, const std::string& child);  // starting: the time left (>= 0)
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
 // in_flight.cpp: a model call in progress, listed by GET /requests until it ends; an admin may
 // cancel it (POST /admin/requests/{id}/cancel): `cancel` stops its wait or its child's generation

@@ -58,4 +58,13 @@ std::optional<double> expected_load_s(const Door& d, const std::string& child) {
   return ms / 1000.0;
 }
 
+std::optional<double> load_eta_s(const Door& d, const std::string& child) {
+  const auto expected = expected_load_s(d, child);
+  const auto since = d.feed.since_ms.find(child);
+  if (!expected || since == d.feed.since_ms.end()) return std::nullopt;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::max(0.0, *expected - static_cast<double>(now_ms - since->second) / 1000.0);
+}
+
 }  // namespace kevlaya::http

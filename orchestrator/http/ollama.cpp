@@ -143,6 +143,7 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   if (call.stream) {
     auto s = std::make_shared<OllamaStream>(kind, shown, call.times);
     call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
+    call.wait_map = [s](const std::string& text) { return s->thinking_line(text); };
     call.stream_type = "application/x-ndjson";
   }
   call.body_map = [kind, shown, times = call.times](const std::string& b) {

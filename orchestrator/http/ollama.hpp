@@ -48,6 +48,8 @@ class OllamaStream {
   OllamaStream(OllamaKind kind, std::string model, std::shared_ptr<const CallTimes> times = nullptr)
       : kind_(kind), model_(std::move(model)), times_(std::move(times)) {}
   std::string feed(std::string_view sse);  // complete NDJSON lines produced so far ("" = none)
+  // A wait's progress as a line whose `thinking` field carries `text` (the answer stays empty).
+  std::string thinking_line(const std::string& text) const;
 
  private:
   std::string event(const nlohmann::json& j);

@@ -314,6 +314,16 @@ std::string OllamaStream::event(const json& j) {
   return dump(out) + "\n";
 }
 
+std::string OllamaStream::thinking_line(const std::string& text) const {
+  json out = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", false}};
+  if (kind_ == OllamaKind::chat) out["message"] = {{"role", "assistant"}, {"content", ""}, {"thinking", text + "\n"}};
+  else {
+    out["response"] = "";
+    out["thinking"] = text + "\n";
+  }
+  return dump(out) + "\n";
+}
+
 std::string OllamaStream::final_line() {
   done_ = true;
   json out = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", true}, {"done_reason", done_reason_}};

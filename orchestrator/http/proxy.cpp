@@ -186,8 +186,41 @@ struct PendingLease {
   asio::steady_timer timer;  // cancelled when `result` is set
 };
 
+// loading_messages: reasoning (docs/http.md, "Loading state in the chat"): what the wait is for,
+// from the supervisor's status ("" when the call is about to be served).
+std::string wait_text(const Door& d, const supervisor::Snapshot& snap, const std::string& model) {
+  for (const auto& p : snap.profiles) {
+    if (p.name != model) continue;
+    if (p.state == supervisor::Phase::starting) {
+      std::string t = "loading " + model;
+      if (p.load_progress) {
+        const auto& lp = *p.load_progress;
+        if (!lp.stage.empty() && lp.stage != "starting") t += ": " + lp.stage;
+        if (lp.pct) t += (lp.stage.empty() || lp.stage == "starting" ? ": " : ", ") + std::to_string(static_cast<int>(*lp.pct)) + " %";
+      }
+      if (const auto left = load_eta_s(d, p.name)) t += ", about " + std::to_string(static_cast<int>(std::ceil(*left))) + " s left";
+      return t;
+    }
+    if (p.queued > 0) return "waiting for " + model + ": " + std::to_string(p.queued) + " in the queue";
+  }
+  return {};
+}
+
+// The chat-visible form of a wait for this call (OpenAI chat: reasoning_content; Ollama: thinking),
+// or "" when its API has none (then SSE comments, as with loading_messages: comments).
+std::string wait_event(const Door& d, const Call& call, const std::string& text) {
+  const auto* prof = d.cfg->find_profile(call.profile);
+  if (!prof || d.cfg->loading_messages(*prof) != config::LoadingMessages::reasoning || text.empty()) return {};
+  if (call.wait_map) return call.wait_map(text);
+  if (call.shape == ApiShape::openai && call.target.rfind("/v1/chat/completions", 0) == 0)
+    return reasoning_event(call.profile, text);
+  return {};
+}
+
 // acquire() for a streaming client: while it waits on a swap, sends the 200 SSE head and an SSE
-// comment every keepalive_interval so the client (and proxies) keep the connection open.
+// comment every keepalive_interval so the client (and proxies) keep the connection open; with
+// loading_messages: reasoning, what it waits for (queue, load progress) as text the chat shows,
+// once per change.
 asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
                                                  std::shared_ptr<upstream::CancelToken> cancel) {
   auto p = std::make_shared<PendingLease>(d.strand);
@@ -201,17 +234,31 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     p->timer.cancel();
   });
   const std::string comment = keepalive_event(call.shape, call.profile);
+  std::string said;  // the last wait text sent
   while (!p->result) {
     boost::system::error_code ec;
     p->timer.expires_after(d.opt.keepalive_interval);
     co_await p->timer.async_wait(ec_token(ec));
-    if (p->result || comment.empty() || !swap_in_progress(d)) continue;
+    if (p->result) continue;
+    std::string event;
+    if (const auto* prof = d.cfg->find_profile(call.profile);
+        prof && d.cfg->loading_messages(*prof) == config::LoadingMessages::reasoning) {
+      const auto snap = co_await d.sup.snapshot();
+      if (p->result) continue;
+      const auto text = wait_text(d, snap, call.profile);
+      if (text != said) event = wait_event(d, call, text);
+      if (!event.empty()) said = text;
+    }
+    if (event.empty() && (comment.empty() || !swap_in_progress(d))) continue;
+    if (event.empty()) event = comment;
     if (!c.head_sent()) {
       auto h = sse_headers({{"X-Kevlaya-Model", call.profile},
                             {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
-      if (!co_await c.start_stream(200, "text/event-stream", std::move(h))) break;
+      std::string ctype = "text/event-stream";  // (no ?: of strings in a coroutine: GCC 12)
+      if (call.stream_map) ctype = call.stream_type;
+      if (!co_await c.start_stream(200, std::move(ctype), std::move(h))) break;
     }
-    if (!co_await c.chunk(comment)) break;
+    if (!co_await c.chunk(event)) break;
   }
   // A client that left stops waiting here and leaves the supervisor's queue (no load for nobody);
   // a lease granted meanwhile is dropped with `p`.
@@ -278,6 +325,7 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
     if (!r.streaming) co_return true;
     const auto mh = lease_headers(lease, queue_ms);
+    if (c.head_sent() && call.stream_map) co_return true;  // NDJSON has no comments: the trailers say it
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
       co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
                                  " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");

@@ -94,14 +94,10 @@ std::string gpu_label(const std::vector<int>& gpus) {
 // since it entered `starting`; 0 when overdue.
 void add_eta(const Door& d, const supervisor::ProfileStatus& p, json& j) {
   if (p.state != Phase::starting) return;
-  const auto expected = expected_load_s(d, p.name);
-  const auto since = d.feed.since_ms.find(p.name);
-  if (!expected || since == d.feed.since_ms.end()) return;
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  const double left = std::max(0.0, *expected - static_cast<double>(now_ms - since->second) / 1000.0);
+  const auto left = load_eta_s(d, p.name);
+  if (!left) return;
   if (!j["load_progress"].is_object()) j["load_progress"] = {{"stage", "starting"}, {"pct", nullptr}};
-  j["load_progress"]["eta_s"] = std::round(left * 10) / 10;
+  j["load_progress"]["eta_s"] = std::round(*left * 10) / 10;
 }
 
 json status_json(const Door& d, const supervisor::Snapshot& snap) {

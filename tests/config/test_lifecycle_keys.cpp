@@ -52,3 +52,22 @@ TEST_CASE("lifecycle keys: an unknown preload and bad values are errors at their
   CHECK(all.find("kevlaya.yaml:1:10: error: preload names unknown model 'kevv'") != std::string::npos);
   CHECK(all.find("kevlaya.yaml:2:16: error: idle_unload_s") != std::string::npos);
 }
+
+TEST_CASE("loading_messages: comments by default, reasoning globally or per profile, a bad value at its line", "[config]") {
+  using kevlaya::config::LoadingMessages;
+  TempDir d("cfg-loading-messages");
+  write_tree(d, "loading_messages: reasoning\n", "loading_messages: comments\n");
+  auto r = cfg::load(d / "kevlaya.yaml");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  CHECK(r.config.loading_messages(*r.config.find_profile("kev")) == LoadingMessages::comments);
+  CHECK(r.config.loading_messages(*r.config.find_profile("laya")) == LoadingMessages::reasoning);
+  write_tree(d, "idle_unload_s: 60\n");
+  r = cfg::load(d / "kevlaya.yaml");
+  REQUIRE(r.ok());
+  CHECK(r.config.loading_messages(*r.config.find_profile("laya")) == LoadingMessages::comments);
+  write_tree(d, "loading_messages: thinking\n");
+  r = cfg::load(d / "kevlaya.yaml");
+  CHECK_FALSE(r.ok());
+  CHECK(dump(r).find("kevlaya.yaml:1:19: error: loading_messages") != std::string::npos);
+}

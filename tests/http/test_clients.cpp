@@ -25,10 +25,17 @@ std::string missing_tools() {
   return {};
 }
 
-void run_client(const std::string& binary, const std::string& script) {
+// `extra`: appended to each chat profile (kev, laya) and to kevlaya.yaml's top level.
+void run_client(const std::string& binary, const std::string& script, const std::string& profile_extra = "",
+                const std::string& top_extra = "") {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-clients");
   write_api_config(dir.path(), binary);
+  for (const char* name : {"kev", "laya"}) {
+    const auto f = dir / "profiles" / (std::string(name) + ".yaml");
+    write_text(f, read_text(f) + profile_extra);
+  }
+  write_text(dir / "kevlaya.yaml", read_text(dir / "kevlaya.yaml") + top_extra);
   Serve serve(dir / "kevlaya.yaml");
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " timeout 300 node " +
                        (source_dir() / "tests/clients" / script).string());
@@ -51,6 +58,12 @@ TEST_CASE("the @anthropic-ai/sdk client (messages, streaming, count_tokens) work
 
 TEST_CASE("the ollama client (chat, generate, tags, streaming) works through the door", "[http][e2e][clients]") {
   run_client(standin_binary().string(), "ollama.mjs");
+}
+
+TEST_CASE("with loading_messages: reasoning the openai and ollama clients see a load as reasoning, never in the answer",
+          "[http][e2e][clients]") {
+  run_client(standin_binary().string(), "loading.mjs", "extra_args: [--fake-load-ms, '1500']\n",
+             "loading_messages: reasoning\n");
 }
 
 TEST_CASE("the three clients work through the door against the real llama-server", "[http][e2e][clients][real]") {
