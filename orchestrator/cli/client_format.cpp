@@ -78,15 +78,15 @@ std::string status_table(const json& st) {
   }
   const auto sw = st.value("recent_switches", json::array());
   if (!sw.empty()) {
-    std::vector<std::vector<std::string>> rs = {{"FROM", "TO", "OK", "TOTAL MS"}};
+    std::vector<std::vector<std::string>> rs = {{"FROM", "TO", "OK", "TOTAL MS", "WHY"}};
     const std::size_t from = sw.size() > 5 ? sw.size() - 5 : 0;
     for (std::size_t i = from; i < sw.size(); ++i) {
       const auto& s = sw[i];
       const auto total = s.contains("phases_ms") ? str(s["phases_ms"], "total") : "-";
       const std::string from_name = str(s, "from", "");
-      rs.push_back({from_name.empty() ? "(none)" : from_name, str(s, "to"), str(s, "ok"), total});
+      rs.push_back({from_name.empty() ? "(none)" : from_name, str(s, "to"), str(s, "ok"), total, str(s, "reason", "-")});
     }
-    out += "recent switches:\n" + format_columns(rs, {false, false, false, true});
+    out += "recent switches:\n" + format_columns(rs, {false, false, false, true, false});
   }
   if (st.value("shutting_down", false)) out += "the door is shutting down\n";
   return out;
@@ -120,6 +120,7 @@ std::string event_line(const json& e) {
     const std::string from = str(e, "from", "");
     s += (from.empty() ? "(none)" : from) + " -> " + str(e, "to") + (e.value("ok", false) ? " ok " : " FAILED ") +
          (e.contains("phases_ms") ? str(e["phases_ms"], "total") : "?") + " ms";
+    if (e.contains("reason")) s += " (" + from + ": " + str(e, "reason") + ")";
     if (!e.value("ok", true)) s += " [" + str(e, "failure") + ": " + str(e, "error") + "]";
   } else if (type == "unload") {
     s += str(e, "model") + " (" + str(e, "reason") + ") in " + str(e, "stop_ms") + " ms";

@@ -79,6 +79,7 @@ void print_profiles(std::ostream& out, const cfg::Config& c) {
     if (p.backend == cfg::Backend::command) out << "  (command)";
     if (!p.lora.empty()) out << "  lora " << p.lora.size();
     for (std::size_t i = 0; i < p.gpu.size(); ++i) out << (i ? "," : "  gpu ") << p.gpu[i];
+    if (p.evict.protect) out << "  evict " << cfg::evict_text(p.evict);
     out << '\n';
   }
 }

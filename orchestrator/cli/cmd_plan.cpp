@@ -240,6 +240,20 @@ json page_cache_json(const config::Config& cfg) {
   return j;
 }
 
+// Who may be evicted and when (docs/supervisor.md, "Cost-aware eviction").
+json evict_json(const config::Config& cfg) {
+  json j = json::object();
+  for (const auto& p : cfg.profiles)
+    j[p.name] = {{"policy", p.evict.protect ? "protect" : "normal"}, {"idle_s", p.evict.idle_s},
+                 {"max_wait_s", p.evict.max_wait_s}};
+  return j;
+}
+
+void print_eviction(const config::Config& cfg) {
+  std::cout << "\neviction (when a set must make room: the cheapest to reload goes; protected children wait):\n";
+  for (const auto& p : cfg.profiles) std::cout << "  " << p.name << ": " << config::evict_text(p.evict) << "\n";
+}
+
 void print_page_cache(const config::Config& cfg) {
   std::cout << "\npage cache (share of each model file in RAM; the prefetcher warms the next one):\n";
   for (const auto& p : cfg.profiles) {
@@ -283,11 +297,13 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     auto j = plan_json(pp, *gathered);
     j["page_cache_pct"] = page_cache_json(cfg);
+    j["evict"] = evict_json(cfg);
     j["models_dir"] = fits_json(*fits);
     std::cout << dump_json(j, 2) << '\n';
   } else {
     print_fits(*fits);
     print_plan(pp, *gathered);
+    print_eviction(cfg);
     print_page_cache(cfg);
   }
   return plan.ok() ? kExitOk : kExitFailure;

@@ -38,6 +38,11 @@ int Config::idle_unload_s(const Profile& p) const {
   return p.idle_unload_s.value_or(orch.idle_unload_s);
 }
 
+std::string evict_text(const EvictCfg& e) {
+  if (!e.protect) return "normal";
+  return "protect (idle " + std::to_string(e.idle_s) + " s, max wait " + std::to_string(e.max_wait_s) + " s)";
+}
+
 LoadingMessages Config::loading_messages(const Profile& p) const {
   return p.loading_messages.value_or(orch.loading_messages);
 }

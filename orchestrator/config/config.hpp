@@ -89,6 +89,17 @@ struct SlotCacheCfg {
   std::int64_t max_bytes = 2LL << 30;
 };
 
+// Who may take a child's place, and when (docs/supervisor.md, "Cost-aware eviction"). A protected
+// child whose prompt cache is worth keeping is not evicted by one stray request while in use.
+struct EvictCfg {
+  bool protect = false;  // policy: protect (default: normal)
+  int idle_s = 30;       // protect: a conflicting request waits until the child has been idle this long
+  int max_wait_s = 60;   // protect: and never longer than this (the guard of a protected child)
+};
+
+// "protect (idle 30 s, max wait 60 s)" or "normal": how check and plan show the policy.
+std::string evict_text(const EvictCfg& e);
+
 // How a streaming call that waits (queue, switch) hears about it (docs/http.md, "Loading state in
 // the chat"): SSE comments no client shows, or text the chat clients show as reasoning/thinking.
 enum class LoadingMessages { comments, reasoning };
@@ -124,6 +135,7 @@ struct Profile {
   std::optional<int> idle_unload_s;     // unset = the orchestrator's idle_unload_s; 0 = never
   bool pin = false;                     // kept resident beside the rotating ones (docs/lifecycle.md)
   std::optional<LoadingMessages> loading_messages;  // unset = the orchestrator's
+  EvictCfg evict;
   HealthCfg health;
   StopCfg stop;
   RestartCfg restart;

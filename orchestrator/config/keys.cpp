@@ -140,6 +140,7 @@ Key profile_table() {
       integer("idle_unload_s", 0, kYear),
       k("pin", T::boolean),
       word("loading_messages", {"comments", "reasoning"}),
+      object("evict", {word("policy", {"normal", "protect"}), integer("idle_s", 0, kDay), integer("max_wait_s", 1, kDay)}),
       object("slot_cache", {k("enabled", T::boolean), integer("max_bytes", 0, kBig)}),
   });
 }

@@ -262,6 +262,15 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
          if (auto m = read_enum(d, "loading_messages", v))
            p.loading_messages = *m == "reasoning" ? LoadingMessages::reasoning : LoadingMessages::comments;
        }},
+      {"evict", [&](const YAML::Node& v) {
+         walk_map(d, "evict", v, {
+             {"policy", [&](const YAML::Node& e) {
+                if (auto m = read_enum(d, "evict.policy", e)) p.evict.protect = *m == "protect";
+              }},
+             {"idle_s", [&](const YAML::Node& e) { set_int(d, "evict.idle_s", e, p.evict.idle_s); }},
+             {"max_wait_s", [&](const YAML::Node& e) { set_int(d, "evict.max_wait_s", e, p.evict.max_wait_s); }},
+         });
+       }},
       {"slot_cache", [&](const YAML::Node& v) {
          walk_map(d, "slot_cache", v, {
              {"enabled", [&](const YAML::Node& e) { set_bool(d, "slot_cache.enabled", e, p.slot_cache.enabled); }},

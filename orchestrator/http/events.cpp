@@ -49,6 +49,7 @@ json switch_json(const supervisor::SwitchRecord& s) {
                            {"total", s.total_ms}, {"save", s.save_ms}, {"restore", s.restore_ms}}}};
   if (s.prefetch_resident_pct >= 0) j["prefetch_resident_pct"] = s.prefetch_resident_pct;  // docs/warm.md
   if (s.ahead) j["ahead"] = true;  // docs/supervisor.md, "Switch ahead"
+  if (!s.reason.empty()) j["reason"] = s.reason;  // why `from` made room (docs/supervisor.md, "Cost-aware eviction")
   if (!s.ok) {
     j["error"] = s.error;
     j["failure"] = supervisor::to_string(s.failure);

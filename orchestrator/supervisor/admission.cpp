@@ -134,6 +134,21 @@ void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id
   reschedule();
 }
 
+void SupervisorImpl::refuse(std::uint64_t waiter_id, const Action& a) {
+  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const auto& w) { return w->id == waiter_id; });
+  if (it == queue_.end()) return;
+  auto w = *it;
+  queue_.erase(it);
+  const auto wait_s = std::chrono::duration_cast<std::chrono::seconds>(a.retry_after).count() + 1;
+  Error e = make_error(Errc::unavailable,
+                       w->profile + " needs a child that is protected (evict: protect) and in use; it may go in about " +
+                           std::to_string(wait_s) + " s, after this request's deadline",
+                       "retry after the time in Retry-After, or raise the request's timeout (queue.max_wait_s)");
+  e.retry_after_s = static_cast<int>(wait_s);
+  w->result.emplace(std::move(e));
+  w->timer.cancel();
+}
+
 void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
   std::deque<std::shared_ptr<Waiter>> keep;
   for (auto& w : queue_) {

@@ -30,30 +30,49 @@ bool has_queued_before(const SchedInput& in, const std::string& profile, SchedCl
 
 // Live children that must go for `target` to start: those outside the allowed set that contains
 // the target and keeps the most of what is alive now; between sets that keep as many, the one
-// whose victims have the least work (in flight or queued), so an idle child goes before a busy one.
-std::vector<const SchedChild*> victims_for(const SchedInput& in, const std::string& target) {
+// whose victims have the least work (in flight or queued), so an idle child goes before a busy one,
+// then the one whose victims are cheapest to bring back (`by_cost`: that decided it).
+struct Victims {
+  std::vector<const SchedChild*> children;
+  bool by_cost = false;
+};
+
+Victims victims_for(const SchedInput& in, const std::string& target) {
   std::vector<const std::string*> busy;  // live children with work, found once (sets may be many)
   for (const auto& c : in.children)
     if (c.in_flight > 0 || has_queued(in, c.profile)) busy.push_back(&c.profile);
   const auto busy_outside = [&](const std::vector<std::string>& set) {
     return static_cast<std::size_t>(std::count_if(busy.begin(), busy.end(), [&](const std::string* p) { return !contains(set, *p); }));
   };
+  const auto cost_outside = [&](const std::vector<std::string>& set) {
+    double sum = 0;
+    for (const auto& c : in.children)
+      if (!contains(set, c.profile)) sum += c.reload_cost_s;
+    return sum;
+  };
   const std::vector<std::string>* best = nullptr;
   std::size_t best_overlap = 0, best_busy = 0;
+  double best_cost = 0;
+  bool by_cost = false;
   for (const auto& set : in.allowed_sets) {
     if (!contains(set, target)) continue;
     std::size_t overlap = 0;
     for (const auto& c : in.children) overlap += contains(set, c.profile) ? 1 : 0;
     const std::size_t busy = busy_outside(set);
-    if (!best || overlap > best_overlap || (overlap == best_overlap && busy < best_busy)) {
+    const double cost = cost_outside(set);
+    const bool tie = best && overlap == best_overlap && busy == best_busy;
+    if (tie && cost != best_cost) by_cost = true;
+    if (!best || overlap > best_overlap || (overlap == best_overlap && busy < best_busy) || (tie && cost < best_cost)) {
       best = &set;
       best_overlap = overlap;
       best_busy = busy;
+      best_cost = cost;
     }
   }
-  std::vector<const SchedChild*> out;
+  Victims out;
+  out.by_cost = by_cost;
   for (const auto& c : in.children) {
-    if (!best || !contains(*best, c.profile)) out.push_back(&c);
+    if (!best || !contains(*best, c.profile)) out.children.push_back(&c);
   }
   return out;
 }
@@ -76,9 +95,27 @@ std::vector<Target> pick_targets(const SchedInput& in) {
 }
 
 
+// A protected child's earliest release for a target whose oldest request queued at `head`: once
+// idle for its idle time (not before it is idle), and at the latest max_wait after `head`.
+SchedClock::time_point protected_until(const SchedChild& v, SchedClock::time_point head, bool has_work) {
+  const auto bound = head + v.protection->max_wait;
+  return has_work ? bound : std::min(bound, v.idle_since + v.protection->idle);
+}
+
+// Requests for `t` whose deadline falls before `until` cannot wait for the protected child: refused.
+void refuse_hurried(const SchedInput& in, const Target& t, SchedClock::time_point until, Decision& d) {
+  for (const auto& r : in.queue) {
+    if (r.profile != t.profile || !r.deadline || *r.deadline >= until) continue;
+    Action a{Action::Kind::refuse, r.profile, r.id};
+    a.reason = "protected";
+    a.retry_after = until - in.now;
+    d.actions.push_back(std::move(a));
+  }
+}
+
 // Decides what to do with one child that stands in the target's way. Returns true when the child
-// must receive no new requests (draining or about to stop).
-bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Decision& d) {
+// must receive no new requests (draining or about to stop). `why` is the reason a stop would give.
+bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std::string why, Decision& d) {
   if (v.phase == Phase::starting || v.phase == Phase::stopping)
     return v.phase == Phase::stopping;  // wait for its event
   const auto& cfg = in.cfg;
@@ -86,7 +123,17 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
   // FIFO across models: V's requests queued before T's oldest are served first. Evicting V before
   // them made V the oldest waiting model the moment it was gone: a restart of the model it served.
   if (!draining && has_queued_before(in, v.profile, t.head_enqueued)) return false;
-  if (!draining && (has_queued(in, v.profile) || v.in_flight > 0)) {
+  const bool has_work = has_queued(in, v.profile) || v.in_flight > 0;
+  if (!draining && v.protection) {
+    // Protected: no eviction while in use, nor until idle for its idle time; max_wait bounds it.
+    const auto until = protected_until(v, t.head_enqueued, has_work);
+    if (in.now < until) {
+      earliest(d.wake_at, until);
+      refuse_hurried(in, t, until, d);
+      return false;
+    }
+    why = in.now >= t.head_enqueued + v.protection->max_wait ? kEvictProtectWait : kEvictProtectIdle;
+  } else if (!draining && has_work) {
     // Work for V is queued or in flight: V keeps serving (grouping) until T's oldest request has
     // waited max_wait_before_swap_ms (starvation guard), and at least min_residency_ms (anti-thrash).
     // The guard counts from when V became ready if T queued before that: time spent loading V
@@ -100,16 +147,17 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, Deci
       earliest(d.wake_at, hold_until);
       return false;
     }
+    if (why != kEvictCheapest) why = kEvictGuard;
   }
   if (v.in_flight == 0) {
-    d.actions.push_back({Action::Kind::stop, v.profile, 0});
+    d.actions.push_back({Action::Kind::stop, v.profile, 0, false, why});
     return true;
   }
   auto drain_start = draining ? v.draining_since.value_or(in.now) : in.now;
   auto drain_end = drain_start + seconds(cfg.drain_timeout_s);
-  if (!draining) d.actions.push_back({Action::Kind::drain, v.profile, 0});
+  if (!draining) d.actions.push_back({Action::Kind::drain, v.profile, 0, false, why});
   if (in.now >= drain_end) {
-    d.actions.push_back({Action::Kind::stop, v.profile, 0});  // drain bounded: cut in-flight
+    d.actions.push_back({Action::Kind::stop, v.profile, 0, false, why});  // drain bounded: cut in-flight
   } else {
     earliest(d.wake_at, drain_end);
   }
@@ -173,14 +221,15 @@ void switch_ahead(const SchedInput& in, Decision& d) {
                                  [&](const SchedChild& c) { return c.profile == next; });
   const auto gate = in.not_before.find(next);
   if (alive || (gate != in.not_before.end() && in.now < gate->second)) return;
-  const auto victims = victims_for(in, next);
+  const auto victims = victims_for(in, next).children;
   const bool blocked = std::any_of(victims.begin(), victims.end(), [&](const SchedChild* v) {
     const bool idle = v->phase == Phase::ready && v->in_flight == 0;
-    return v->phase != Phase::stopping && (!idle || contains(in.wanted, v->profile));
+    // A guess never evicts a protected child: only a request may, on its terms.
+    return v->phase != Phase::stopping && (!idle || contains(in.wanted, v->profile) || v->protection);
   });
   if (blocked) return;
   for (const auto* v : victims)
-    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0, true});
+    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0, true, kEvictIdle});
   if (victims.empty()) d.actions.push_back({Action::Kind::start, next, 0, true});
 }
 
@@ -223,13 +272,14 @@ Decision decide(const SchedInput& in) {
       earliest(d.wake_at, gate->second);
       continue;
     }
-    auto victims = victims_for(in, target.profile);
-    if (victims.empty()) {
+    const auto victims = victims_for(in, target.profile);
+    if (victims.children.empty()) {
       d.actions.push_back({Action::Kind::start, target.profile, 0});
       continue;
     }
-    for (const auto* v : victims) {
-      if (handled.insert(v->profile).second && evict_step(in, *v, target, d)) closed.insert(v->profile);
+    const std::string why = victims.by_cost ? kEvictCheapest : kEvictIdle;
+    for (const auto* v : victims.children) {
+      if (handled.insert(v->profile).second && evict_step(in, *v, target, why, d)) closed.insert(v->profile);
     }
   }
   // Draining children from earlier rounds stay closed even when the target changed.

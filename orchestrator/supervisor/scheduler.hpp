@@ -14,6 +14,13 @@
 //    counted from V's ready time when T queued while V loaded) and V has been ready for
 //    min_residency_ms (anti-thrash). V's requests queued before T's oldest are served before V
 //    goes (FIFO), so a stopped child is never the next target: no child restarts to serve itself.
+//  - Cost-aware eviction: between allowed sets that keep as many live children with as little work
+//    outside, the one whose victims are cheapest to bring back (reload_cost_s) goes; the stop says
+//    why (Action::reason).
+//  - A protected child (evict: protect) is not evicted while it is in use: a conflicting request
+//    waits until it has been idle for its idle time, and never longer than its max_wait after that
+//    request arrived (the guard of a protected child); a request whose deadline falls before the
+//    child's earliest release is refused at once (Action::Kind::refuse, with the time to retry).
 //  - Swapping out drains first: V gets no new requests (sticky) and is stopped once its in-flight
 //    count is 0, or when draining has lasted drain_timeout_s (then in-flight requests are cut).
 //  - A restart backoff (not_before) delays starting T.
@@ -48,12 +55,20 @@ struct SchedChild {
   std::optional<SchedClock::time_point> draining_since;  // set while phase == draining
   // Ready and idle: unload at this time (the supervisor sets it only with in_flight == 0).
   std::optional<SchedClock::time_point> idle_deadline;
+  SchedClock::time_point idle_since{};  // ready, or its last request ended (when in_flight == 0)
+  double reload_cost_s = 0;             // what bringing it back would cost (its recent loads); 0 = unknown
+  struct Protection {
+    SchedClock::duration idle{};      // evictable once idle this long
+    SchedClock::duration max_wait{};  // ... or once a conflicting request has waited this long
+  };
+  std::optional<Protection> protection{};  // evict: protect
 };
 
 struct SchedRequest {
   std::uint64_t id = 0;
   std::string profile;  // resolved profile name
   SchedClock::time_point enqueued{};
+  std::optional<SchedClock::time_point> deadline{};  // it fails when not served by then
 };
 
 struct SchedInput {
@@ -67,13 +82,26 @@ struct SchedInput {
   SchedClock::time_point now{};
 };
 
+// Why a child is drained or stopped to make room (shown in switch records and /events).
+inline constexpr const char* kEvictIdle = "idle";                       // it had no work
+inline constexpr const char* kEvictGuard = "starvation guard";          // it had work; the guard ran out
+inline constexpr const char* kEvictCheapest = "cheapest to reload";     // another set would have cost more
+inline constexpr const char* kEvictProtectIdle = "protection: idle";    // protected, idle long enough
+inline constexpr const char* kEvictProtectWait = "protection: max_wait";  // protected, its bound reached
+
 struct Action {
-  enum class Kind { release, start, drain, stop, unload };  // unload: stop an idle child
+  // unload: stop an idle child; refuse: fail a queued request that cannot wait for a protected child.
+  enum class Kind { release, start, drain, stop, unload, refuse };
   Kind kind = Kind::release;
   std::string profile;
-  std::uint64_t request = 0;  // release only
+  std::uint64_t request = 0;  // release and refuse
   bool ahead = false;         // start/stop of a switch ahead (a guess, no call named the model)
-  bool operator==(const Action&) const = default;
+  std::string reason{};       // drain/stop to make room: why this child (kEvict*); refuse: why
+  SchedClock::duration retry_after{};  // refuse: when the protected child may go
+  // Equal in what is done (kind, child, request, guess); the reason is what the tests ask of it.
+  bool operator==(const Action& o) const {
+    return kind == o.kind && profile == o.profile && request == o.request && ahead == o.ahead;
+  }
 };
 
 struct Decision {

@@ -122,6 +122,20 @@ const std::string& SupervisorImpl::child_of(const std::string& profile) const {
 
 // ---- scheduling ----------------------------------------------------------------------------
 
+namespace {
+
+// The median of a child's recent loads, in seconds (0 = never loaded here: unknown).
+double reload_cost_s(const ProfState& ps) {
+  if (ps.loads_ms.empty()) return 0;
+  std::vector<std::int64_t> v(ps.loads_ms.begin(), ps.loads_ms.end());
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  const double ms = n % 2 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1] + v[n / 2])) / 2;
+  return ms / 1000.0;
+}
+
+}  // namespace
+
 SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   SchedInput in;
   in.cfg = cfg_->orch.scheduling;
@@ -146,6 +160,10 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     c.draining_since = ps.draining_since;
     if (const auto limit = idle_limit(ps); limit && ps.phase == Phase::ready && ps.in_flight == 0)
       c.idle_deadline = ps.idle_since + *limit;
+    c.idle_since = ps.idle_since;
+    c.reload_cost_s = reload_cost_s(ps);
+    if (const auto& ev = ps.profile->evict; ev.protect)
+      c.protection = SchedChild::Protection{std::chrono::seconds(ev.idle_s), std::chrono::seconds(ev.max_wait_s)};
     in.children.push_back(c);
   }
   in.wanted = wanted();
@@ -154,7 +172,7 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   // empty queue can guess (scheduler.hpp), so a queued request skips the prediction.
   if (cfg_->orch.scheduling.switch_ahead && queue_.empty() && (!in.children.empty() || !switch_.empty()))
     in.ahead = predict_alternation(recent_);
-  for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued});
+  for (const auto& w : queue_) in.queue.push_back({w->id, w->child, w->enqueued, w->deadline});
   if (ram_short(in)) in.allowed_sets.clear();  // one child at a time until it has started
   return in;
 }
@@ -243,15 +261,22 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
       ++starts_in_flight_;  // counted from the decision: a shutdown before do_start runs waits too
       asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
       break;
+    case Action::Kind::refuse:
+      refuse(a.request, a);
+      break;
     case Action::Kind::drain:
+      if (auto& sw = switch_of(a.profile, a.profile, now); sw.rec.reason.empty()) sw.rec.reason = a.reason;
       switch_of(a.profile, a.profile, now).drain_start = now;
       set_phase(a.profile, ps, Phase::draining);
       ps.draining_since = now;
       break;
     case Action::Kind::stop:
       // An unload (admin, reload, idle) is not a switch: the next start is a cold one, from nothing.
-      if (ps.unload_reason.empty())
-        if (auto& sw = switch_of(a.profile, a.profile, now); sw.drain_start) sw.rec.drain_ms = whole_ms(now - *sw.drain_start);
+      if (ps.unload_reason.empty()) {
+        auto& sw = switch_of(a.profile, a.profile, now);
+        if (sw.drain_start) sw.rec.drain_ms = whole_ms(now - *sw.drain_start);
+        if (sw.rec.reason.empty()) sw.rec.reason = a.reason;
+      }
       if (ps.in_flight > 0)
         cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
       set_phase(a.profile, ps, Phase::stopping);
@@ -336,6 +361,7 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
 asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t gen) {
   auto self = shared_from_this();
   auto& ps = profs_[name];
+  const auto began = Clock::now();
   StartOutcome out = co_await start_watched(name, gen);
   auto now = Clock::now();
   if (shutting_down_) {  // shutdown stopped it meanwhile, or stopped nothing yet: this child goes too
@@ -346,6 +372,10 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
   }
   --starts_in_flight_;
   if (ps.gen != gen) co_return;  // superseded
+  if (out.ok()) {  // the reload cost: spawn to ready (what stopping the previous child took is not its)
+    ps.loads_ms.push_back(whole_ms(now - began));
+    if (ps.loads_ms.size() > 5) ps.loads_ms.pop_front();
+  }
   finish_switch(name, out, now);
   if (out.ok()) {
     ps.endpoint = out.report->endpoint;

@@ -43,6 +43,7 @@ struct ProfState {
   Clock::time_point idle_since{};
   std::optional<Clock::duration> keep_alive;
   std::string unload_reason;  // non-empty: the stop in progress is an unload (published when done)
+  std::deque<std::int64_t> loads_ms;  // its last successful loads (start to ready): the reload cost
   static constexpr Clock::duration kForever = Clock::duration::max();
 };
 
@@ -105,6 +106,8 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   const std::string& child_of(const std::string& profile) const;
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
+  // Fails a queued request that cannot wait for a protected child (a refuse action): 503 + Retry-After.
+  void refuse(std::uint64_t waiter_id, const Action& a);
   bool ram_short(const SchedInput& in) const;  // the oldest model waiting to start lacks host RAM
   void apply(const Action& a, Clock::time_point now);
   void release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now);

@@ -88,6 +88,7 @@ struct SwitchRecord {
   std::int64_t save_ms = 0;           // saving `from`'s KV slots (part of stop_ms)
   std::int64_t restore_ms = 0;        // restoring `to`'s KV slots before it was reported ready
   bool ahead = false;  // started on a prediction (scheduling.switch_ahead), before a call named `to`
+  std::string reason;  // why `from` made room (kEvict*, scheduler.hpp); empty = nothing was resident
   bool ok = true;
   std::string error;  // start failure message when !ok
   FailureKind failure = FailureKind::none;  // why the start failed (when !ok)

@@ -71,3 +71,23 @@ TEST_CASE("loading_messages: comments by default, reasoning globally or per prof
   CHECK_FALSE(r.ok());
   CHECK(dump(r).find("kevlaya.yaml:1:19: error: loading_messages") != std::string::npos);
 }
+
+TEST_CASE("evict: normal by default, protect with its idle and max_wait, bad values at their line", "[config]") {
+  TempDir d("cfg-evict");
+  write_tree(d, "", "evict:\n  policy: protect\n  idle_s: 45\n  max_wait_s: 90\n");
+  auto r = cfg::load(d / "kevlaya.yaml");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  const auto& kev = r.config.find_profile("kev")->evict;
+  CHECK(kev.protect);
+  CHECK(kev.idle_s == 45);
+  CHECK(kev.max_wait_s == 90);
+  CHECK(kevlaya::config::evict_text(kev) == "protect (idle 45 s, max wait 90 s)");
+  CHECK_FALSE(r.config.find_profile("laya")->evict.protect);
+  CHECK(kevlaya::config::evict_text(r.config.find_profile("laya")->evict) == "normal");
+  write_tree(d, "", "evict:\n  policy: keep\n  max_wait_s: 0\n");
+  r = cfg::load(d / "kevlaya.yaml");
+  CHECK_FALSE(r.ok());
+  CHECK(dump(r).find("kev.yaml:4:11: error: evict.policy must be one of normal, protect") != std::string::npos);
+  CHECK(dump(r).find("kev.yaml:5:15: error: evict.max_wait_s") != std::string::npos);
+}

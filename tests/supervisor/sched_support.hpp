@@ -38,6 +38,7 @@ inline SchedChild child(const std::string& p, Phase phase, int in_flight = 0, in
   c.in_flight = in_flight;
   c.parallel = parallel;
   c.ready_since = since;
+  c.idle_since = since;
   return c;
 }
 

@@ -96,6 +96,9 @@ struct Burst {
           it = it->second == a.profile ? (++cut, answers.erase(it)) : std::next(it);
         gone(a.profile);
         break;
+      case K::refuse:  // no protected child here: nothing is refused
+        FAIL("refused request " << a.request);
+        break;
     }
   }
   // Plays until every request is answered (bounded: a livelock fails the test).

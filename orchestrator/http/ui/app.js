@@ -252,7 +252,13 @@ function addSwitch(sw) {
   li.tabIndex = 0;
   li.dataset.switch = (sw.from || '') + '>' + sw.to;
   li.dataset.total = total;
-  li.append(el('span', 'pair', (sw.from || '∅') + ' → ' + sw.to));
+  const pair = el('span', 'pair', (sw.from || '∅') + ' → ' + sw.to);
+  if (sw.reason) {  // why `from` made room: idle, starvation guard, cheapest to reload, protection
+    const why = el('small', 'why', sw.reason);
+    why.dataset.reason = sw.reason;
+    pair.append(why);
+  }
+  li.append(pair);
   const bar = el('span', 'bar');
   const tip = el('div', 'tip');
   tip.setAttribute('role', 'tooltip');
@@ -267,11 +273,12 @@ function addSwitch(sw) {
     tr.append(el('td', '', PHASE_LABEL[k]), el('td', 'n', fmtMs(v[k])));
     t.appendChild(tr);
   }
-  const guessed = sw.ahead ? ' · started ahead (guessed, no call waited)' : '';
+  const guessed = (sw.ahead ? ' · started ahead (guessed, no call waited)' : '') +
+    (sw.reason ? ' · ' + sw.from + ' went: ' + sw.reason : '');
   tip.append(el('div', '', clock(sw.at_ms) + ' · ' + (sw.from || 'nothing') + ' → ' + sw.to + ' · ' + fmtMs(total) + guessed), t);
   if (!sw.ok) tip.appendChild(el('div', 'err', (sw.failure || 'failed') + ': ' + (sw.error || '')));
   li.setAttribute('aria-label', 'switch ' + (sw.from || 'nothing') + ' to ' + sw.to + ', ' + fmtMs(total) +
-    (sw.ok ? '' : ', failed') + (sw.ahead ? ', started ahead' : ''));
+    (sw.ok ? '' : ', failed') + (sw.ahead ? ', started ahead' : '') + (sw.reason ? ', evicted: ' + sw.reason : ''));
   li.append(bar, el('span', 'total', fmtMs(total)), tip);
   tl.prepend(li);
   while (tl.children.length > MAX_SWITCHES) tl.lastElementChild.remove();
