@@ -143,3 +143,24 @@ TEST_CASE("the status page shows the history, cancels a call in flight and opens
   CHECK(r.output.find("UI_ACTIVITY ok") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+// Why a child went (the switch timeline) and the load ETA on a loading card (tests/ui/eviction.mjs).
+TEST_CASE("the status page shows why a child was evicted and a loading model's time left", "[http][ui][e2e][browser]") {
+  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  TempDir dir("http-ui-eviction");
+  const auto common = "binary: " + standin_binary().string() + "\nmodel: " + tiny_llama().string() + "\nngl: 0\nctx: 256\n";
+  write_text(dir / "profiles/kev.yaml", "name: kev\n" + common);
+  write_text(dir / "profiles/laya.yaml", "name: laya\n" + common + "extra_args: [--fake-load-ms, '2000']\n");
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto artifacts = binary_dir() / "artifacts/ui";
+  auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " KEVLAYA_KEY=ui-test-key CHROMIUM=" +
+                       chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() + " timeout 120 node " +
+                       (source_dir() / "tests/ui/eviction.mjs").string() + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("UI_EVICTION ok") != std::string::npos);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
