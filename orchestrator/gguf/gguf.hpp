@@ -116,6 +116,10 @@ struct ModelInfo {
 Result<File> read_file(const std::filesystem::path& path);
 // Same, on bytes in memory (used by the fuzzer and tests).
 Result<File> read_buffer(const std::uint8_t* data, std::size_t size);
+// read_file, and for the first shard of a split model (split.count > 1, llama.cpp's
+// NAME-00001-of-0000N.gguf) every other shard's tensors appended, so that what is priced is the
+// whole model; a missing or foreign shard is a bad_model error naming it.
+Result<File> read_model(const std::filesystem::path& path);
 // Derives ModelInfo from a parsed file.
 Result<ModelInfo> model_info(const File& f, const std::filesystem::path& path = {});
 // read_file + model_info.

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cctype>
+#include <cstdio>
 #include <limits>
+#include <regex>
 #include <set>
 
 #include "gguf/gguf.hpp"
@@ -172,8 +174,38 @@ Result<ModelInfo> model_info(const File& f, const std::filesystem::path& path) {
   return m;
 }
 
+Result<File> read_model(const std::filesystem::path& path) {
+  auto first = read_file(path);
+  if (!first) return first;
+  const auto* count = first->find("split.count");
+  const auto n = count ? count->as_uint().value_or(1) : 1;
+  if (n <= 1) return first;
+  static const std::regex shard_re(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+  std::smatch m;
+  const std::string name = path.filename().string();
+  if (!std::regex_match(name, m, shard_re) || std::stoull(m[2].str()) != 1 || std::stoull(m[3].str()) != n) {
+    char want[40];
+    std::snprintf(want, sizeof want, "NAME-00001-of-%05llu.gguf", static_cast<unsigned long long>(n));
+    return make_error(Errc::bad_model, path.string() + ": split.count is " + std::to_string(n) +
+                                           " but the file is not named " + want,
+                      "give the first shard of a split model, named as llama-gguf-split writes it");
+  }
+  for (std::uint64_t k = 2; k <= n; ++k) {
+    char part[32];
+    std::snprintf(part, sizeof part, "-%05llu-of-%05llu.gguf", static_cast<unsigned long long>(k),
+                  static_cast<unsigned long long>(n));
+    const auto shard = path.parent_path() / (m[1].str() + part);
+    auto f = read_file(shard);
+    if (!f) return make_error(Errc::bad_model, "split model " + path.string() + ": shard " + std::to_string(k) +
+                                                   " of " + std::to_string(n) + ": " + f.error().message);
+    first->tensors.insert(first->tensors.end(), f->tensors.begin(), f->tensors.end());
+    first->file_size += f->file_size;
+  }
+  return first;
+}
+
 Result<ModelInfo> inspect(const std::filesystem::path& path) {
-  auto f = read_file(path);
+  auto f = read_model(path);
   if (!f) return f.error();
   auto m = model_info(*f, path);
   if (!m) {

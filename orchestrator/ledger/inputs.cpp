@@ -57,7 +57,7 @@ Result<Gathered> gather(const config::Config& cfg) {
       g.skipped.push_back(p.name);
       continue;
     }
-    auto file = gguf::read_file(p.model);
+    auto file = gguf::read_model(p.model);  // every shard of a split model
     if (!file) return file_error(p.name, "model", p.model, file.error());
     auto info = gguf::model_info(*file, p.model);
     if (!info) return file_error(p.name, "model", p.model, info.error());
