@@ -11,6 +11,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/clock.hpp"
+#include "http/anthropic_wait.hpp"
 #include "http/apis.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
@@ -88,6 +89,14 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));
+  const auto* prof = d.cfg->find_profile(call.profile);
+  if (call.shape == ApiShape::anthropic && call.stream && call.target == "/v1/messages" && prof &&
+      d.cfg->loading_messages(*prof) == config::LoadingMessages::reasoning) {  // a wait as a thinking block
+    auto s = std::make_shared<AnthropicWait>(call.requested.empty() ? call.profile : call.requested);
+    call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
+    call.wait_map = [s](const std::string& text) { return s->thinking(text); };
+    call.stream_type = "text/event-stream";
+  }
   return call;
 }
 

@@ -60,7 +60,7 @@ TEST_CASE("the ollama client (chat, generate, tags, streaming) works through the
   run_client(standin_binary().string(), "ollama.mjs");
 }
 
-TEST_CASE("with loading_messages: reasoning the openai and ollama clients see a load as reasoning, never in the answer",
+TEST_CASE("with loading_messages: reasoning the openai, anthropic and ollama clients see a load as reasoning, never in the answer",
           "[http][e2e][clients]") {
   run_client(standin_binary().string(), "loading.mjs", "extra_args: [--fake-load-ms, '1500']\n",
              "loading_messages: reasoning\n");
