@@ -19,78 +19,21 @@ queue.max_depth is raised to 2 x N (the default 64 would refuse part of a burst 
 requests refused with 429/503 would be counted, not retried.
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
 --standin; the door binary from --orch (default build/kevlaya-orch, else build-asan/)."""
-import argparse, http.client, json, os, re, subprocess, sys, tempfile, threading, time
+import argparse, json, os, subprocess, sys, tempfile, threading, time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from door import ROOT, Events, built, chat, request, start_door, write_config  # noqa: E402
+
 GUARD_MS, RESIDENCY_MS = 2000, 500  # config.hpp SchedulingCfg defaults (the bench sets none)
 
 
-def built(name, sub=""):
-    for b in ("build", "build-asan"):
-        p = os.path.join(ROOT, b, sub, name)
-        if os.path.exists(p):
-            return p
-    sys.exit(f"bench: {name} not built (build it, or pass its path)")
-
-
-def request(port, method, path, body=None, timeout=600):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
-
-
-def start_door(tmp, server, tiny):
-    os.makedirs(f"{tmp}/profiles", exist_ok=True)
-    os.makedirs(f"{tmp}/pipelines", exist_ok=True)
+def serve(tmp, server, tiny):
     model = f"{tmp}/model.gguf"
     subprocess.run([tiny, "model", "--out", model, "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
-    for name in ("kev", "laya"):
-        with open(f"{tmp}/profiles/{name}.yaml", "w") as f:
-            f.write(f"name: {name}\nbinary: {server}\nmodel: {model}\nngl: 0\nctx: 512\nparallel: 1\n"
-                    "shared_base: false\n")
-    with open(f"{tmp}/kevlaya.yaml", "w") as f:
-        f.write("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n"
-                f"residency: rotate\nqueue:\n  max_depth: {max(64, 2 * ARGS.n)}\n")
-    log = open(f"{tmp}/door.log", "w")
-    p = subprocess.Popen([ARGS.orch, "serve", f"{tmp}/kevlaya.yaml", "--port", "0"], stdout=log, stderr=log)
-    for _ in range(600):
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(f"{tmp}/door.log").read())
-        if m:
-            return p, int(m.group(1))
-        time.sleep(0.05)
-    p.kill()
-    sys.exit("bench: the door did not start; see " + f"{tmp}/door.log")
-
-
-class Requests:
-    """The door's `request` events (GET /events): each model call's total_ms and queue_ms, so a
-    call's time holding its slot is total - queue as the door measured it."""
-
-    def __init__(self, port):
-        self.records, self.lock = [], threading.Lock()
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
-        self.conn.request("GET", "/events")
-        self.resp = self.conn.getresponse()
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        try:
-            for line in self.resp:
-                if line.startswith(b"data: "):
-                    e = json.loads(line[6:])
-                    if e.get("type") == "request" and e.get("queue_ms") is not None:
-                        with self.lock:
-                            self.records.append(e)
-        except (OSError, ValueError, http.client.HTTPException):
-            pass
-
-    def since(self, at_ms):
-        with self.lock:
-            return [e for e in self.records if e["at_ms"] >= at_ms]
+    profile = f"binary: {server}\nmodel: {model}\nngl: 0\nctx: 512\nparallel: 1\nshared_base: false\n"
+    write_config(tmp, {"kev": profile, "laya": profile},
+                 f"residency: rotate\nqueue:\n  max_depth: {max(64, 2 * ARGS.n)}\n")
+    return start_door(ARGS.orch, tmp)
 
 
 def burst(port, n):
@@ -99,9 +42,7 @@ def burst(port, n):
     lock = threading.Lock()
 
     def one(i):
-        body = {"model": "laya" if i % 2 else "kev", "max_tokens": 16,
-                "messages": [{"role": "user", "content": "Once"}]}
-        status, _, data = request(port, "POST", "/v1/chat/completions", body)
+        status, _, data = request(port, "POST", "/v1/chat/completions", chat("laya" if i % 2 else "kev"))
         with lock:
             if status == 200:
                 out["ok"] += 1
@@ -156,7 +97,7 @@ def run(label, port, seen):
         recs = [s for s in json.loads(data)["recent_switches"] if s["at_ms"] >= since_ms - 1]
         selfr = sum(1 for s in recs if s["from"] == s["to"])
         time.sleep(0.5)  # the last `request` events reach the /events reader
-        calls = seen.since(since_ms - 1)
+        calls = [e for e in seen.of_type("request", since_ms - 1) if e.get("queue_ms") is not None]
         minimum = guard_minimum(calls)
         totals["switches"] += len(recs)
         totals["minimum"] += minimum
@@ -185,10 +126,10 @@ def main():
     print(f"server: {server}\ndoor: {ARGS.orch}\nguard: max_wait_before_swap_ms={GUARD_MS} "
           f"min_residency_ms={RESIDENCY_MS}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        door, port = start_door(tmp, server, tiny)
+        door, port = serve(tmp, server, tiny)
         hogs = []
         try:
-            seen = Requests(port)
+            seen = Events(port)
             run("quiet", port, seen)
             if ARGS.hogs > 0:
                 hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ARGS.hogs)]

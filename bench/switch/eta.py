@@ -11,62 +11,26 @@ the target is within +-30 % from the fourth load on.
 
 Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-server) unless
 --standin; the door binary from --orch (default build/kevlaya-orch, else build-asan/)."""
-import argparse, http.client, json, os, re, subprocess, sys, tempfile, threading, time
+import argparse, os, subprocess, sys, tempfile, time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-
-
-def built(name, sub=""):
-    for b in ("build", "build-asan"):
-        p = os.path.join(ROOT, b, sub, name)
-        if os.path.exists(p):
-            return p
-    sys.exit(f"bench: {name} not built (build it, or pass its path)")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from door import ROOT, Events, built, chat, request, start_door, write_config  # noqa: E402
 
 
-def request(port, method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, data
-
-
-class Events:
-    """The door's event stream: `phase` events to starting (eta_s) and `switch` events."""
-
-    def __init__(self, port):
-        self.items, self.cv = [], threading.Condition()
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
-        self.conn.request("GET", "/events")
-        self.resp = self.conn.getresponse()
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        try:
-            for line in self.resp:
-                if line.startswith(b"data: "):
-                    with self.cv:
-                        self.items.append(json.loads(line[6:]))
-                        self.cv.notify_all()
-        except (OSError, ValueError, http.client.HTTPException):
-            pass
-
-    def wait_switch(self, start):
-        """The first `switch` event at or after index `start`, and the eta_s of the starting phase before it."""
-        deadline = time.time() + 600
-        with self.cv:
-            while time.time() < deadline:
-                eta = None
-                for e in self.items[start:]:
-                    if e.get("type") == "phase" and e.get("to") == "starting" and e.get("child") == "m":
-                        eta = e.get("eta_s")
-                    if e.get("type") == "switch" and e.get("to") == "m":
-                        return eta, e
-                self.cv.wait(1)
-        sys.exit("bench: no switch event within 600 s")
+def wait_switch(ev, start):
+    """The first `switch` event to m at or after index `start` of the stream, and the eta_s of the
+    `starting` phase event before it (None before the first load)."""
+    deadline = time.time() + 600
+    with ev.cv:
+        while time.time() < deadline:
+            eta = None
+            for e in ev.items[start:]:
+                if e.get("type") == "phase" and e.get("to") == "starting" and e.get("child") == "m":
+                    eta = e.get("eta_s")
+                if e.get("type") == "switch" and e.get("to") == "m":
+                    return eta, e
+            ev.cv.wait(1)
+    sys.exit("bench: no switch event within 600 s")
 
 
 def main():
@@ -85,28 +49,13 @@ def main():
     print(f"server: {server}\ndoor: {orch}\nmodel: {args.mib} MiB F16, {args.loads} loads, {args.hogs} CPU hogs", flush=True)
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     with tempfile.TemporaryDirectory() as tmp:
-        os.makedirs(f"{tmp}/profiles")
-        os.makedirs(f"{tmp}/pipelines")
         subprocess.run([tiny, "model", "--out", f"{tmp}/m.gguf", "--big-mib", str(args.mib)], check=True,
                        stdout=subprocess.DEVNULL)
-        with open(f"{tmp}/profiles/m.yaml", "w") as f:
-            # --load-mode none (no mmap): the load reads the whole file, as a GPU load copies it (mmap would defer it)
-            f.write(f"name: m\nbinary: {server}\nmodel: {tmp}/m.gguf\nngl: 0\nctx: 256\nparallel: 1\n"
-                    f"extra_args: [--load-mode, none]\n")
-        with open(f"{tmp}/kevlaya.yaml", "w") as f:
-            f.write("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n")
-        log = open(f"{tmp}/door.log", "w")
-        door = subprocess.Popen([orch, "serve", f"{tmp}/kevlaya.yaml", "--port", "0"], stdout=log, stderr=log)
+        # --load-mode none (no mmap): the load reads the whole file, as a GPU load copies it
+        write_config(tmp, {"m": f"binary: {server}\nmodel: {tmp}/m.gguf\nngl: 0\nctx: 256\nparallel: 1\n"
+                                 "extra_args: [--load-mode, none]\n"})
+        door, port = start_door(orch, tmp)
         try:
-            port = None
-            for _ in range(600):
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(f"{tmp}/door.log").read())
-                if m:
-                    port = int(m.group(1))
-                    break
-                time.sleep(0.05)
-            if not port:
-                sys.exit("bench: the door did not start")
             ev = Events(port)
             time.sleep(0.3)
             errors = []
@@ -114,11 +63,10 @@ def main():
             for i in range(args.loads):
                 request(port, "POST", "/admin/unload")
                 start = len(ev.items)
-                status, _ = request(port, "POST", "/v1/chat/completions",
-                                    {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "Once"}]})
+                status, _, _ = request(port, "POST", "/v1/chat/completions", chat("m", 1))
                 if status != 200:
                     sys.exit(f"bench: load {i + 1} answered {status}")
-                eta, sw = ev.wait_switch(start)
+                eta, sw = wait_switch(ev, start)
                 ph = sw["phases_ms"]
                 actual = max(0, ph["total"] - ph["drain"] - ph["stop"] - ph["vram_wait"]) / 1000
                 err = None if eta is None or actual == 0 else (eta - actual) / actual
