@@ -113,6 +113,18 @@ void refuse_hurried(const SchedInput& in, const Target& t, SchedClock::time_poin
   }
 }
 
+// How long V, with work, keeps serving before T: until T's oldest request has waited
+// max_wait_before_swap_ms (starvation guard), and V has been ready min_residency_ms (anti-thrash).
+// The guard counts from when V became ready if T queued before that: time spent loading V served
+// nobody, and counting it cut every residency after a load longer than the guard to
+// min_residency_ms (thrash). With no competition for V there is nothing to protect: the switch
+// starts at once.
+SchedClock::time_point guard_until(const config::SchedulingCfg& cfg, const SchedChild& v, const Target& t) {
+  const auto resident_until = v.ready_since + milliseconds(cfg.min_residency_ms);
+  const auto forced_at = std::max(t.head_enqueued, v.ready_since) + milliseconds(cfg.max_wait_before_swap_ms);
+  return std::max(resident_until, forced_at);
+}
+
 // Decides what to do with one child that stands in the target's way. Returns true when the child
 // must receive no new requests (draining or about to stop). `why` is the reason a stop would give.
 bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std::string why, Decision& d) {
@@ -124,30 +136,19 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std:
   // them made V the oldest waiting model the moment it was gone: a restart of the model it served.
   if (!draining && has_queued_before(in, v.profile, t.head_enqueued)) return false;
   const bool has_work = has_queued(in, v.profile) || v.in_flight > 0;
-  if (!draining && v.protection) {
-    // Protected: no eviction while in use, nor until idle for its idle time; max_wait bounds it.
-    const auto until = protected_until(v, t.head_enqueued, has_work);
+  if (!draining && (has_work || v.protection)) {
+    // Work for V is queued or in flight: V keeps serving (grouping) until the guard (guard_until).
+    // Protected V: also no eviction while in use, nor until idle for its idle time; its max_wait
+    // bounds that, never below the guard.
+    auto until = has_work ? guard_until(cfg, v, t) : in.now;
+    if (v.protection) until = std::max(until, protected_until(v, t.head_enqueued, has_work));
     if (in.now < until) {
       earliest(d.wake_at, until);
-      refuse_hurried(in, t, until, d);
+      if (v.protection) refuse_hurried(in, t, until, d);
       return false;
     }
-    why = in.now >= t.head_enqueued + v.protection->max_wait ? kEvictProtectWait : kEvictProtectIdle;
-  } else if (!draining && has_work) {
-    // Work for V is queued or in flight: V keeps serving (grouping) until T's oldest request has
-    // waited max_wait_before_swap_ms (starvation guard), and at least min_residency_ms (anti-thrash).
-    // The guard counts from when V became ready if T queued before that: time spent loading V
-    // served nobody, and counting it cut every residency after a load longer than the guard to
-    // min_residency_ms (thrash). With no competition for V there is nothing to protect: the
-    // switch starts at once.
-    auto resident_until = v.ready_since + milliseconds(cfg.min_residency_ms);
-    auto forced_at = std::max(t.head_enqueued, v.ready_since) + milliseconds(cfg.max_wait_before_swap_ms);
-    auto hold_until = std::max(resident_until, forced_at);
-    if (in.now < hold_until) {
-      earliest(d.wake_at, hold_until);
-      return false;
-    }
-    if (why != kEvictCheapest) why = kEvictGuard;
+    if (v.protection) why = in.now >= t.head_enqueued + v.protection->max_wait ? kEvictProtectWait : kEvictProtectIdle;
+    else if (why != kEvictCheapest) why = kEvictGuard;
   }
   if (v.in_flight == 0) {
     d.actions.push_back({Action::Kind::stop, v.profile, 0, false, why});

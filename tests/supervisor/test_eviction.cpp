@@ -115,3 +115,14 @@ TEST_CASE("eviction: a switch ahead never evicts a protected child") {
   in.children[0].protection.reset();
   CHECK(only(decide(in)) == Action{K::stop, "kev", 0, true});
 }
+
+TEST_CASE("eviction: a protected child's max_wait never cuts a residency shorter than the starvation guard") {
+  auto in = base();
+  in.children = {protected_child("kev", 1, t0 - 10s)};
+  in.children[0].protection->max_wait = 1s;  // shorter than the 2 s guard
+  in.queue = {{1, "laya", t0 - 1500ms}};
+  auto d = decide(in);
+  CHECK(of_kind(d, K::drain).empty());
+  REQUIRE(d.wake_at);
+  CHECK(*d.wake_at == t0 + 500ms);  // the guard's 2 s from the request, not max_wait's 1 s
+}
