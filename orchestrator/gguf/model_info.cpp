@@ -184,14 +184,14 @@ Result<File> read_model(const std::filesystem::path& path) {
   std::smatch m;
   const std::string name = path.filename().string();
   if (!std::regex_match(name, m, shard_re) || std::stoull(m[2].str()) != 1 || std::stoull(m[3].str()) != n) {
-    char want[40];
+    char want[64];
     std::snprintf(want, sizeof want, "NAME-00001-of-%05llu.gguf", static_cast<unsigned long long>(n));
     return make_error(Errc::bad_model, path.string() + ": split.count is " + std::to_string(n) +
                                            " but the file is not named " + want,
                       "give the first shard of a split model, named as llama-gguf-split writes it");
   }
   for (std::uint64_t k = 2; k <= n; ++k) {
-    char part[32];
+    char part[64];
     std::snprintf(part, sizeof part, "-%05llu-of-%05llu.gguf", static_cast<unsigned long long>(k),
                   static_cast<unsigned long long>(n));
     const auto shard = path.parent_path() / (m[1].str() + part);
