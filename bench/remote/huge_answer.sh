@@ -38,7 +38,11 @@ printf 'profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_
 $ORCH serve $W/kevlaya.yaml --port $DP 2> $W/door.log & DOOR=$!
 until curl -fsS http://127.0.0.1:$DP/health >/dev/null 2>&1; do sleep 0.1; done
 rss() { awk -v k="$1:" '$1 == k {print $2}' /proc/$DOOR/status; }
-curl -sS -o /dev/null -H 'Content-Type: application/json' -d '{"model":"big","max_tokens":1,"messages":[{"role":"user","content":"small"}]}' http://127.0.0.1:$DP/v1/chat/completions
+# A small call, until the remote's first health check has passed (503 before it).
+i=0
+until [ "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d '{"model":"big","max_tokens":1,"messages":[{"role":"user","content":"small"}]}' http://127.0.0.1:$DP/v1/chat/completions)" = 200 ]; do
+  i=$((i + 1)); [ $i -lt 300 ] || { echo "the remote never became ready" >&2; exit 1; }; sleep 0.1
+done
 echo "door RSS after a small call: $(rss VmRSS) KiB"
 T0=$(date +%s.%N)
 OUT=$(curl -sS -o /dev/null -w '%{http_code} %{size_download}' -H 'Content-Type: application/json' \
