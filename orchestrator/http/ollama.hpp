@@ -47,7 +47,10 @@ class OllamaStream {
  public:
   OllamaStream(OllamaKind kind, std::string model, std::shared_ptr<const CallTimes> times = nullptr)
       : kind_(kind), model_(std::move(model)), times_(std::move(times)) {}
-  std::string feed(std::string_view sse);  // complete NDJSON lines produced so far ("" = none)
+  // Complete NDJSON lines produced so far ("" = none). An SSE event larger than kMaxEventBytes is
+  // not buffered: the stream ends with an error line instead.
+  std::string feed(std::string_view sse);
+  static constexpr std::size_t kMaxEventBytes = 8 << 20;
   // A wait's progress as a line whose `thinking` field carries `text` (the answer stays empty).
   std::string thinking_line(const std::string& text) const;
 

@@ -334,6 +334,7 @@ std::string OllamaStream::final_line() {
 }
 
 std::string OllamaStream::feed(std::string_view sse) {
+  if (done_) return {};
   buf_.append(sse);
   std::string out;
   for (auto end = buf_.find("\n\n"); end != std::string::npos && !done_; end = buf_.find("\n\n")) {
@@ -347,6 +348,12 @@ std::string OllamaStream::feed(std::string_view sse) {
       break;
     }
     if (auto j = parse_json_bounded(data); j && j->is_object()) out += event(*j);
+  }
+  if (!done_ && buf_.size() > kMaxEventBytes) {  // one event past any real one: end with an error line
+    buf_ = std::string();
+    done_ = true;
+    out += json{{"error", "the model's stream sent one event of over " + std::to_string(kMaxEventBytes >> 20) +
+                              " MiB; the answer was cut"}}.dump() + "\n";
   }
   return out;
 }

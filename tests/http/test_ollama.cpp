@@ -148,3 +148,18 @@ TEST_CASE("ollama: tags, ps, show, version, pull and create are refused Ollama-s
   CHECK(unknown.status == 404);
   CHECK(unknown.json_body()["error"] == "model 'nope' not found");
 }
+
+// Regression (bounded input): one SSE event without its end grew the mapper's buffer without limit.
+TEST_CASE("ollama: an SSE event larger than the bound ends the stream with an error line, buffering nothing more", "[http]") {
+  kevlaya::http::OllamaStream s(OllamaKind::chat, "kev");
+  CHECK(s.feed("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n").find("\"a\"") != std::string::npos);
+  std::string out;
+  const std::string chunk(1 << 20, 'x');
+  out += s.feed("data: {\"choices\":[{\"delta\":{\"content\":\"");
+  for (std::size_t i = 0; i <= kevlaya::http::OllamaStream::kMaxEventBytes >> 20; ++i) out += s.feed(chunk);
+  INFO(out.substr(0, 300));
+  REQUIRE(!out.empty());
+  CHECK(json::parse(out)["error"].get<std::string>().find("over 8 MiB") != std::string::npos);
+  CHECK(s.feed(chunk).empty());  // done: nothing more is kept or sent
+  CHECK(s.feed("\n\ndata: [DONE]\n\n").empty());
+}
