@@ -6,6 +6,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/json_scan.hpp"
+#include "supervisor/child_body.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -112,12 +113,7 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
   if (!parsed || !parsed->is_object()) return raw;
   json b = std::move(parsed.value());
   b.erase("keep_alive");
-  if (rename) b["model"] = profile;
-  if (!lora.empty()) {
-    json arr = json::array();
-    for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
-    b["lora"] = std::move(arr);
-  }
+  supervisor::set_child_fields(b, rename ? profile : std::string(), lora);
   return b.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

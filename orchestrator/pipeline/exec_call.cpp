@@ -8,6 +8,7 @@
 
 #include "common/clock.hpp"
 #include "common/bytes.hpp"
+#include "supervisor/child_body.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::pipeline {
@@ -39,11 +40,7 @@ std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
   if (lora.empty() && !rename) return body;
   auto j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return body;
-  if (rename) j["model"] = lease.upstream_model();
-  if (lora.empty()) return dump_json(j);
-  json arr = json::array();
-  for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
-  j["lora"] = std::move(arr);
+  supervisor::set_child_fields(j, rename ? lease.upstream_model() : std::string(), lora);
   return dump_json(j);
 }
 

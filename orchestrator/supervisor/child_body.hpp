@@ -1,0 +1,17 @@
+// The fields a child's request body gets from its lease, built in one place for every caller (the
+// door's proxy and the pipeline executor): the `model` the child knows, and in shared-base mode the
+// adapter scales that select the profile's own LoRA (docs/supervisor.md, "Shared base").
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kevlaya::supervisor {
+
+// Sets body["model"] to `model` when it is not empty, and body["lora"] to [{id, scale}…] from
+// `lora` (a lease's lora_scales) when that is not empty. `body` must be an object.
+void set_child_fields(nlohmann::json& body, const std::string& model,
+                      const std::vector<std::pair<std::string, double>>& lora);
+
+}  // namespace kevlaya::supervisor
