@@ -124,11 +124,11 @@ void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& ou
     rec.failure = out.failure.kind;
     rec.log_tail = out.failure.log_tail;
   }
-  spdlog::info("switch from={} to={} reason=\"{}\" ok={} ahead={} drain_ms={} stop_ms={} vram_wait_ms={} spawn_to_listening_ms={} "
-               "detect_ms={} total_ms={} save_ms={} restore_ms={} prefetch_resident_pct={:.0f}",
-               rec.from.empty() ? "-" : rec.from, rec.to, rec.reason, rec.ok, rec.ahead, rec.drain_ms, rec.stop_ms, rec.vram_wait_ms,
+  spdlog::info("switch from={} to={} ok={} ahead={} drain_ms={} stop_ms={} vram_wait_ms={} spawn_to_listening_ms={} "
+               "detect_ms={} total_ms={} save_ms={} restore_ms={} prefetch_resident_pct={:.0f} reason=\"{}\"",
+               rec.from.empty() ? "-" : rec.from, rec.to, rec.ok, rec.ahead, rec.drain_ms, rec.stop_ms, rec.vram_wait_ms,
                rec.spawn_to_listening_ms, rec.detect_ms, rec.total_ms, rec.save_ms, rec.restore_ms,
-               rec.prefetch_resident_pct);
+               rec.prefetch_resident_pct, rec.reason);
   switches_.push_back(rec);
   while (switches_.size() > opts_.switch_history) switches_.pop_front();
   Event e;

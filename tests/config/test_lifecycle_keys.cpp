@@ -74,7 +74,7 @@ TEST_CASE("loading_messages: comments by default, reasoning globally or per prof
 
 TEST_CASE("evict: normal by default, protect with its idle and max_wait, bad values at their line", "[config]") {
   TempDir d("cfg-evict");
-  write_tree(d, "", "evict:\n  policy: protect\n  idle_s: 45\n  max_wait_s: 90\n");
+  write_tree(d, "idle_unload_s: 600\n", "evict:\n  policy: protect\n  idle_s: 45\n  max_wait_s: 90\n");
   auto r = cfg::load(d / "kevlaya.yaml");
   INFO(dump(r));
   REQUIRE(r.ok());
@@ -85,7 +85,7 @@ TEST_CASE("evict: normal by default, protect with its idle and max_wait, bad val
   CHECK(kevlaya::config::evict_text(kev) == "protect (idle 45 s, max wait 90 s)");
   CHECK_FALSE(r.config.find_profile("laya")->evict.protect);
   CHECK(kevlaya::config::evict_text(r.config.find_profile("laya")->evict) == "normal");
-  write_tree(d, "", "evict:\n  policy: keep\n  max_wait_s: 0\n");
+  write_tree(d, "idle_unload_s: 600\n", "evict:\n  policy: keep\n  max_wait_s: 0\n");
   r = cfg::load(d / "kevlaya.yaml");
   CHECK_FALSE(r.ok());
   CHECK(dump(r).find("kev.yaml:4:11: error: evict.policy must be one of normal, protect") != std::string::npos);
