@@ -118,6 +118,29 @@ function setText(node, text) {
   if (node.textContent !== String(text)) node.textContent = text;
 }
 
+// A loading child's time left: /status gives it as of its snapshot (`eta_s`); a phase event to
+// `starting` gives the expected load from the event's time (`eta_at`), counted down here.
+function etaLeft(lp) {
+  if (lp.eta_s == null) return null;
+  return lp.eta_at ? Math.max(0, lp.eta_s - (Date.now() - lp.eta_at) / 1000) : lp.eta_s;
+}
+
+function extraText(d) {
+  const extra = [];
+  if (d.pinned) extra.push('pinned');
+  const lp = d.load_progress;
+  if (lp) {
+    const left = etaLeft(lp);
+    extra.push('loading ' + (lp.stage || '') + (lp.pct != null ? ' ' + Math.round(lp.pct) + '%' : '') +
+               (left != null ? ', about ' + fmtDur(Math.ceil(left)) + ' left' : ''));
+  }
+  if (d.remote) extra.push('remote ' + d.remote.state + (d.remote.last_error ? ': ' + d.remote.last_error : ''));
+  if (d.gpus && d.gpus.length) extra.push('GPU ' + d.gpus.join(', '));
+  if (d.page_cache_pct >= 0) extra.push('page cache ' + Math.round(d.page_cache_pct) + '%');
+  if (d.state === 'failed' && d.retry_at) extra.push('retry in ' + fmtDur((d.retry_at - Date.now()) / 1000));
+  return extra.join(' · ');
+}
+
 function paintCard(c) {
   const d = c.data, f = c.f;
   if (c.root.dataset.phase !== d.state) c.root.dataset.phase = d.state;
@@ -128,15 +151,7 @@ function paintCard(c) {
   setText(f.queued, d.queued || 0);
   setText(f.inflight, d.in_flight || 0);
   setText(f.restarts, (d.total_restarts || 0) + (d.crashes ? ' · ' + d.crashes + ' crash' + (d.crashes > 1 ? 'es' : '') : ''));
-  const extra = [];
-  if (d.pinned) extra.push('pinned');
-  if (d.load_progress) extra.push('loading ' + (d.load_progress.stage || '') + (d.load_progress.pct != null ? ' ' + Math.round(d.load_progress.pct) + '%' : '') +
-                                  (d.load_progress.eta_s != null ? ', about ' + fmtDur(Math.ceil(d.load_progress.eta_s)) + ' left' : ''));
-  if (d.remote) extra.push('remote ' + d.remote.state + (d.remote.last_error ? ': ' + d.remote.last_error : ''));
-  if (d.gpus && d.gpus.length) extra.push('GPU ' + d.gpus.join(', '));
-  if (d.page_cache_pct >= 0) extra.push('page cache ' + Math.round(d.page_cache_pct) + '%');
-  if (d.state === 'failed' && d.retry_at) extra.push('retry in ' + fmtDur((d.retry_at - Date.now()) / 1000));
-  setText(f.extra, extra.join(' · '));
+  setText(f.extra, extraText(d));
   const lf = d.last_failure;
   f.failure.hidden = !lf;
   if (lf) {
@@ -154,6 +169,7 @@ function tickCard(c) {
   const d = c.data;
   setText(c.f.uptime, d.state === 'ready' && d.since_ms ? fmtDur((Date.now() - d.since_ms) / 1000) : '–');
   setText(c.f.idle, d.idle_at ? fmtDur(Math.max(0, (d.idle_at - Date.now()) / 1000)) : d.pinned ? 'pinned' : '–');
+  if (d.state === 'starting' && d.load_progress) setText(c.f.extra, extraText(d));  // the ETA counts down
 }
 setInterval(() => {
   for (const c of S.cards.values()) tickCard(c);
@@ -382,6 +398,9 @@ function onEvent(ev) {
     const c = card(ev.child);
     c.data.state = ev.to;
     c.data.since_ms = ev.at_ms;
+    c.data.load_progress = ev.to === 'starting'
+      ? { stage: 'starting', pct: null, eta_s: ev.eta_s ?? null, eta_at: ev.eta_s != null ? Date.now() : null }
+      : null;
     if (ev.to === 'stopped' || ev.to === 'failed') { c.data.pid = 0; c.data.port = 0; }
     if (ev.failure) c.data.last_failure = ev.failure;
     paintCard(c);
