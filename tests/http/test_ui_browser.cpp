@@ -152,8 +152,10 @@ TEST_CASE("the status page shows why a child was evicted and a loading model's t
   write_text(dir / "profiles/kev.yaml", "name: kev\n" + common);
   write_text(dir / "profiles/laya.yaml", "name: laya\n" + common + "extra_args: [--fake-load-ms, '2000']\n");
   write_text(dir / "pipelines/.keep", "");
+  // No switch ahead: after kev, laya, kev, laya it would stop laya at once for the guessed kev.
   write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
-                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n");
+                                   "log_dir: logs\nresidency: rotate\napi_keys: [ui-test-key]\n"
+                                   "scheduling: {switch_ahead: false}\n");
   Serve serve(dir / "kevlaya.yaml");
   const auto artifacts = binary_dir() / "artifacts/ui";
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " KEVLAYA_KEY=ui-test-key CHROMIUM=" +
