@@ -77,3 +77,16 @@ class Events:
     def of_type(self, type_, since_ms=0):
         with self.cv:
             return [e for e in self.items if e.get("type") == type_ and e.get("at_ms", 0) >= since_ms]
+
+
+def cpu_hogs(n):
+    """n CPU-bound processes (a busy machine beside the door)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def stop(door, hogs=()):
+    """Kills the hogs, then stops the door (SIGTERM: it drains and stops its children)."""
+    for h in hogs:
+        h.kill()
+    door.terminate()
+    door.wait(timeout=120)

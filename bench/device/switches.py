@@ -6,7 +6,7 @@ stopped child's memory is free again), spawn to listening and total. Prints each
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from door import chat, request, start_door, write_config  # noqa: E402
+from door import chat, request, start_door, stop, write_config  # noqa: E402
 
 
 def main():
@@ -42,8 +42,7 @@ def main():
             if recs:
                 print("median        " + "  ".join(f"{statistics.median(r['phases_ms'][c] for r in recs):18.0f}" for c in cols))
         finally:
-            door.terminate()
-            door.wait(timeout=120)
+            stop(door)
 
 
 if __name__ == "__main__":

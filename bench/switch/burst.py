@@ -22,7 +22,7 @@ Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-s
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from door import ROOT, Events, built, chat, request, start_door, write_config  # noqa: E402
+from door import ROOT, Events, built, chat, cpu_hogs, request, start_door, stop, write_config  # noqa: E402
 
 GUARD_MS, RESIDENCY_MS = 2000, 500  # config.hpp SchedulingCfg defaults (the bench sets none)
 
@@ -132,13 +132,10 @@ def main():
             seen = Events(port)
             run("quiet", port, seen)
             if ARGS.hogs > 0:
-                hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ARGS.hogs)]
+                hogs = cpu_hogs(ARGS.hogs)
                 run("busy", port, seen)
         finally:
-            for h in hogs:
-                h.kill()
-            door.terminate()
-            door.wait(timeout=60)
+            stop(door, hogs)
 
 
 if __name__ == "__main__":

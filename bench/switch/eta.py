@@ -14,7 +14,7 @@ Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-s
 import argparse, os, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from door import ROOT, Events, built, chat, request, start_door, write_config  # noqa: E402
+from door import ROOT, Events, built, chat, cpu_hogs, request, start_door, stop, write_config  # noqa: E402
 
 
 def wait_switch(ev, start):
@@ -47,7 +47,7 @@ def main():
     server = built("llama-server-standin", "tools") if args.standin else os.path.realpath(
         os.environ.get("KEVLAYA_LLAMA_SERVER", os.path.join(ROOT, "var/llama-server/llama-server")))
     print(f"server: {server}\ndoor: {orch}\nmodel: {args.mib} MiB F16, {args.loads} loads, {args.hogs} CPU hogs", flush=True)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
+    hogs = cpu_hogs(args.hogs)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([tiny, "model", "--out", f"{tmp}/m.gguf", "--big-mib", str(args.mib)], check=True,
                        stdout=subprocess.DEVNULL)
@@ -78,10 +78,7 @@ def main():
                 within = sum(1 for e in errors if e <= 0.30)
                 print(f"from the 4th load: {within}/{len(errors)} within +-30 %, worst {max(errors) * 100:.0f} %")
         finally:
-            for h in hogs:
-                h.kill()
-            door.terminate()
-            door.wait(timeout=60)
+            stop(door, hogs)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ Uses the real llama-server ($KEVLAYA_LLAMA_SERVER, else var/llama-server/llama-s
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from door import ROOT, built, chat, request, start_door, write_config  # noqa: E402
+from door import ROOT, built, chat, request, start_door, stop, write_config  # noqa: E402
 
 
 def main():
@@ -65,8 +65,7 @@ def main():
             print(f"kev's calls ended at {kev_done:.1f} s; laya ({laya.get('status')}) answered at {laya.get('at', 0):.1f} s")
             print("switches: " + ", ".join(f"{f}->{t}" + (f" ({r})" if r else "") for f, t, r in sw))
         finally:
-            door.terminate()
-            door.wait(timeout=60)
+            stop(door)
 
 
 if __name__ == "__main__":
