@@ -135,9 +135,14 @@ void count(Door& d, const std::string& model, int status, Clock::time_point t0) 
                     std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
-// Records the child's reported speeds and token counts (metrics, and the request's record).
-void note_timings(Door& d, const std::string& model, const std::optional<Timings>& t, RequestNote& rec) {
+// Records the child's reported speeds and token counts (metrics, the request's record, and the
+// lease: what the call left in its slot prices the child's reload).
+void note_timings(Door& d, const Lease& lease, const std::optional<Timings>& t, RequestNote& rec) {
   if (!t) return;
+  const std::string& model = lease.profile();
+  if (t->prompt_n || t->cache_n || t->predicted_n)
+    lease.note_context(static_cast<std::int64_t>(t->prompt_n.value_or(0) + t->cache_n.value_or(0) + t->predicted_n.value_or(0)),
+                       t->prompt_per_second.value_or(0));
   if (t->predicted_per_second > 0)
     d.metrics.observe("kevlaya_generation_tokens_per_second", {{"model", model}}, *t->predicted_per_second);
   if (t->prompt_per_second > 0)
@@ -466,7 +471,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   if (r.streaming) {
     count(d, model, 200, t0);
-    note_timings(d, model, timings_of(r.tail), rec);
+    note_timings(d, lease, timings_of(r.tail), rec);
     HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
     trailers.erase(trailers.begin());  // the model is in the head already
     co_await c.finish_stream(trailers);
@@ -482,7 +487,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   if (r.capture) *r.capture = rep.body;  // captures on: a copy of what the client gets
   co_await c.send(std::move(rep));
   count(d, model, 200, t0);
-  note_timings(d, model, speeds, rec);
+  note_timings(d, lease, speeds, rec);
 }
 
 // The record's last facts (status, bytes out, duration), then the ring, /events and the history;

@@ -125,10 +125,16 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   w->timer.cancel();
 }
 
-void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s) {
+void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s,
+                                Context ctx) {
   auto it = profs_.find(child);
   if (it == profs_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
   auto& ps = it->second;
+  if (ctx.tokens >= 0) {  // its slots hold about the last `parallel` calls' contexts
+    ps.contexts.push_back(ctx.tokens);
+    while (ps.contexts.size() > static_cast<std::size_t>(std::max(1, ps.profile->parallel))) ps.contexts.pop_front();
+  }
+  if (ctx.prefill_us_per_token > 0) ps.prefill_s_per_token = static_cast<double>(ctx.prefill_us_per_token) / 1e6;
   note_keep_alive(ps, keep_alive_s);
   if (--ps.in_flight == 0) ps.idle_since = Clock::now();
   reschedule();

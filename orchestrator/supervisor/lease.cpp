@@ -43,8 +43,10 @@ void Lease::release() {
   if (!s_) return;
   if (auto owner = s_->owner.lock()) {
     const std::int64_t keep = s_->keep_alive_s.load(std::memory_order_relaxed);
-    asio::post(owner->strand_, [owner, child = s_->child, id = s_->id, keep] {
-      owner->on_release(child, id, keep);
+    const Context ctx{s_->context_tokens.load(std::memory_order_relaxed),
+                      s_->prefill_us_per_token.load(std::memory_order_relaxed)};
+    asio::post(owner->strand_, [owner, child = s_->child, id = s_->id, keep, ctx] {
+      owner->on_release(child, id, keep, ctx);
     });
   }
   s_.reset();
@@ -52,6 +54,13 @@ void Lease::release() {
 
 void Lease::set_keep_alive(std::int64_t seconds) {
   if (s_) s_->keep_alive_s.store(seconds, std::memory_order_relaxed);
+}
+
+void Lease::note_context(std::int64_t tokens, double prefill_tokens_per_s) const {
+  if (!s_ || tokens < 0) return;
+  s_->context_tokens.store(tokens, std::memory_order_relaxed);
+  if (prefill_tokens_per_s > 0)
+    s_->prefill_us_per_token.store(static_cast<std::int64_t>(1e6 / prefill_tokens_per_s), std::memory_order_relaxed);
 }
 
 std::string shared_child_name(const SharedBase& g) {

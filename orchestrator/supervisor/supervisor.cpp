@@ -124,14 +124,18 @@ const std::string& SupervisorImpl::child_of(const std::string& profile) const {
 
 namespace {
 
-// The median of a child's recent loads, in seconds (0 = never loaded here: unknown).
+// What bringing a child back would cost, in seconds: the median of its recent loads (0 = never
+// loaded here: unknown), plus prefilling again what its slots hold, unless slot_cache keeps them.
 double reload_cost_s(const ProfState& ps) {
-  if (ps.loads_ms.empty()) return 0;
+  double prefill = 0;
+  if (!ps.profile->slot_cache.enabled)
+    for (const auto t : ps.contexts) prefill += static_cast<double>(t) * ps.prefill_s_per_token;
+  if (ps.loads_ms.empty()) return prefill;
   std::vector<std::int64_t> v(ps.loads_ms.begin(), ps.loads_ms.end());
   std::sort(v.begin(), v.end());
   const auto n = v.size();
   const double ms = n % 2 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1] + v[n / 2])) / 2;
-  return ms / 1000.0;
+  return ms / 1000.0 + prefill;
 }
 
 }  // namespace
@@ -375,6 +379,7 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
   if (out.ok()) {  // the reload cost: spawn to ready (what stopping the previous child took is not its)
     ps.loads_ms.push_back(whole_ms(now - began));
     if (ps.loads_ms.size() > 5) ps.loads_ms.pop_front();
+    ps.contexts.clear();  // a new child: empty slots
   }
   finish_switch(name, out, now);
   if (out.ok()) {

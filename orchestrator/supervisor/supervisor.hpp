@@ -55,6 +55,10 @@ struct LeaseShared {
   // The request's keep_alive in seconds (Lease::set_keep_alive); kNoKeepAlive = none given.
   static constexpr std::int64_t kNoKeepAlive = INT64_MIN;
   std::atomic<std::int64_t> keep_alive_s{kNoKeepAlive};
+  // What the call left in the child's slot (Lease::note_context): its tokens and the child's
+  // prefill time per token in microseconds; -1 = not reported.
+  std::atomic<std::int64_t> context_tokens{-1};
+  std::atomic<std::int64_t> prefill_us_per_token{-1};
   Error crash;  // valid once crashed == true
   std::weak_ptr<SupervisorImpl> owner;
 };
@@ -89,6 +93,10 @@ class Lease {
   // idle (0 = unload right after, negative = as long as keep_alive_max_s allows). Applied on
   // release; a lease released without one restores the profile's idle_unload_s.
   void set_keep_alive(std::int64_t seconds);
+  // The tokens this call left in its slot and the child's prefill speed (llama-server's timings):
+  // what the child's slots would cost to prefill again, part of its reload cost (docs/supervisor.md,
+  // "Cost-aware eviction").
+  void note_context(std::int64_t tokens, double prefill_tokens_per_s) const;
   bool valid() const { return s_ != nullptr; }
   const std::shared_ptr<LeaseShared>& shared() const { return s_; }  // for Supervisor::check_alive
 

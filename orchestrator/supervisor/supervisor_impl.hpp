@@ -16,6 +16,12 @@
 
 namespace kevlaya::supervisor {
 
+// What a released lease's call left in its child (Lease::note_context); -1 = not reported.
+struct Context {
+  std::int64_t tokens = -1;
+  std::int64_t prefill_us_per_token = -1;
+};
+
 struct ProfState {
   const config::Profile* profile = nullptr;
   Phase phase = Phase::stopped;  // changed only through SupervisorImpl::set_phase
@@ -44,6 +50,8 @@ struct ProfState {
   std::optional<Clock::duration> keep_alive;
   std::string unload_reason;  // non-empty: the stop in progress is an unload (published when done)
   std::deque<std::int64_t> loads_ms;  // its last successful loads (start to ready): the reload cost
+  std::deque<std::int64_t> contexts;  // tokens the last `parallel` calls left in its slots
+  double prefill_s_per_token = 0;     // its last reported prefill speed (0 = none yet)
   static constexpr Clock::duration kForever = Clock::duration::max();
 };
 
@@ -87,7 +95,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
-  void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s);
+  void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s, Context ctx);
   void start_wanted();
   bool check_alive(const LeaseShared& lease);
   asio::awaitable<bool> check_responsive(std::shared_ptr<LeaseShared> lease);

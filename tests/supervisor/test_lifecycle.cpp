@@ -264,3 +264,33 @@ TEST_CASE("lifecycle: reload keeps unchanged children, replaces a changed one af
   for (const auto& e : f.events) reload_event |= e.type == Event::Type::reload;
   CHECK(reload_event);
 }
+
+// Cost-aware eviction through the supervisor: what a call left in a child's slots (Lease::note_context,
+// from llama-server's timings) makes that child dearer to bring back, so the other one makes room.
+TEST_CASE("lifecycle: the child whose slots hold the longer context stays, the other makes room, and the switch says why") {
+  const bool kev_long = GENERATE(true, false);
+  SupervisorOptions opts;
+  opts.allowed_sets = {{"kev", "laya"}, {"kev", "big"}, {"laya", "big"}};
+  Fixture f(lifecycle_config(600), opts);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto k = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(k.ok());
+    k->note_context(kev_long ? 4000 : 10, 1000);  // 4 s of prefill at 1,000 tokens/s, or 0.01 s
+    k->release();
+    auto l = co_await f.sup.acquire("laya", in(2s));
+    REQUIRE(l.ok());
+    l->note_context(kev_long ? 10 : 4000, 1000);
+    l->release();
+    auto b = co_await f.sup.acquire("big", in(2s));
+    REQUIRE(b.ok());
+    b->release();
+    const std::string stays = kev_long ? "kev" : "laya", goes = kev_long ? "laya" : "kev";
+    CHECK(f.world.alive == std::set<std::string>{stays, "big"});
+    const auto s = co_await f.sup.snapshot();
+    REQUIRE_FALSE(s.recent_switches.empty());
+    CHECK(s.recent_switches.back().from == goes);
+    CHECK(s.recent_switches.back().to == "big");
+    CHECK(s.recent_switches.back().reason == "cheapest to reload");
+    co_await f.sup.shutdown();
+  });
+}
