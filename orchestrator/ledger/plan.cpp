@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/strings.hpp"
+#include "config/fingerprint.hpp"
 #include "ledger/subsets.hpp"
 
 namespace kevlaya::ledger {
@@ -320,14 +321,10 @@ const SharedBaseGroup* Plan::group_of(const std::string& profile) const {
 }
 
 std::string share_key(const config::Profile& p) {
-  std::string k = p.model.string() + "|" + p.binary + "|" + std::to_string(static_cast<int>(p.backend)) + "|" +
-                  std::to_string(p.ngl) + "|" + std::to_string(p.ctx) + "|" + std::to_string(p.parallel) + "|" +
-                  std::to_string(p.batch) + "|" + p.cache_type_k + "|" + p.cache_type_v + "|" +
-                  (p.flash_attn ? (*p.flash_attn ? "fa" : "nofa") : "fa-auto");
-  for (const auto& a : p.extra_args) k += "|" + a;
-  k += "|gpu";  // one child has one placement: profiles asking for different devices do not share
+  // One child has one placement, chosen after grouping: the `gpu:` request stands in for it, so
+  // profiles asking for different devices do not share.
+  std::string k = config::fingerprint(p, config::FingerprintScope::base) + "|gpu";
   for (const auto g : p.gpu) k += "," + std::to_string(g);
-  for (const auto& [name, value] : p.env) k += "|" + name + "=" + value;
   return k;
 }
 

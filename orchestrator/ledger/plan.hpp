@@ -135,7 +135,7 @@ Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adap
 
 // Two profiles may share one child: same model, same share_key, neither opted out.
 bool can_share(const ProfileInput& a, const ProfileInput& b);
-// share_key for a profile: every setting but the adapters that reaches the child's argv.
+// share_key: config::fingerprint of its child but per-member words (LoRA, --alias), plus `gpu:`.
 std::string share_key(const config::Profile& p);
 
 }  // namespace kevlaya::ledger

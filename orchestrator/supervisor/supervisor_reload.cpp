@@ -10,35 +10,19 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "config/fingerprint.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
 
 namespace {
 
-// Everything of a profile that reaches its child or how it is started and stopped. The idle and
-// pin settings, and alias lists beyond the name, change nothing in a running child.
-std::string child_key(const config::Profile& p) {
-  std::string k = config::shell_join(config::build_argv(p, "h", 0));
-  k += "|" + std::to_string(static_cast<int>(p.backend)) + "|" + p.url + "|" + config::shell_join(p.command);
-  for (const auto& [n, v] : p.env) k += "|" + n + "=" + v;
-  for (const auto& [n, v] : config::placement_env(p.placement)) k += "|" + n + "=" + v;  // its devices
-  k += "|port=" + (p.port ? std::to_string(*p.port) : std::string("-"));
-  const auto& h = p.health;
-  k += "|" + h.path + "," + std::to_string(h.first_probe_ms) + "," + std::to_string(h.interval_ms) + "," +
-       std::to_string(h.probe_timeout_ms) + "," + std::to_string(h.startup_timeout_s) + "," +
-       std::to_string(h.stall_timeout_s);
-  k += "|grace=" + std::to_string(p.stop.grace_s);
-  k += "|slots=" + std::to_string(p.slot_cache.enabled) + "," + std::to_string(p.slot_cache.max_bytes);
-  return k;
-}
-
 // Remote profiles have no child: they are compared by the same key, and their monitor is rebuilt
 // when one of them changed (a new URL must be checked and used, a new remote must be monitored).
 std::map<std::string, std::string> remote_keys(const config::Config& c) {
   std::map<std::string, std::string> out;
   for (const auto& p : c.profiles)
-    if (p.backend == config::Backend::remote) out[p.name] = child_key(p);
+    if (p.backend == config::Backend::remote) out[p.name] = config::child_key(p);
   return out;
 }
 
@@ -106,7 +90,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
       diff.removed.push_back(name);
       ps.removed = true;
       retire(name, ps, "reload");
-    } else if (child_key(*ps.profile) == child_key(*it->second)) {
+    } else if (config::child_key(*ps.profile) == config::child_key(*it->second)) {  // what the child runs
       diff.unchanged.push_back(name);
       ps.profile = it->second;
     } else {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "config/fingerprint.hpp"
 
 namespace kevlaya::warm {
 
@@ -35,13 +36,11 @@ Result<std::string> slot_key(const config::Profile& p) {
   auto model = model_identity(p.model);
   if (!model) return model.error();
   std::uint64_t h = mix(kFnvOffset, *model);
-  const std::string shape = "ctx=" + std::to_string(p.ctx) + ";np=" + std::to_string(p.parallel) +
-                            ";ctk=" + p.cache_type_k + ";ctv=" + p.cache_type_v;
-  h = mix(h, shape);
+  h = mix(h, config::fingerprint(p));  // any change to what the child runs (argv, env) invalidates its slots
   for (const auto& l : p.lora) {
     auto lf = model_identity(l.path);
     if (!lf) return lf.error();
-    h = mix(h, *lf + "@" + std::to_string(l.scale));
+    h = mix(h, *lf);  // the scale is in the fingerprint's --lora word
   }
   return hex16(h);
 }

@@ -2,9 +2,9 @@
 // where they live, and the size cap. Pure file-system functions; the HTTP calls to the child
 // (POST /slots/N?action=save|restore) live in supervisor/process_effects.
 //
-// A saved slot is valid only for the exact model file, context, slot count, KV cache types and LoRA
-// set it was made with. All of that is hashed into a key that is part of the file name, so a changed
-// profile or model simply finds no file: a mismatch is never restored.
+// A saved slot is valid only for the exact model file, LoRA files and child argv and environment
+// (context, slot count, KV cache types, ...) it was made with. All of that is hashed into a key in
+// the file name, so a changed profile or model simply finds no file: a mismatch is never restored.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -17,7 +17,7 @@
 namespace kevlaya::warm {
 
 // Key of a profile's slot files: file_fingerprint (common/hash.hpp) and mtime of the model and of
-// each LoRA file, plus ctx, parallel, cache_type_k/v and LoRA scales, hashed to 16 hex digits.
+// each LoRA file, plus config::fingerprint (every flag and variable the child gets), in 16 hex digits.
 // Rewriting a file in place changes mtime; a copy with the same bytes but another mtime counts as
 // another file (a missed restore, never a wrong one).
 Result<std::string> slot_key(const config::Profile& p);

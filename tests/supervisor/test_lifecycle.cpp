@@ -265,6 +265,33 @@ TEST_CASE("lifecycle: reload keeps unchanged children, replaces a changed one af
   CHECK(reload_event);
 }
 
+// Issue 35: reload compares config::child_key, what the child runs. Idle, pin and alias settings
+// never restarted it; a context moved from `ctx` into extra_args (the same -c) did, before.
+TEST_CASE("lifecycle: reload keeps a child whose idle, pin or aliases changed, or whose ctx moved into extra_args") {
+  auto cfg = lifecycle_config(600);
+  SupervisorOptions opts;
+  opts.allowed_sets = {{"kev", "laya", "big"}};
+  Fixture f(cfg, opts);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    (co_await f.sup.acquire("kev", in(2s)))->release();
+    auto next = cfg;
+    auto& kev = next.profiles[0];
+    kev.idle_unload_s = 0;
+    kev.pin = true;
+    kev.alias = {"decider"};
+    kev.extra_args = {"-c", std::to_string(kev.ctx)};  // the child reads the last -c: the same context
+    kev.ctx = 128;
+    const auto diff = co_await f.sup.reload(next, opts);
+    CHECK(diff.changed.empty());
+    CHECK(std::count(diff.unchanged.begin(), diff.unchanged.end(), "kev") == 1);
+    auto again = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(again.ok());
+    again->release();
+    co_await f.sup.shutdown();
+  });
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start kev") == 1);
+}
+
 // Cost-aware eviction through the supervisor: what a call left in a child's slots (Lease::note_context,
 // from llama-server's timings) makes that child dearer to bring back, so the other one makes room.
 TEST_CASE("lifecycle: the child whose slots hold the longer context stays, the other makes room, and the switch says why") {

@@ -62,6 +62,27 @@ TEST_CASE("slot key changes with model bytes, ctx, slots, cache types and LoRA s
   CHECK(*fp1 != *fp2);
 }
 
+// Issue 35: the key follows what the child runs. Before, a KV cache type set in extra_args or env
+// kept the key (slots saved as f16 would be restored into a q8_0 cache), and `ctx` moved into
+// extra_args changed it.
+TEST_CASE("slot key follows the child's argv and environment, however a flag is written", "[warm]") {
+  TempDir dir("warm-key-argv");
+  write_bytes(dir / "m.gguf", 3 << 20);
+  auto p = profile_on(dir / "m.gguf");
+  const auto base = warm::slot_key(p).value();
+  auto q = p;
+  q.extra_args = {"-ctk", "q8_0"};
+  CHECK(warm::slot_key(q).value() != base);
+  q = p;
+  q.env["LLAMA_ARG_CACHE_TYPE_K"] = "q8_0";
+  CHECK(warm::slot_key(q).value() != base);
+  q = p;
+  q.ctx = 8192;
+  auto moved = p;
+  moved.extra_args = {"-c", "8192"};  // the child reads the last -c: the same KV shape
+  CHECK(warm::slot_key(moved).value() == warm::slot_key(q).value());
+}
+
 TEST_CASE("slot key of a missing model is an error", "[warm]") {
   auto k = warm::slot_key(profile_on("/nonexistent/kevlaya.gguf"));
   REQUIRE_FALSE(k.ok());
