@@ -3,23 +3,24 @@
 namespace kevlaya {
 namespace {
 
-using nlohmann::json;
-using DomParser = nlohmann::detail::json_sax_dom_parser<json>;
 
 // The DOM builder nlohmann::json::parse uses, with a depth count in front: the first container
 // past the limit stops the parse, so no deep tree is ever built.
+template <class json>
 class BoundedSax {
+  using DomParser = nlohmann::detail::json_sax_dom_parser<json>;
+
  public:
   BoundedSax(json& out, std::size_t max_depth) : dom_(out, /*allow_exceptions=*/false), max_(max_depth) {}
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool number_integer(typename json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(typename json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(typename json::number_float_t v, const typename json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(typename json::string_t& v) { return dom_.string(v); }
+  bool binary(typename json::binary_t& v) { return dom_.binary(v); }
   bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
-  bool key(json::string_t& v) { return dom_.key(v); }
+  bool key(typename json::string_t& v) { return dom_.key(v); }
   bool end_object() { --depth_; return dom_.end_object(); }
   bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
   bool end_array() { --depth_; return dom_.end_array(); }
@@ -43,25 +44,34 @@ class BoundedSax {
   std::string message_;
 };
 
-}  // namespace
-
-std::string json_depth_message(std::size_t max_depth) {
-  return "JSON nests deeper than " + std::to_string(max_depth) + " levels (the limit)";
-}
-
-Result<json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
+template <class json>
+Result<json> parse_bounded(std::string_view text, std::size_t max_depth) {
   // nlohmann's lexer takes a NUL byte for the end of input (for C strings), so `{...}\0garbage`
   // parsed as `{...}`. JSON has no NUL outside a string and none raw inside one: refuse it.
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
     return make_error(Errc::bad_request, "not valid JSON: a NUL byte at offset " + std::to_string(nul));
   json out;
-  BoundedSax sax(out, max_depth);
+  BoundedSax<json> sax(out, max_depth);
   const bool ok = json::sax_parse(text.begin(), text.end(), &sax);
   if (sax.too_deep()) return make_error(Errc::bad_request, json_depth_message(max_depth));
   if (!ok || out.is_discarded())
     return make_error(Errc::bad_request,
                       "not valid JSON: " + (sax.message().empty() ? std::string("parse error") : sax.message()));
   return out;
+}
+
+}  // namespace
+
+std::string json_depth_message(std::size_t max_depth) {
+  return "JSON nests deeper than " + std::to_string(max_depth) + " levels (the limit)";
+}
+
+Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
+  return parse_bounded<nlohmann::json>(text, max_depth);
+}
+
+Result<nlohmann::ordered_json> parse_ordered_json_bounded(std::string_view text, std::size_t max_depth) {
+  return parse_bounded<nlohmann::ordered_json>(text, max_depth);
 }
 
 }  // namespace kevlaya

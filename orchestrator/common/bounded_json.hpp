@@ -26,4 +26,9 @@ std::string json_depth_message(std::size_t max_depth = kMaxJsonDepth);
 Result<nlohmann::json> parse_json_bounded(std::string_view text,
                                           std::size_t max_depth = kMaxJsonDepth);
 
+// The same, keeping the members' order: for a body relayed to a child, whose JSON schemas
+// llama-server turns into grammars in the order the properties are written.
+Result<nlohmann::ordered_json> parse_ordered_json_bounded(std::string_view text,
+                                                          std::size_t max_depth = kMaxJsonDepth);
+
 }  // namespace kevlaya

@@ -12,7 +12,9 @@ namespace kevlaya::config::detail {
 
 namespace {
 
-using json = nlohmann::json;
+// Ordered: a schema's properties keep the order they are written in, which is the order
+// llama-server's grammar makes the model write them.
+using json = nlohmann::ordered_json;
 
 // Plain YAML scalars become JSON numbers/booleans/null; quoted ones stay strings. Sets `failed`
 // (after a diagnostic) when a ${VAR} is missing.
@@ -109,7 +111,7 @@ void read_schema(Doc& d, const YAML::Node& n, const std::string& key, std::strin
     d.error(n, key + ": expected a JSON schema object, got " + describe(n));
     return;
   }
-  dst = dump_json(j);  // ${VAR} text may carry any bytes
+  dst = j.dump(-1, ' ', false, json::error_handler_t::replace);  // ${VAR} text may carry any bytes
 }
 
 // True when some `enum` in the schema lists `value` (the verdict field of a verify stage).

@@ -109,9 +109,9 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
   const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
   if (lora.empty() && !rename && !call.keep_alive_field) return raw;
   // Built only to be rewritten; `raw` was checked already (parse_model_call, or a translation's dump).
-  auto parsed = parse_json_bounded(raw);
+  auto parsed = parse_ordered_json_bounded(raw);  // in the caller's member order
   if (!parsed || !parsed->is_object()) return raw;
-  json b = std::move(parsed.value());
+  nlohmann::ordered_json b = std::move(parsed.value());
   b.erase("keep_alive");
   supervisor::set_child_fields(b, rename ? profile : std::string(), lora);
   return b.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -38,10 +38,10 @@ std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
   const auto& lora = lease.lora_scales();
   const bool rename = lease.remote();  // an alias or our name may mean nothing there
   if (lora.empty() && !rename) return body;
-  auto j = json::parse(body, nullptr, false);
+  auto j = nlohmann::ordered_json::parse(body, nullptr, false);  // the schema's property order stays
   if (j.is_discarded() || !j.is_object()) return body;
   supervisor::set_child_fields(j, rename ? lease.upstream_model() : std::string(), lora);
-  return dump_json(j);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 struct Exchange {

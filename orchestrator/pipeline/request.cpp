@@ -58,11 +58,11 @@ Result<std::vector<ChatMessage>> render_messages(const config::Stage& stage, con
   return out;
 }
 
-Result<nlohmann::json> chat_body(const config::Stage& stage, const std::vector<ChatMessage>& messages,
-                                 std::optional<std::int64_t> seed, bool constrain) {
-  nlohmann::json body;
+Result<nlohmann::ordered_json> chat_body(const config::Stage& stage, const std::vector<ChatMessage>& messages,
+                                        std::optional<std::int64_t> seed, bool constrain) {
+  nlohmann::ordered_json body;
   body["model"] = stage.model;
-  body["messages"] = nlohmann::json::array();
+  body["messages"] = nlohmann::ordered_json::array();
   for (const auto& m : messages) body["messages"].push_back({{"role", m.role}, {"content", m.content}});
   body["temperature"] = stage.sampling.temperature;
   if (stage.sampling.top_p) body["top_p"] = *stage.sampling.top_p;
@@ -78,7 +78,7 @@ Result<nlohmann::json> chat_body(const config::Stage& stage, const std::vector<C
     if (!g) return g.error();
     body["grammar"] = *g;
   } else if (!out.json_schema.empty()) {
-    auto schema = nlohmann::json::parse(out.json_schema, nullptr, false);
+    auto schema = nlohmann::ordered_json::parse(out.json_schema, nullptr, false);
     if (schema.is_discarded() || !schema.is_object())
       return make_error(Errc::config_invalid, "stage '" + stage.name + "': json_schema is not a JSON object");
     body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", schema}}}};

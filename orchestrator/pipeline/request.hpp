@@ -33,8 +33,9 @@ Result<std::vector<ChatMessage>> render_messages(const config::Stage& stage, con
 // The `/v1/chat/completions` body: model, messages, temperature, top_p, seed, max_tokens,
 // stream=false, plus `grammar` (choices) or `response_format` json_schema (schema). `seed`
 // overrides the stage's (retries of invalid output use fresh seeds). constrain=false leaves the
-// grammar/response_format out (eval measures what the constraint is worth).
-Result<nlohmann::json> chat_body(const config::Stage& stage, const std::vector<ChatMessage>& messages,
-                                 std::optional<std::int64_t> seed, bool constrain = true);
+// grammar/response_format out (eval measures what the constraint is worth). Ordered: the schema's
+// properties reach llama-server in the order the pipeline writes them (its grammar follows it).
+Result<nlohmann::ordered_json> chat_body(const config::Stage& stage, const std::vector<ChatMessage>& messages,
+                                        std::optional<std::int64_t> seed, bool constrain = true);
 
 }  // namespace kevlaya::pipeline

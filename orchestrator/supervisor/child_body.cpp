@@ -2,11 +2,11 @@
 
 namespace kevlaya::supervisor {
 
-void set_child_fields(nlohmann::json& body, const std::string& model,
+void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
                       const std::vector<std::pair<std::string, double>>& lora) {
   if (!model.empty()) body["model"] = model;
   if (lora.empty()) return;
-  auto arr = nlohmann::json::array();
+  auto arr = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
   body["lora"] = std::move(arr);
 }

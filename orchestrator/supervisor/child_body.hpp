@@ -10,8 +10,10 @@
 namespace kevlaya::supervisor {
 
 // Sets body["model"] to `model` when it is not empty, and body["lora"] to [{id, scale}…] from
-// `lora` (a lease's lora_scales) when that is not empty. `body` must be an object.
-void set_child_fields(nlohmann::json& body, const std::string& model,
+// `lora` (a lease's lora_scales) when that is not empty. `body` must be an object; its other
+// members keep their order (a JSON schema's property order is the order llama-server's grammar
+// makes the model write them in).
+void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
                       const std::vector<std::pair<std::string, double>>& lora);
 
 }  // namespace kevlaya::supervisor

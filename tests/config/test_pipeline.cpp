@@ -159,3 +159,33 @@ TEST_CASE("pipeline: json_schema may be given as JSON text", "[config]") {
   CHECK(r.config.pipelines[0].stages[0].output.json_schema == R"({"type":"object"})");
   CHECK(r.config.pipelines[0].stages[0].role == cfg::StageRole::other);
 }
+
+TEST_CASE("pipeline: a json_schema keeps its properties in the order they are written", "[config]") {
+  // The order is what llama-server's grammar makes the model write: a YAML mapping or JSON text
+  // read into a sorted map would turn {verdict, reason} into {reason, verdict}.
+  TempDir d("cfg");
+  const auto r = load_text(d, R"(stages:
+  - name: decide
+    model: kev
+    user: "{{input}}"
+    output:
+      json_schema:
+        type: object
+        properties:
+          verdict: {type: string, enum: [pass, reject]}
+          reason: {type: string}
+        required: [verdict, reason]
+  - name: other
+    model: kev
+    user: "{{input}}"
+    output:
+      json_schema: '{"type": "object", "properties": {"zeta": {}, "alpha": {}}}'
+)");
+  INFO(dump(r));
+  REQUIRE(r.ok());
+  const auto& yaml_schema = r.config.pipelines.at(0).stages.at(0).output.json_schema;
+  CHECK(yaml_schema.find("\"verdict\"") < yaml_schema.find("\"reason\""));
+  CHECK(yaml_schema.find("\"type\"") < yaml_schema.find("\"properties\""));
+  const auto& text_schema = r.config.pipelines.at(0).stages.at(1).output.json_schema;
+  CHECK(text_schema.find("\"zeta\"") < text_schema.find("\"alpha\""));
+}

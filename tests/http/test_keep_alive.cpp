@@ -73,3 +73,22 @@ TEST_CASE("keep_alive: the door's field is parsed from a model call and not sent
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == kevlaya::Errc::bad_request);
 }
+
+TEST_CASE("child body: a rewritten body keeps the caller's member order (a schema's property order is the grammar's)") {
+  kevlaya::config::Config cfg;
+  kevlaya::config::Profile p;
+  p.name = "kev";
+  p.alias = {"kev-alias"};
+  cfg.profiles.push_back(p);
+  const std::string body = R"({"model":"kev-alias","keep_alive":60,"response_format":{"type":"json_schema",)"
+                           R"("json_schema":{"schema":{"properties":{"zeta":{},"alpha":{}}}}},"messages":[]})";
+  auto call = kevlaya::http::parse_model_call(cfg, body);
+  REQUIRE(call.ok());
+  const auto sent = kevlaya::http::child_body(*call, body, "kev", {{"a.gguf", 1.0}});
+  CHECK(sent.find("\"zeta\"") < sent.find("\"alpha\""));
+  CHECK(sent.find("\"response_format\"") < sent.find("\"messages\""));
+  const auto j = json::parse(sent);
+  CHECK(j["model"] == "kev");
+  CHECK(j["lora"].size() == 1);
+  CHECK_FALSE(j.contains("keep_alive"));
+}

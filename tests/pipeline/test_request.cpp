@@ -4,7 +4,7 @@
 
 using namespace kevlaya;
 using namespace kevlaya::pipeline;
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // chat_body keeps the members' order
 
 namespace {
 config::Stage decide_stage() {
@@ -97,4 +97,24 @@ TEST_CASE("render_messages names the stage and role on a missing placeholder", "
   auto m = render_messages(s, ctx);
   REQUIRE_FALSE(m.ok());
   CHECK(m.error().message.find("stage 'decide', user message") != std::string::npos);
+}
+
+TEST_CASE("chat_body sends a schema's properties in the order the stage writes them", "[request]") {
+  // llama-server's grammar makes the model write the properties in the schema's order: a verifier
+  // trained to answer {"reason", "verdict"} must not be forced into {"verdict", "reason"} (or back).
+  auto s = decide_stage();
+  s.output.choices.clear();
+  s.output.json_schema = R"({"type":"object","properties":{"verdict":{"type":"string"},"reason":{"type":"string"}},)"
+                         R"("required":["verdict","reason"]})";
+  auto b = chat_body(s, {{"user", "hi"}}, std::nullopt);
+  REQUIRE(b.ok());
+  const auto text = b->dump();
+  const auto verdict = text.find("\"verdict\":{");
+  const auto reason = text.find("\"reason\":{");
+  REQUIRE(verdict != std::string::npos);
+  REQUIRE(reason != std::string::npos);
+  CHECK(verdict < reason);
+  s.output.json_schema = R"({"type":"object","properties":{"reason":{"type":"string"},"verdict":{"type":"string"}}})";
+  const auto swapped = chat_body(s, {{"user", "hi"}}, std::nullopt)->dump();
+  CHECK(swapped.find("\"reason\":{") < swapped.find("\"verdict\":{"));
 }
