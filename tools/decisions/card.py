@@ -50,7 +50,8 @@ def main():
               f"rms eps {c['eps']}, rope base {c['freq_base']:g}; data: generator seed {p['seed']}, "
               f"{p['examples']} examples; training: {p['epochs']} epochs = {p['steps']} steps of {p['batch']}, "
               f"AdamW lr {p['lr']:g} (warm-up, linear decay), {100 * p.get('noise', 0):.0f}% of situation tokens "
-              f"swapped at random, seed {p['seed']}, {p['threads']} thread, torch {p['torch']}; final loss "
+              f"swapped at random, {100 * p.get('swap', 0):.0f}% of a fact's words given a WordNet synonym, "
+              f"seed {p['seed']}, {p['threads']} thread, torch {p['torch']}; final loss "
               f"{p['final_loss']}; greedy held-out accuracy in PyTorch {h['right']}/{h['of']}")
     print("\n## Measured (tools/decisions/eval.sh, real llama-server, temperature 0.1)\n")
     pj, lj = os.path.join(ev, "pipeline.json"), os.path.join(ev, "laya.json")

@@ -102,7 +102,9 @@ def laya_prompt(stages, situation, proposed):
 
 
 def laya_answer(verdict, reason):
-    return json.dumps({"verdict": verdict, "reason": reason})
+    """Laya's answer, reason first as the verify stage's schema orders it: the reason names the
+    strategy the situation calls for, and the verdict follows from comparing it with the proposal."""
+    return json.dumps({"reason": reason, "verdict": verdict})
 
 
 def constant_pieces(stages):
@@ -123,11 +125,11 @@ def balanced_labels(rng, n):
     return labels
 
 
-def kev_examples(stages, rng, n, feedback_share):
+def kev_examples(stages, rng, n, feedback_share, synonyms=None, swap=0.0):
     """Kev: right answer for the situation; some with Laya's reject reason as feedback, as in round 2+."""
     out, sits = [], []
     for label in balanced_labels(rng, n):
-        text = sc.situation(label, rng, False)[0]
+        text = sc.situation(label, rng, False, synonyms, swap)[0]
         sits.append((text, label))
         fb = ""
         if rng.random() < feedback_share:
@@ -137,11 +139,11 @@ def kev_examples(stages, rng, n, feedback_share):
     return out, sits
 
 
-def laya_examples(stages, rng, n):
+def laya_examples(stages, rng, n, synonyms=None, swap=0.0):
     """Laya: half right proposals (pass), half wrong ones (reject, the reason names the right one)."""
     out = []
     for label in balanced_labels(rng, n):
-        text = sc.situation(label, rng, False)[0]
+        text = sc.situation(label, rng, False, synonyms, swap)[0]
         proposed = label if rng.random() < 0.5 else rng.choice([l for l in sc.LABELS if l != label])
         verdict = "pass" if proposed == label else "reject"
         out.append((laya_prompt(stages, text, proposed), laya_answer(verdict, sc.laya_reason(label, proposed))))
@@ -203,11 +205,12 @@ def load_stages(pipeline):
     return stages
 
 
-def examples(stages, seed, n_kev, n_laya, feedback_share=0.3):
-    """(Kev's (prompt, answer) pairs, Laya's, Kev's (situation, label)): what training reads."""
+def examples(stages, seed, n_kev, n_laya, feedback_share=0.3, synonyms=None, swap=0.0):
+    """(Kev's (prompt, answer) pairs, Laya's, Kev's (situation, label)): what training reads.
+    `synonyms` (synonyms.Synonyms) and `swap`: the share of a fact's words given a WordNet synonym."""
     rng = random.Random(seed)
-    kev, sits = kev_examples(stages, rng, n_kev, feedback_share)
-    return kev, laya_examples(stages, rng, n_laya), sits
+    kev, sits = kev_examples(stages, rng, n_kev, feedback_share, synonyms, swap)
+    return kev, laya_examples(stages, rng, n_laya, synonyms, swap), sits
 
 
 if __name__ == "__main__":

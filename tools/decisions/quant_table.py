@@ -2,13 +2,14 @@
 """The per-quantization table by direct calls to the real llama-server (a faster stand-in for eval.sh
 where `kevlaya-orch eval` is too slow, e.g. on a loaded box). Python 3 standard library only.
 
-  quant_table.py --server PATH [--quants F32,Q8_0,Q4_K_M,Q2_K] [--scenarios 20] [--repeat 5]
+  quant_table.py --server PATH [--quants F32,Q8_0,Q4_K_M,Q2_K] [--scenarios 40] [--repeat 5]
+                 [--kev-repeat 20]
 
 For each variant (llama-quantize of the committed F32 models into var/decisions/quant/) it starts one
 server per model with the server's default settings and sends the pipeline's own prompts
 (/v1/chat/completions, temperature 0.1 as in the pipeline, a fresh seed per repeat), with the output
 constraint (Kev: the four labels as a grammar; Laya: the stage's JSON schema) and without it:
-Kev's accuracy and consistency (all repeats the same answer) on held-out scenarios; Laya's catch
+Kev's accuracy and consistency (all --kev-repeat answers the same) on held-out scenarios; Laya's catch
 and false-reject rates on held-out right/wrong proposals; the schema-valid rate of both; and the
 decide -> verify -> retry pipeline (3 rounds, Laya's reason as feedback, as the executor does).
 """
@@ -25,9 +26,17 @@ import gen  # noqa: E402
 from fidelity import Server, post  # noqa: E402
 
 LABELS = ["cache", "retry", "escalate", "abort"]
-SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["pass", "reject"]},
-                                           "reason": {"type": "string", "maxLength": 120}},
-          "required": ["verdict", "reason"]}
+
+
+def verify_schema():
+    """The verify stage's JSON schema as the pipeline writes it (its property order is the grammar's)."""
+    import yaml  # python3-yaml (train.sh installs it)
+    with open(os.path.join(ROOT, "pipelines", "decide-verify.yaml"), encoding="utf-8") as f:
+        stages = {s["name"]: s for s in yaml.safe_load(f)["stages"]}
+    return stages["verify"]["output"]["json_schema"]
+
+
+SCHEMA = verify_schema()
 
 
 def ask(server, st, values, seed, constrained, kind):
@@ -54,17 +63,18 @@ def rate(a, b):
     return f"{100 * a / b:.0f}% ({a}/{b})" if b else "-"
 
 
-def variant_row(name, kev, laya, stages, tasks, vtasks, repeat, constrained):
+def variant_row(name, kev, laya, stages, tasks, vtasks, repeat, kev_repeat, constrained):
     dec, ver = stages["decide"], stages["verify"]
     cands = ", ".join(dec["choices"])
     right = consistent = valid = calls = pipe = 0
     for t in tasks:
-        answers = []
+        answers = [ask(kev, dec, {"input": t["input"], "candidates": cands, "verify.feedback": ""}, r, constrained,
+                       "kev") for r in range(max(repeat, kev_repeat))]
+        calls, valid = calls + len(answers), valid + sum(a in LABELS for a in answers)
+        right += sum(a == t["expected"] for a in answers)
+        consistent += len(set(answers)) == 1
         for r in range(repeat):
-            a = ask(kev, dec, {"input": t["input"], "candidates": cands, "verify.feedback": ""}, r, constrained, "kev")
-            calls, valid = calls + 1, valid + (a in LABELS)
-            answers.append(a)
-            right += a == t["expected"]
+            a = answers[r]
             fb = ""
             for _ in range(3):  # the pipeline: decide, verify, retry with the reason on reject
                 v, why = verdict(ask(laya, ver, {"input": t["input"], "decide.output": a}, r, constrained, "laya"))
@@ -75,7 +85,6 @@ def variant_row(name, kev, laya, stages, tasks, vtasks, repeat, constrained):
                 a = ask(kev, dec, {"input": t["input"], "candidates": cands, "verify.feedback": fb}, r, constrained, "kev")
                 calls, valid = calls + 1, valid + (a in LABELS)
             pipe += a == t["expected"]
-        consistent += len(set(answers)) == 1
     catch = wrong = false_rej = right_p = 0
     for t in vtasks:
         for r in range(repeat):
@@ -85,17 +94,18 @@ def variant_row(name, kev, laya, stages, tasks, vtasks, repeat, constrained):
                 wrong, catch = wrong + 1, catch + (v == "reject")
             else:
                 right_p, false_rej = right_p + 1, false_rej + (v == "reject")
-    n = len(tasks) * repeat
-    return (f"| {name} | {'on' if constrained else 'off'} | {rate(pipe, n)} | {rate(right, n)} | "
+    n, nk = len(tasks) * repeat, len(tasks) * max(repeat, kev_repeat)
+    return (f"| {name} | {'on' if constrained else 'off'} | {rate(pipe, n)} | {rate(right, nk)} | "
             f"{rate(consistent, len(tasks))} | {rate(valid, calls)} | {rate(catch, wrong)} | {rate(false_rej, right_p)} |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server", default=os.environ.get("KEVLAYA_LLAMA_SERVER"), required=False)
-    ap.add_argument("--quants", default="F32,F16,Q8_0,Q4_0,Q4_K_M,Q2_K")
-    ap.add_argument("--scenarios", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quants", default="F32,F16,Q8_0,Q5_0,Q4_0,Q4_K_M,Q3_K_M,Q2_K")
+    ap.add_argument("--scenarios", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=5, help="runs of the pipeline and of Laya alone per task")
+    ap.add_argument("--kev-repeat", type=int, default=20, help="Kev's answers per scenario (accuracy, consistency)")
     a = ap.parse_args()
     if not a.server:
         sys.exit("quant_table.py: pass --server or set KEVLAYA_LLAMA_SERVER")
@@ -106,7 +116,8 @@ def main():
     out = os.path.join(ROOT, "var", "decisions", "quant")
     os.makedirs(out, exist_ok=True)
     quantize = os.path.join(os.path.dirname(a.server), "llama-quantize")
-    print(f"{len(tasks)} held-out scenarios and {len(vtasks)} proposals x {a.repeat} repeats\n")
+    print(f"{len(tasks)} held-out scenarios and {len(vtasks)} proposals x {a.repeat} repeats "
+          f"(Kev alone x {max(a.repeat, a.kev_repeat)})\n")
     print("| variant | constraint | pipeline acc | Kev acc | Kev consistency | schema-valid | Laya catch | Laya false reject |")
     print("|---|---|---|---|---|---|---|---|")
     for q in a.quants.split(","):
@@ -120,7 +131,8 @@ def main():
             kev, laya = Server(a.server, files["kev"], log, False), Server(a.server, files["laya"], log, False)
             try:
                 for constrained in (True, False):
-                    print(variant_row(q, kev, laya, stages, tasks, vtasks, a.repeat, constrained), flush=True)
+                    print(variant_row(q, kev, laya, stages, tasks, vtasks, a.repeat, a.kev_repeat, constrained),
+                          flush=True)
             finally:
                 kev.close()
                 laya.close()

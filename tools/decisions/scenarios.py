@@ -6,6 +6,12 @@ so are the slot values and one paraphrase of every fact, so held-out scenarios a
 training never showed.
 """
 
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wordings  # noqa: E402
+
 LABELS = ["cache", "retry", "escalate", "abort"]
 
 # Why each strategy is right: Laya's reasons (pass: "<why>; <label> fits", reject: "<why>; use <label>").
@@ -173,6 +179,19 @@ FACTS = {
     ],
 }
 
+
+
+def _widen(facts):
+    """Every fact with its wordings.py paraphrases before its held-out last one, plus the new facts."""
+    out = {}
+    for label, rows in facts.items():
+        out[label] = [row[:-1] + more + row[-1:] for row, more in zip(rows, wordings.MORE[label], strict=True)]
+        out[label] += [list(row) for row in wordings.NEW_FACTS[label] + wordings.NEW_FACTS2[label]]
+    return out
+
+
+FACTS = _widen(FACTS)
+
 FRAMES_TRAIN = [
     "{fact}.",
     "Observed: {fact}.",
@@ -193,14 +212,20 @@ FRAMES_HELDOUT = [
 
 SLOTS_TRAIN = {
     "svc": ["the upstream API", "the billing service", "the search service", "the auth service", "the inventory API",
-            "the payment gateway", "the user service", "the notification service", "the checkout API"],
+            "the payment gateway", "the user service", "the notification service", "the checkout API",
+            "orders-api", "the pricing service", "ledger-svc", "the profile API", "reports-worker", "the identity provider",
+            "the media service", "cart-api", "the fraud check", "geo-svc", "the invoice service", "the partner API",
+            "the recommendations service", "session-svc", "the loyalty API", "payments-api"],
     "thing": ["configuration", "exchange rate", "feature flag list", "product catalog", "country list",
-              "permission table"],
-    "db": ["database", "orders database", "primary Postgres", "MySQL cluster", "Redis", "Elasticsearch cluster"],
-    "host": ["a production host", "the bastion host", "web-01", "app-03", "the jump box", "node-7"],
-    "field": ["customer_id", "amount", "currency", "quantity", "date"],
-    "n": ["2", "3", "5", "10", "30", "60"],
-    "ms": ["900", "1200", "750", "2000"],
+              "permission table", "currency list", "region map", "holiday calendar", "plan catalog", "unit table",
+              "store directory", "category tree", "translation bundle"],
+    "db": ["database", "orders database", "primary Postgres", "MySQL cluster", "Redis", "Elasticsearch cluster",
+           "MongoDB", "the ledger database", "Cassandra", "etcd", "the sessions store", "the replica set"],
+    "host": ["a production host", "the bastion host", "web-01", "app-03", "the jump box", "node-7", "worker-12",
+             "api-02", "ip-10-0-3-17", "cache-3", "the CI runner", "k8s node pool-b-4"],
+    "field": ["customer_id", "amount", "currency", "quantity", "date", "sku", "country_code", "user_id", "phone"],
+    "n": ["2", "3", "5", "10", "30", "60", "8", "15", "45", "90"],
+    "ms": ["900", "1200", "750", "2000", "600", "3000", "1100"],
 }
 SLOTS_HELDOUT = {
     "svc": ["the shipping API", "the email gateway"],
@@ -221,14 +246,18 @@ def fill(template, slots, rng):
     return out
 
 
-def situation(label, rng, heldout):
-    """A random situation for `label`: (text, fact index, paraphrase index, frame)."""
+def situation(label, rng, heldout, synonyms=None, swap=0.0):
+    """A random situation for `label`: (text, fact index, paraphrase index, frame). In training
+    text (`synonyms` given) a share `swap` of the fact's words become WordNet synonyms."""
     fi = rng.randrange(len(FACTS[label]))
     n = len(FACTS[label][fi])
     pi = n - 1 if heldout else rng.randrange(n - 1)
     frames = FRAMES_HELDOUT if heldout else FRAMES_TRAIN
     frame = rng.choice(frames)
-    fact = fill(FACTS[label][fi][pi], SLOTS_HELDOUT if heldout else SLOTS_TRAIN, rng)
+    template = FACTS[label][fi][pi]
+    if synonyms and swap > 0:
+        template = synonyms.swap(template, rng, swap)
+    fact = fill(template, SLOTS_HELDOUT if heldout else SLOTS_TRAIN, rng)
     text = frame.replace("{fact}", fact)
     text = text[0].upper() + text[1:]
     if not heldout and rng.random() < 0.2:  # people write alerts in lower case and without the period too

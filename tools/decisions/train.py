@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 import gen  # noqa: E402
 import model as M  # noqa: E402
 import scenarios as sc  # noqa: E402
+from synonyms import Synonyms  # noqa: E402
 from vocab import Vocab  # noqa: E402
 
 N_VOCAB = 1536
@@ -46,8 +47,9 @@ def _strip(stages, text):
     return text
 
 
-def data(stages, n, seed):
-    kev, laya, _ = gen.examples(stages, seed, n, n)
+def data(stages, n, seed, swap):
+    syn = Synonyms() if swap > 0 else None
+    kev, laya, _ = gen.examples(stages, seed, n, n, synonyms=syn, swap=swap)
     return kev, laya
 
 
@@ -129,13 +131,14 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--heldout", type=int, default=200)
     ap.add_argument("--noise", type=float, default=0.1, help="share of situation tokens swapped at random")
+    ap.add_argument("--swap", type=float, default=0.15, help="share of a fact's words given a WordNet synonym")
     ap.add_argument("--summary")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     log = lambda s: print(f"train.py {a.model}: {s}", flush=True)  # noqa: E731
     stages = gen.load_stages(PIPELINE)
-    kev, laya = data(stages, a.examples, a.seed)
+    kev, laya = data(stages, a.examples, a.seed, a.swap)
     vocab = build_vocab(stages, kev, laya)
     rows = encode(vocab, kev if a.model == "kev" else laya)
     log(f"{len(rows)} examples, {sum(len(p) + len(x) for p, x in rows) / len(rows):.1f} tokens each on average")
@@ -151,7 +154,7 @@ def main():
     if a.summary:
         with open(a.summary, "w") as f:
             json.dump({"model": a.model, "config": cfg.as_dict(), "seed": a.seed, "examples": a.examples,
-                       "epochs": a.epochs, "lr": a.lr, "noise": a.noise, "steps": steps, "batch": 32, "final_loss": round(loss, 4),
+                       "epochs": a.epochs, "lr": a.lr, "noise": a.noise, "swap": a.swap, "steps": steps, "batch": 32, "final_loss": round(loss, 4),
                        "threads": a.threads, "torch": torch.__version__,
                        "heldout": {"right": right, "of": of}, "bytes": os.path.getsize(a.out)}, f, indent=1)
     log(f"wrote {a.out} ({os.path.getsize(a.out)} bytes)")

@@ -10,11 +10,11 @@
 # trains and writes the F32 GGUF; card.py writes models/README.md (with eval.sh's reports when there).
 # Needs Debian's python3-torch (for /usr/bin/python3) and an optimized BLAS (libopenblas0-pthread:
 # torch's default reference BLAS is ~12x slower); both are installed with apt-get when missing.
-# Env: SEED (20) EXAMPLES (8000) EPOCHS (4) KEVLAYA_TRAIN_NICE (19)
+# Env: SEED (20) EXAMPLES (16000) EPOCHS (3) SWAP (0.15) KEVLAYA_TRAIN_NICE (19)
 # Reproducible bit for bit with the same torch build, BLAS and CPU (float sums in the same order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SEED=${SEED:-20} EXAMPLES=${EXAMPLES:-8000} EPOCHS=${EPOCHS:-4}
+SEED=${SEED:-20} EXAMPLES=${EXAMPLES:-16000} EPOCHS=${EPOCHS:-3} SWAP=${SWAP:-0.15}
 NICE=${KEVLAYA_TRAIN_NICE:-19}
 PY=/usr/bin/python3
 out=tools/decisions/models
@@ -22,6 +22,8 @@ work=var/decisions/train
 
 need=()
 "$PY" -c "import torch" 2>/dev/null || need+=(python3-torch)
+"$PY" -c "import yaml" 2>/dev/null || need+=(python3-yaml)
+[ -e /usr/share/wordnet/data.noun ] || need+=(wordnet-base)
 [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ] || need+=(libopenblas0-pthread)
 if [ ${#need[@]} -gt 0 ]; then
   echo "train.sh: installing from Debian: ${need[*]}"
@@ -37,7 +39,7 @@ pids=()
 for m in kev laya; do
   echo "train.sh: training $m ($EXAMPLES examples, $EPOCHS epochs, seed $SEED); log: $work/$m.log"
   nice -n "$NICE" "$PY" tools/decisions/train.py --model "$m" --out "$out/$m.gguf" --seed "$SEED" \
-    --examples "$EXAMPLES" --epochs "$EPOCHS" --threads 1 --summary "$out/$m.json" > "$work/$m.log" 2>&1 &
+    --examples "$EXAMPLES" --epochs "$EPOCHS" --swap "$SWAP" --threads 1 --summary "$out/$m.json" > "$work/$m.log" 2>&1 &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || { echo "train.sh: training failed (see $work/*.log)" >&2; exit 1; }; done
