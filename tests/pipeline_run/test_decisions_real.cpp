@@ -15,14 +15,14 @@ namespace {
 
 constexpr int kScenarios = 8;
 constexpr int kRepeat = 3;
-// Measured on these through `kevlaya-orch eval` (3 repeats): Kev 21/24, pipeline 13/24, Laya alone
-// catches 21/24 wrong decisions and rejects 16/24 right ones (through eval Laya rejects right decisions
-// far more often than by direct calls or `run`; docs/decisions.md). A broken prompt or template puts
-// Kev near chance (25 %) and Laya at a constant or random verdict, which these thresholds fail.
-constexpr double kMinAccuracy = 0.75;
-constexpr double kMinPipeline = 0.4;
-constexpr double kMinCatch = 0.75;
-constexpr double kMaxFalseReject = 0.8;
+// Measured on these through `kevlaya-orch eval` (3 repeats): Kev 24/24, pipeline 24/24, Laya alone
+// catches 24/24 wrong decisions and rejects 0/24 right ones (docs/decisions.md). A broken prompt,
+// template, constraint or request path puts Kev near chance (25 %) and Laya at a constant or random
+// verdict; a verify schema sent with its properties reordered makes Laya reject most right decisions.
+constexpr double kMinAccuracy = 0.9;
+constexpr double kMinPipeline = 0.9;
+constexpr double kMinCatch = 0.9;
+constexpr double kMaxFalseReject = 0.15;
 
 struct DecisionsProject {
   TempDir dir{"decisions"};

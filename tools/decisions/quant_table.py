@@ -3,7 +3,7 @@
 where `kevlaya-orch eval` is too slow, e.g. on a loaded box). Python 3 standard library only.
 
   quant_table.py --server PATH [--quants F32,Q8_0,Q4_K_M,Q2_K] [--scenarios 40] [--repeat 5]
-                 [--kev-repeat 20]
+                 [--kev-repeat 20] [--file SCENARIOS.jsonl]
 
 For each variant (llama-quantize of the committed F32 models into var/decisions/quant/) it starts one
 server per model with the server's default settings and sends the pipeline's own prompts
@@ -16,6 +16,7 @@ decide -> verify -> retry pipeline (3 rounds, Laya's reason as feedback, as the 
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -106,6 +107,8 @@ def main():
     ap.add_argument("--scenarios", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=5, help="runs of the pipeline and of Laya alone per task")
     ap.add_argument("--kev-repeat", type=int, default=20, help="Kev's answers per scenario (accuracy, consistency)")
+    ap.add_argument("--file", help="scenarios with `expected` instead of the held-out ones; Laya judges the "
+                                   "right strategy and one wrong one (seeded) per scenario")
     a = ap.parse_args()
     if not a.server:
         sys.exit("quant_table.py: pass --server or set KEVLAYA_LLAMA_SERVER")
@@ -113,6 +116,11 @@ def main():
     sc_dir = os.path.join(HERE, "scenarios")
     jl = lambda f: [json.loads(x) for x in open(os.path.join(sc_dir, f))]  # noqa: E731
     tasks, vtasks = jl("scenarios-heldout.jsonl")[:a.scenarios], jl("laya-heldout.jsonl")[:2 * a.scenarios]
+    if a.file:
+        rng = random.Random(7)
+        tasks = [json.loads(x) for x in open(a.file, encoding="utf-8") if x.strip()][:a.scenarios]
+        vtasks = [dict(t, proposed=p, verdict="pass" if p == t["expected"] else "reject") for t in tasks
+                  for p in (t["expected"], rng.choice([x for x in LABELS if x != t["expected"]]))]
     out = os.path.join(ROOT, "var", "decisions", "quant")
     os.makedirs(out, exist_ok=True)
     quantize = os.path.join(os.path.dirname(a.server), "llama-quantize")
