@@ -26,10 +26,8 @@ void write_door_config(const TempDir& dir, const std::string& extra) {
                                    "scheduling: {min_residency_ms: 0, max_wait_before_swap_ms: 0}\n" + extra);
 }
 
-CmdResult curl(int port, const std::string& target, const std::string& body, const std::string& flags) {
-  std::string cmd = "curl -sS -i --max-time 60 " + flags + " ";
-  if (!body.empty()) cmd += "-H 'Content-Type: application/json' -d '" + body + "' ";
-  return run_command(cmd + "http://127.0.0.1:" + std::to_string(port) + target);
+HttpReply request(int port, const std::string& target, const std::string& body) {
+  return http_request(port, body.empty() ? "GET" : "POST", target, body);
 }
 
 std::string chat(const std::string& model, bool stream) {
@@ -37,10 +35,7 @@ std::string chat(const std::string& model, bool stream) {
          R"("messages":[{"role":"user","content":"Once"}]})";
 }
 
-nlohmann::json status_of(int port) {
-  const auto r = run_command("curl -sS --max-time 30 http://127.0.0.1:" + std::to_string(port) + "/status");
-  return nlohmann::json::parse(r.output, nullptr, false);
-}
+nlohmann::json status_of(int port) { return http_request(port, "GET", "/status", "", {}, 30s).json_body(); }
 
 std::optional<nlohmann::json> profile_in(const nlohmann::json& status, const std::string& name) {
   if (!status.is_object() || !status.contains("profiles")) return std::nullopt;

@@ -1,10 +1,11 @@
 // Shared by the backend tests: stand-in profiles written as YAML (command and remote), a door
-// config, curl calls and /status as JSON.
+// config, door requests and /status as JSON.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "support/http_client.hpp"
 #include "support/paths.hpp"
 
 namespace kevlaya::test {
@@ -17,8 +18,8 @@ std::string remote_profile_yaml(const std::string& name, const std::string& url,
 // kevlaya.yaml next to profiles/ and pipelines/ in `dir`, one child at a time.
 void write_door_config(const TempDir& dir, const std::string& extra = "");
 
-// curl with a JSON body (empty body: GET); "-i" output (head and body).
-CmdResult curl(int port, const std::string& target, const std::string& body = "", const std::string& flags = "");
+// A request with a JSON body (empty body: GET), read to the end.
+HttpReply request(int port, const std::string& target, const std::string& body = "");
 std::string chat(const std::string& model, bool stream = false);
 nlohmann::json status_of(int port);  // GET /status
 std::optional<nlohmann::json> profile_in(const nlohmann::json& status, const std::string& name);  // a copy

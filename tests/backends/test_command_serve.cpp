@@ -11,7 +11,8 @@
 #include "supervisor/process_effects.hpp"
 #include "supervisor/state_file.hpp"
 #include "support/process.hpp"
-#include "supervisor/support.hpp"
+#include "support/supervisor_fixture.hpp"
+#include "support/proc_probes.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::test;
@@ -23,16 +24,6 @@ std::string orch() { return orch_binary().string(); }
 // The words of a running process as `args` prints them.
 std::string running_line(int pid) { return config::shell_join(supervisor::proc_cmdline(pid)) + "\n"; }
 
-// Processes whose parent is `pid`.
-std::vector<int> children_of(int pid) {
-  std::vector<int> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
-    std::istringstream in(read_text(e.path() / "children"));
-    for (int c; in >> c;) out.push_back(c);
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("command backend through serve: health gate, switch, SSE, /status, logs, and args = what runs",
@@ -42,11 +33,11 @@ TEST_CASE("command backend through serve: health gate, switch, SSE, /status, log
   write_text(dir / "profiles/laya.yaml", command_profile_yaml("laya"));
   write_door_config(dir);
   Serve serve(dir / "kevlaya.yaml");
-  auto r = curl(serve.port(), "/v1/chat/completions", chat("kev"));
-  INFO(r.output);
-  CHECK(r.output.find("HTTP/1.1 200") != std::string::npos);
-  CHECK(r.output.find("X-Kevlaya-Model: kev") != std::string::npos);
-  CHECK(r.output.find("X-Kevlaya-Backend") == std::string::npos);  // local, not remote
+  auto r = request(serve.port(), "/v1/chat/completions", chat("kev"));
+  INFO(r.status << " " << r.body);
+  CHECK(r.status == 200);
+  CHECK(r.header("x-kevlaya-model") == "kev");
+  CHECK(r.headers.count("x-kevlaya-backend") == 0);  // local, not remote
   const auto st = status_of(serve.port());
   const auto kev = profile_in(st, "kev");
   REQUIRE(kev);
@@ -58,11 +49,11 @@ TEST_CASE("command backend through serve: health gate, switch, SSE, /status, log
   auto args = run_command(orch() + " args kev --config " + (dir / "kevlaya.yaml").string() + " --port " + port);
   CHECK(args.output == running_line(pid));
   // A switch to laya, streamed: kev is stopped first (one at a time), laya is health-gated.
-  auto s = curl(serve.port(), "/v1/chat/completions", chat("laya", true), "-N");
-  INFO(s.output);
-  CHECK(s.output.find("text/event-stream") != std::string::npos);
-  CHECK(s.output.find("data: ") != std::string::npos);
-  CHECK(s.output.find("[DONE]") != std::string::npos);
+  auto s = request(serve.port(), "/v1/chat/completions", chat("laya", true));
+  INFO(s.status << " " << s.body);
+  CHECK(s.header("content-type").find("text/event-stream") != std::string::npos);
+  CHECK(s.body.find("data: ") != std::string::npos);
+  CHECK(s.body.find("[DONE]") != std::string::npos);
   const auto after = status_of(serve.port());
   CHECK(after["resident"] == nlohmann::json::array({"laya"}));
   CHECK_FALSE(alive(pid));  // stopped before laya started
@@ -78,10 +69,10 @@ TEST_CASE("command backend through serve: a crashing server is restarted after i
   write_door_config(dir);
   Serve serve(dir / "kevlaya.yaml");
   for (int i = 1; i <= 2; ++i) {  // each start crashes on its first completion
-    auto r = curl(serve.port(), "/v1/chat/completions", chat("crashy"));
-    INFO(r.output);
-    CHECK(r.output.find("HTTP/1.1 502") != std::string::npos);
-    CHECK(r.output.find("child_crashed") != std::string::npos);
+    auto r = request(serve.port(), "/v1/chat/completions", chat("crashy"));
+    INFO(r.status << " " << r.body);
+    CHECK(r.status == 502);
+    CHECK(r.body.find("child_crashed") != std::string::npos);
   }
   const auto p = profile_in(status_of(serve.port()), "crashy");
   REQUIRE(p);

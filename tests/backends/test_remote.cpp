@@ -67,11 +67,6 @@ CmdResult reload_door(int port) {
   return run_command(orch_binary().string() + " reload --url http://127.0.0.1:" + std::to_string(port) + " 2>&1");
 }
 
-int status_code(const std::string& curl_i_output) {
-  std::smatch m;
-  return std::regex_search(curl_i_output, m, std::regex("HTTP/1.1 (\\d{3})")) ? std::stoi(m[1]) : 0;
-}
-
 }  // namespace
 
 TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /v1/models, metrics", "[backends]") {
@@ -80,19 +75,19 @@ TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /
   Serve& front = *doors.front;
   Serve& remote_door = doors.remote_door;
   const std::string& url = doors.url;
-  auto r = curl(front.port(), "/v1/chat/completions", chat("large"));  // an alias: renamed for the remote
-  INFO(r.output);
-  CHECK(status_code(r.output) == 200);
-  CHECK(r.output.find("X-Kevlaya-Model: big") != std::string::npos);
-  CHECK(r.output.find("X-Kevlaya-Backend: remote") != std::string::npos);
-  CHECK(r.output.find("X-Kevlaya-Remote: 127.0.0.1:" + std::to_string(remote_door.port())) != std::string::npos);
-  CHECK(r.output.find("\"choices\"") != std::string::npos);
-  auto s = curl(front.port(), "/v1/chat/completions", chat("big", true), "-N");
-  INFO(s.output);
-  CHECK(s.output.find("text/event-stream") != std::string::npos);
-  CHECK(s.output.find("X-Kevlaya-Backend: remote") != std::string::npos);
-  CHECK(s.output.find("data: ") != std::string::npos);
-  CHECK(s.output.find("[DONE]") != std::string::npos);
+  auto r = request(front.port(), "/v1/chat/completions", chat("large"));  // an alias: renamed for the remote
+  INFO(r.status << " " << r.body);
+  CHECK(r.status == 200);
+  CHECK(r.header("x-kevlaya-model") == "big");
+  CHECK(r.header("x-kevlaya-backend") == "remote");
+  CHECK(r.header("x-kevlaya-remote") == "127.0.0.1:" + std::to_string(remote_door.port()));
+  CHECK(r.body.find("\"choices\"") != std::string::npos);
+  auto s = request(front.port(), "/v1/chat/completions", chat("big", true));
+  INFO(s.status << " " << s.body);
+  CHECK(s.header("content-type").find("text/event-stream") != std::string::npos);
+  CHECK(s.header("x-kevlaya-backend") == "remote");
+  CHECK(s.body.find("data: ") != std::string::npos);
+  CHECK(s.body.find("[DONE]") != std::string::npos);
   const auto st = status_of(front.port());
   const auto big = profile_in(st, "big");
   REQUIRE(big);
@@ -101,12 +96,12 @@ TEST_CASE("remote: calls, SSE through two doors, headers and state in /status, /
   CHECK((*big)["remote"]["last_error"].is_null());
   CHECK((*big)["pid"] == 0);
   CHECK(st["resident"] == json::array());  // a remote holds no local residency
-  auto models = json::parse(curl(front.port(), "/v1/models", "", "--no-include").output, nullptr, false);
+  auto models = json::parse(request(front.port(), "/v1/models").body, nullptr, false);
   REQUIRE(models.is_object());
   CHECK(models["data"][0]["kevlaya"]["backend"] == "remote");
   CHECK(models["data"][0]["kevlaya"]["remote"]["state"] == "reachable");
-  auto metrics = curl(front.port(), "/metrics");
-  CHECK(metrics.output.find("kevlaya_remote_up{model=\"big\"} 1") != std::string::npos);
+  auto metrics = request(front.port(), "/metrics");
+  CHECK(metrics.body.find("kevlaya_remote_up{model=\"big\"} 1") != std::string::npos);
   // The node did the work: its own /status shows kev resident.
   CHECK(status_of(remote_door.port())["resident"] == json::array({"kev"}));
   CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
@@ -131,14 +126,14 @@ TEST_CASE("remote: a reload serves an added remote profile and moves a changed o
   CHECK(reload.output.find("changed: big") != std::string::npos);
   CHECK(reload.output.find("added: more") != std::string::npos);
   REQUIRE(eventually([&] { return remote_state(front.port(), "more") == "reachable"; }));
-  auto added = curl(front.port(), "/v1/chat/completions", chat("more"));
-  INFO(added.output);
-  CHECK(status_code(added.output) == 200);
+  auto added = request(front.port(), "/v1/chat/completions", chat("more"));
+  INFO(added.status << " " << added.body);
+  CHECK(added.status == 200);
   REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "unreachable"; }));
   const auto big = profile_in(status_of(front.port()), "big");
   REQUIRE(big);
   CHECK((*big)["remote"]["url"] == "http://127.0.0.1:" + std::to_string(nobody));
-  CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("big")).output) == 503);
+  CHECK(request(front.port(), "/v1/chat/completions", chat("big")).status == 503);
   CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
   CHECK(doors.remote_door.proc().signal_and_wait(SIGTERM) == 0);
 }
@@ -153,33 +148,33 @@ TEST_CASE("remote down: a clear error in the caller's API shape, then recovery w
   write_door_config(dir);
   Serve front(dir / "kevlaya.yaml");
   REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "reachable"; }));
-  REQUIRE(status_code(curl(front.port(), "/v1/chat/completions", chat("big")).output) == 200);
+  REQUIRE(request(front.port(), "/v1/chat/completions", chat("big")).status == 200);
   CHECK(remote_door->signal_and_wait(SIGTERM) == 0);
   // The first call may still find it "reachable" (502, the connection's failure); from the next
   // check on it is refused at once (503, the check's cause) until it answers again.
-  auto first = curl(front.port(), "/v1/chat/completions", chat("big"));
-  INFO(first.output);
-  CHECK((status_code(first.output) == 502 || status_code(first.output) == 503));
-  CHECK(first.output.find("\"error\"") != std::string::npos);
-  CHECK(first.output.find("big: remote ") != std::string::npos);
+  auto first = request(front.port(), "/v1/chat/completions", chat("big"));
+  INFO(first.status << " " << first.body);
+  CHECK((first.status == 502 || first.status == 503));
+  CHECK(first.body.find("\"error\"") != std::string::npos);
+  CHECK(first.body.find("big: remote ") != std::string::npos);
   REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "unreachable"; }));
-  auto down = curl(front.port(), "/v1/chat/completions", chat("big"));
-  INFO(down.output);
-  CHECK(status_code(down.output) == 503);
-  CHECK(down.output.find("Retry-After: ") != std::string::npos);
-  CHECK(down.output.find("big: remote " + url + " is unreachable (") != std::string::npos);
+  auto down = request(front.port(), "/v1/chat/completions", chat("big"));
+  INFO(down.status << " " << down.body);
+  CHECK(down.status == 503);
+  CHECK(!down.header("retry-after").empty());
+  CHECK(down.body.find("big: remote " + url + " is unreachable (") != std::string::npos);
   const auto p = profile_in(status_of(front.port()), "big");
   REQUIRE(p);
   CHECK((*p)["state"] == "failed");
   CHECK((*p)["remote"]["last_error"].get<std::string>().find("127.0.0.1:" + std::to_string(node_port)) != std::string::npos);
   // The same failure in Ollama's shape for an Ollama client.
-  auto ollama = curl(front.port(), "/api/chat", R"({"model":"big","stream":false,"messages":[{"role":"user","content":"x"}]})");
-  INFO(ollama.output);
-  CHECK(status_code(ollama.output) == 503);
-  CHECK(std::regex_search(ollama.output, std::regex("\\{\"error\":\"big: remote ")));
+  auto ollama = request(front.port(), "/api/chat", R"({"model":"big","stream":false,"messages":[{"role":"user","content":"x"}]})");
+  INFO(ollama.status << " " << ollama.body);
+  CHECK(ollama.status == 503);
+  CHECK(std::regex_search(ollama.body, std::regex("\\{\"error\":\"big: remote ")));
   auto again = serve_fixed(node.config, "serve2.log");
   REQUIRE(eventually([&] { return remote_state(front.port(), "big") == "reachable"; }));
-  CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("big")).output) == 200);
+  CHECK(request(front.port(), "/v1/chat/completions", chat("big")).status == 200);
   CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
   CHECK(again->signal_and_wait(SIGTERM) == 0);
 }
@@ -188,7 +183,7 @@ TEST_CASE("remote: a local switch and a remote call run concurrently, neither wa
   TempDir dir("be-remote-conc");
   Node node(dir, 0, ", --fake-token-ms, '300'");  // a slow remote answer: 20 tokens ~ 6 s
   Serve remote_door(node.config);
-  REQUIRE(status_code(curl(remote_door.port(), "/v1/chat/completions", chat("kev")).output) == 200);  // loaded
+  REQUIRE(request(remote_door.port(), "/v1/chat/completions", chat("kev")).status == 200);  // loaded
   write_text(dir / "profiles/big.yaml",
              remote_profile_yaml("big", "http://127.0.0.1:" + std::to_string(remote_door.port()), "model: kev\n"));
   write_text(dir / "profiles/kev.yaml", command_profile_yaml("kev"));
@@ -204,7 +199,7 @@ TEST_CASE("remote: a local switch and a remote call run concurrently, neither wa
                                        "' http://127.0.0.1:" + port + "/v1/chat/completions > " + stream_out.string()},
                  dir / "stream.log");
   REQUIRE(eventually([&] { return std::filesystem::exists(stream_out) && read_text(stream_out).find("data: ") != std::string::npos; }));
-  REQUIRE(status_code(curl(front.port(), "/v1/chat/completions", chat("kev")).output) == 200);
+  REQUIRE(request(front.port(), "/v1/chat/completions", chat("kev")).status == 200);
   CHECK(read_text(stream_out).find("[DONE]") == std::string::npos);  // the remote stream is still going
   // A slow local switch (8 s load) while a remote call is made: the remote answers meanwhile.
   Proc switching({"/bin/sh", "-c", "curl -sS -o /dev/null --max-time 60 -H 'Content-Type: application/json' -d '" +
@@ -214,10 +209,10 @@ TEST_CASE("remote: a local switch and a remote call run concurrently, neither wa
     const auto s = profile_in(status_of(front.port()), "slow");
     return s && (*s)["state"] == "starting";
   }));
-  REQUIRE(status_code(curl(front.port(), "/v1/models").output) == 200);
-  auto quick = curl(front.port(), "/v1/chat/completions",
+  REQUIRE(request(front.port(), "/v1/models").status == 200);
+  auto quick = request(front.port(), "/v1/chat/completions",
                     R"({"model":"big","max_tokens":1,"messages":[{"role":"user","content":"x"}]})");
-  CHECK(status_code(quick.output) == 200);
+  CHECK(quick.status == 200);
   const auto s = profile_in(status_of(front.port()), "slow");
   REQUIRE(s);
   CHECK((*s)["state"] == "starting");  // the remote call did not wait for the 8 s load
@@ -240,13 +235,13 @@ TEST_CASE("remote: a profile pointing at a real llama-server", "[backends][real]
   write_door_config(dir);
   Serve front(dir / "kevlaya.yaml");
   REQUIRE(eventually([&] { return remote_state(front.port(), "tiny") == "reachable"; }, std::chrono::seconds(60)));
-  auto r = curl(front.port(), "/v1/chat/completions", chat("tiny"));
-  INFO(r.output);
-  CHECK(status_code(r.output) == 200);
-  CHECK(r.output.find("\"choices\"") != std::string::npos);
-  auto s = curl(front.port(), "/v1/chat/completions", chat("tiny", true), "-N");
-  INFO(s.output);
-  CHECK(s.output.find("[DONE]") != std::string::npos);
+  auto r = request(front.port(), "/v1/chat/completions", chat("tiny"));
+  INFO(r.status << " " << r.body);
+  CHECK(r.status == 200);
+  CHECK(r.body.find("\"choices\"") != std::string::npos);
+  auto s = request(front.port(), "/v1/chat/completions", chat("tiny", true));
+  INFO(s.status << " " << s.body);
+  CHECK(s.body.find("[DONE]") != std::string::npos);
   CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
 }
 
@@ -259,7 +254,7 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
   write_door_config(dir, "peers:\n  - {url: \"" + url + "\", api_key: node-key}\n");
   {
     Serve front(dir / "kevlaya.yaml");
-    auto models = json::parse(curl(front.port(), "/v1/models", "", "--no-include").output, nullptr, false);
+    auto models = json::parse(request(front.port(), "/v1/models").body, nullptr, false);
     REQUIRE(models.is_object());
     std::vector<std::string> ids;
     for (const auto& m : models["data"]) ids.push_back(m["id"]);
@@ -268,17 +263,17 @@ TEST_CASE("peers: a front door imports the models a node door lists, and refuses
     REQUIRE(kev);
     CHECK((*kev)["backend"] == "remote");
     CHECK((*kev)["remote"]["checked_path"] == "/v1/models/kev");  // the peer's own entry for it
-    auto r = curl(front.port(), "/v1/chat/completions", chat("kev"));
-    INFO(r.output);
-    CHECK(status_code(r.output) == 200);
-    CHECK(r.output.find("X-Kevlaya-Backend: remote") != std::string::npos);
-    CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("laya")).output) == 200);
+    auto r = request(front.port(), "/v1/chat/completions", chat("kev"));
+    INFO(r.status << " " << r.body);
+    CHECK(r.status == 200);
+    CHECK(r.header("x-kevlaya-backend") == "remote");
+    CHECK(request(front.port(), "/v1/chat/completions", chat("laya")).status == 200);
     // A reload keeps the peer's models (the peer is not asked again); it used to drop them.
     auto reload = reload_door(front.port());
     INFO(reload.output);
     CHECK(reload.exit_code == 0);
     CHECK(reload.output.find("removed 0") != std::string::npos);
-    CHECK(status_code(curl(front.port(), "/v1/chat/completions", chat("kev")).output) == 200);
+    CHECK(request(front.port(), "/v1/chat/completions", chat("kev")).status == 200);
     CHECK(front.proc().signal_and_wait(SIGTERM) == 0);
   }
   write_text(dir / "profiles/kev.yaml", command_profile_yaml("kev"));  // clashes with the node's kev

@@ -179,51 +179,7 @@ void ScriptedUpstream::serve(tcp::socket s) {
 
 // ---- fake effects + Door --------------------------------------------------------------------
 
-struct Door::Fx {
-  std::uint16_t upstream_port = 0;
-  int load_ms = 20;
-  std::atomic<int> starts{0};
-  std::mutex mu;
-  std::map<std::string, supervisor::Effects::ExitCallback> exits;
-};
-
 namespace {
-
-class FakeEffects : public supervisor::Effects {
- public:
-  explicit FakeEffects(std::shared_ptr<Door::Fx> fx) : fx_(std::move(fx)) {}
-  asio::awaitable<supervisor::StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override {
-    ++fx_->starts;
-    asio::steady_timer t(co_await asio::this_coro::executor);
-    t.expires_after(std::chrono::milliseconds(fx_->load_ms));
-    co_await t.async_wait(asio::use_awaitable);
-    supervisor::StartOutcome out;
-    if (p.name == "broken") {
-      out.failure.kind = supervisor::FailureKind::cuda_oom;
-      out.failure.message = "cudaMalloc failed: out of memory";
-      out.failure.hint = "lower ngl";
-      out.failure.log_tail = {kBrokenLogLine};
-      co_return out;
-    }
-    {
-      std::lock_guard lk(fx_->mu);
-      fx_->exits[p.name] = std::move(on_exit);
-    }
-    supervisor::StartReport r;
-    r.endpoint = upstream::Endpoint{"127.0.0.1", fx_->upstream_port};
-    r.total_ms = fx_->load_ms;
-    out.report = r;
-    co_return out;
-  }
-  asio::awaitable<supervisor::StopReport> stop(const std::string& profile) override {
-    std::lock_guard lk(fx_->mu);
-    fx_->exits.erase(profile);
-    co_return supervisor::StopReport{};
-  }
-
- private:
-  std::shared_ptr<Door::Fx> fx_;
-};
 
 config::Profile profile(const std::string& name, std::vector<std::string> alias = {}) {
   config::Profile p;
@@ -236,9 +192,19 @@ config::Profile profile(const std::string& name, std::vector<std::string> alias 
 
 }  // namespace
 
-Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
-  fx_->upstream_port = up_.port();
-  fx_->load_ms = o.load_ms;
+Door::Door(DoorOptions o) {
+  world_.upstream_port = up_.port();
+  world_.start_delay = std::chrono::milliseconds(o.load_ms);
+  world_.stop_delay = 0ms;
+  world_.pid = 0;
+  world_.report_load_time = true;
+  if (o.broken_profile) {
+    auto& f = world_.always_fail["broken"];
+    f.kind = supervisor::FailureKind::cuda_oom;
+    f.message = "cudaMalloc failed: out of memory";
+    f.hint = "lower ngl";
+    f.log_tail = {kBrokenLogLine};
+  }
   cfg_.profiles.push_back(profile("kev", {"k"}));
   cfg_.profiles.push_back(profile("laya"));
   if (o.broken_profile) cfg_.profiles.push_back(profile("broken"));
@@ -272,7 +238,7 @@ Door::Door(DoorOptions o) : fx_(std::make_shared<Fx>()) {
     so_sup.devices = {{0, "sim0", 6144}, {1, "sim1", 8192}};
   }
   sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
-                                                  std::make_unique<FakeEffects>(fx_), so_sup);
+                                                  std::make_unique<FakeEffects>(world_), so_sup);
   auto so = http::ServerOptions::from(cfg_.orch);
   so.events_keepalive = o.events_keepalive;
   so.events_buffer = o.events_buffer;
@@ -299,123 +265,14 @@ supervisor::Snapshot Door::snapshot() {
 }
 
 void Door::report_crash(const std::string& profile) {
-  supervisor::Effects::ExitCallback cb;
-  {
-    std::lock_guard lk(fx_->mu);
-    auto it = fx_->exits.find(profile);
-    if (it == fx_->exits.end()) return;
-    cb = std::move(it->second);
-    fx_->exits.erase(it);
-  }
   supervisor::ChildFailure f;
   f.kind = supervisor::FailureKind::crashed;
   f.signal = 6;
   f.message = "killed by SIGABRT";
-  cb(f);
+  world_.report_crash(profile, f);
 }
 
-int Door::starts() const { return fx_->starts.load(); }
-
-// ---- clients --------------------------------------------------------------------------------
-
-HttpReply http_request(std::uint16_t port, const std::string& method, const std::string& target,
-                       const std::string& body,
-                       std::vector<std::pair<std::string, std::string>> headers) {
-  asio::io_context ioc;
-  beast::tcp_stream s(ioc);
-  s.expires_after(60s);
-  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
-  req.set(bhttp::field::host, "127.0.0.1");
-  if (!body.empty() || method == "POST") req.set(bhttp::field::content_type, "application/json");
-  for (auto& [k, v] : headers) req.set(k, v);
-  req.keep_alive(false);
-  req.body() = body;
-  req.prepare_payload();
-  bhttp::write(s, req);
-  beast::flat_buffer buf;
-  bhttp::response_parser<bhttp::string_body> p;
-  p.body_limit(64 << 20);
-  bhttp::read(s, buf, p);
-  HttpReply out;
-  out.status = static_cast<int>(p.get().result_int());
-  for (const auto& f : p.get()) {
-    std::string name(f.name_string());
-    for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    out.headers[name] = std::string(f.value());
-  }
-  out.body = p.get().body();
-  return out;
-}
-
-RawClient::RawClient(std::uint16_t port) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    throw std::runtime_error("connect failed");
-}
-
-RawClient::~RawClient() { close(); }
-
-void RawClient::close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-void RawClient::send(const std::string& bytes) {
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the server may close early (e.g. 413); reading tells the rest
-    off += static_cast<std::size_t>(n);
-  }
-}
-
-std::size_t count_of(const std::string& hay, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
-std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout,
-                                  int times) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (count_of(received_, needle) < static_cast<std::size_t>(times)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    char buf[4096];
-    auto n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    received_.append(buf, static_cast<std::size_t>(n));
-  }
-  return received_;
-}
-
-bool RawClient::wait_closed(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    char buf[4096];
-    auto n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) return true;
-    received_.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
-std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
+int Door::starts() const { return world_.starts.load(); }
 
 std::string chat_body(const std::string& model, const std::string& mode, bool stream) {
   json b = {{"model", model}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};

@@ -1,6 +1,6 @@
 // Test harness for the REST door: a scripted upstream (thread per connection, blocking Beast),
 // a fake Effects that "starts" children pointing at it, a real Supervisor and http::Server on
-// loopback, and a small blocking HTTP client.
+// loopback; requests go through support/http_client.hpp.
 #pragma once
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -20,6 +20,8 @@
 #include "config/config.hpp"
 #include "http/server.hpp"
 #include "supervisor/supervisor.hpp"
+#include "support/fake_effects.hpp"
+#include "support/http_client.hpp"  // HttpReply, http_request, RawClient
 
 namespace kevlaya::test {
 
@@ -118,57 +120,18 @@ class Door {
   supervisor::Snapshot snapshot();
   void report_crash(const std::string& profile);  // the fake child of `profile` "dies"
   int starts() const;
-  struct Fx;  // shared with the fake effects
 
  private:
   ScriptedUpstream up_;
   boost::asio::io_context ioc_;
   config::Config cfg_;
-  std::shared_ptr<Fx> fx_;
+  FakeWorld world_;  // outlives sup_
   std::unique_ptr<supervisor::Supervisor> sup_;
   std::unique_ptr<http::Server> server_;
   std::uint16_t port_ = 0;
   std::thread thread_;
 };
 
-struct HttpReply {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;
-  json json_body() const { return json::parse(body, nullptr, false); }
-  std::string header(const std::string& lower_name) const {
-    auto it = headers.find(lower_name);
-    return it == headers.end() ? "" : it->second;
-  }
-};
-
-// One request on a fresh connection (Connection: close), read to the end. Sends Host: 127.0.0.1
-// and, for POST, Content-Type: application/json; `headers` override both.
-HttpReply http_request(std::uint16_t port, const std::string& method, const std::string& target,
-                       const std::string& body = {},
-                       std::vector<std::pair<std::string, std::string>> headers = {});
-
-// A raw client socket with a receive timeout, for framing and streaming tests.
-class RawClient {
- public:
-  explicit RawClient(std::uint16_t port);
-  ~RawClient();
-  void send(const std::string& bytes);
-  // Reads until `needle` appears in everything received so far (or EOF / timeout); returns it all.
-  std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = 10s,
-                         int times = 1);
-  bool wait_closed(std::chrono::milliseconds timeout);  // true once the server closed the socket
-  void close();
-  const std::string& received() const { return received_; }
-
- private:
-  int fd_ = -1;
-  std::string received_;
-};
-
-std::size_t count_of(const std::string& hay, const std::string& needle);
-// The bytes of a JSON POST to `target` (Host: localhost), for a RawClient.
-std::string post(const std::string& target, const std::string& body);
 std::string chat_body(const std::string& model, const std::string& mode = "", bool stream = false);
 
 // A `serve` config in `dir` for the API tests: kev (alias k) and laya rotating on `binary`, and emb

@@ -7,19 +7,13 @@
 #include <fstream>
 
 #include "door_fixture.hpp"
+#include "support/proc_probes.hpp"  // peak_rss_kib
 
 using namespace kevlaya::test;
 
 namespace {
 
 constexpr std::int64_t kCap = 1 << 20;
-
-long peak_rss_kib() {  // VmHWM of this process (the door runs in it)
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
 
 DoorOptions capped() {
   DoorOptions o;

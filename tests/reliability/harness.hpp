@@ -1,6 +1,5 @@
-// Helpers for the reliability suite: `kevlaya-orch` as a real child process (serve, run, logs),
-// a small blocking HTTP client on raw sockets (so malformed requests can be sent as bytes), and
-// /proc probes (children, zombies, fds, RSS, threads).
+// Helpers for the reliability suite: a chat request, the OpenAI error shape, and stand-in configs;
+// the HTTP client and the /proc probes are tests/support's (http_client.hpp, proc_probes.hpp).
 #pragma once
 #include <sys/types.h>
 
@@ -12,47 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "support/http_client.hpp"  // HttpReply, http_raw, http_get, http_post
 #include "support/paths.hpp"
+#include "support/proc_probes.hpp"   // children_of, fd_count, rss_kib, thread_count
 #include "support/process.hpp"  // Proc, Serve, eventually
 
 namespace kevlaya::test {
 
 using namespace std::chrono_literals;
 
-struct HttpReply {
-  int status = 0;                             // 0 = no response (connection closed / timeout)
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;                           // de-chunked
-  bool timed_out = false;
-  bool closed = false;  // the server closed the connection (read EOF) after the reply
-};
-
-// A blocking TCP connection to 127.0.0.1:port (close-on-exec); -1 when it fails.
-int connect_loopback(int port);
-// Sends `raw` bytes to 127.0.0.1:port and reads one response (until it is complete or the peer
-// closes), then waits up to `linger` for the server to close the connection. Never hangs longer
-// than `timeout` + `linger`.
-HttpReply http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = 30s,
-                   std::chrono::milliseconds linger = 0ms);
-// A request with `Connection: close`; a body means POST with Content-Type: application/json.
-HttpReply http_get(int port, const std::string& target, std::chrono::milliseconds timeout = 30s,
-                   const std::string& extra_headers = "");
-HttpReply http_post(int port, const std::string& target, const std::string& json_body,
-                    std::chrono::milliseconds timeout = 30s, const std::string& extra_headers = "");
 // A chat completion for `model` (max_tokens 4; streamed when `stream`).
 HttpReply chat(int port, const std::string& model, bool stream = false,
                std::chrono::milliseconds timeout = 30s);
 // True when the body is an OpenAI-shaped error: {"error":{"message":...,"type":...,"code":...}}.
 bool is_openai_error(const std::string& body);
-
-// /proc probes.
-std::vector<pid_t> children_of(pid_t parent);  // direct children
-std::vector<pid_t> zombie_children_of(pid_t parent);
-int fd_count(pid_t pid);
-long rss_kib(pid_t pid);
-int thread_count(pid_t pid);
-// Processes (any parent) whose environment contains `marker` (KEY=VALUE), other than us.
-std::vector<pid_t> processes_with_env(const std::string& marker);
 
 }  // namespace kevlaya::test
 

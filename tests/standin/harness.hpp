@@ -1,5 +1,5 @@
 // Drives the built stand-in over real processes and sockets: spawn with args, read its log,
-// signal it, wait for its exit, and a small blocking HTTP/1.1 client (Connection: close).
+// signal it, wait for its exit; requests go through support/http_client.hpp.
 #pragma once
 #include <sys/types.h>
 
@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/http_client.hpp"  // HttpReply, http_request, read_until, sse_events
 
 namespace kevlaya::test {
 
@@ -39,23 +41,6 @@ class StandinProcess {
   std::filesystem::path log_path_;
   std::optional<int> status_;
 };
-
-struct HttpReply {
-  int status = 0;  // 0 = no answer (connection failed / closed / timeout)
-  std::string headers;
-  std::string body;  // de-chunked
-};
-
-// One request on a fresh connection; waits at most `limit` for the whole answer.
-HttpReply http_request(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                       const std::vector<std::string>& headers = {}, std::chrono::milliseconds limit = 20s);
-
-// Sends a request and reads until `needle` shows up in the raw bytes; returns what was read so far.
-std::string read_until(int port, const std::string& raw_request, const std::string& needle,
-                       std::chrono::milliseconds limit = 20s);
-
-// "data: ..." payloads of an SSE body, in order.
-std::vector<std::string> sse_events(const std::string& body);
 
 // Exact path of the GGUF used by the stand-in tests.
 std::string model_path();

@@ -174,7 +174,7 @@ TEST_CASE("metrics count tokens in Prometheus text with --metrics", "[standin]")
   const json r = json::parse(http_request(port, "POST", "/completion", json{{"prompt", "count me"}}.dump()).body);
   const auto m = http_request(port, "GET", "/metrics");
   CHECK(m.status == 200);
-  CHECK(m.headers.find("text/plain; version=0.0.4") != std::string::npos);
+  CHECK(m.header("content-type").find("text/plain; version=0.0.4") != std::string::npos);
   CHECK(m.body.find("# TYPE llamacpp:tokens_predicted_total counter") != std::string::npos);
   CHECK(m.body.find("llamacpp:tokens_predicted_total " + std::to_string(r["tokens_predicted"].get<int>()) + "\n") !=
         std::string::npos);
@@ -190,5 +190,5 @@ TEST_CASE("api key guards everything but health and models", "[standin]") {
   const auto denied = http_request(port, "GET", "/props");
   CHECK(denied.status == 401);
   CHECK(json::parse(denied.body)["error"]["type"] == "authentication_error");
-  CHECK(http_request(port, "GET", "/props", "", {"Authorization: Bearer sekrit"}).status == 200);
+  CHECK(http_request(port, "GET", "/props", "", {{"Authorization", "Bearer sekrit"}}).status == 200);
 }

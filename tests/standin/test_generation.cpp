@@ -62,7 +62,7 @@ TEST_CASE("chat streaming sends role, one chunk per token, finish with timings, 
   const json req = {{"messages", {{{"role", "user"}, {"content", "stream me"}}}}, {"stream", true}};
   const auto r = http_request(s.port, "POST", "/v1/chat/completions", req.dump());
   REQUIRE(r.status == 200);
-  CHECK(r.headers.find("Content-Type: text/event-stream") != std::string::npos);
+  CHECK(r.header("content-type").find("text/event-stream") != std::string::npos);
   const auto ev = sse_events(r.body);
   REQUIRE(ev.size() >= 4);
   CHECK(ev.back() == "[DONE]");

@@ -12,7 +12,8 @@
 #include "supervisor/child.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/state_file.hpp"
-#include "supervisor/support.hpp"
+#include "support/supervisor_fixture.hpp"
+#include "support/proc_probes.hpp"
 #include "supervisor/supervisor.hpp"
 #include "upstream/client.hpp"
 

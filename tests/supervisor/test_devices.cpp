@@ -15,7 +15,8 @@
 #include "support/process.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/state_file.hpp"
-#include "supervisor/support.hpp"
+#include "support/supervisor_fixture.hpp"
+#include "support/proc_probes.hpp"
 #include "supervisor/supervisor.hpp"
 
 using namespace kevlaya;

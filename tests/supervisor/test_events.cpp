@@ -2,8 +2,10 @@
 // dead child noticed at once: against fake Effects (no processes).
 #include <catch2/catch.hpp>
 
-#include "supervisor/fake_effects.hpp"
-#include "supervisor/support.hpp"
+#include <boost/asio/detached.hpp>
+
+#include "support/fake_effects.hpp"
+#include "support/supervisor_fixture.hpp"
 #include "supervisor/supervisor.hpp"
 
 using namespace kevlaya;
@@ -17,19 +19,7 @@ using kevlaya::test::sleep_for;
 
 namespace {
 
-config::Config two_profiles() {
-  auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
-  auto laya = test::fast_profile("laya", "x", "/m/laya.gguf");
-  return test::fast_config({kev, laya}, "/nonexistent");
-}
-
-struct Fixture {
-  asio::io_context ioc;
-  FakeWorld world;
-  Supervisor sup;
-  explicit Fixture(config::Config cfg = two_profiles())
-      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world)) {}
-};
+using Fixture = test::SupervisorFixture;
 
 // "kev: stopped->starting", "switch -> kev ok", ...
 std::string describe(const Event& e) {
@@ -102,7 +92,7 @@ TEST_CASE("supervisor events: a failed start's switch record carries the failure
 // Regression (issue 14 item 2): a start that never returned left the model "starting" forever,
 // and its requests and SIGTERM waited with it.
 TEST_CASE("supervisor: start watchdog ends a start that never returns (nothing waits forever)") {
-  auto cfg = two_profiles();
+  auto cfg = test::kev_and_laya();
   cfg.profiles[0].health.startup_timeout_s = 1;
   cfg.profiles[0].stop.grace_s = 0.1;
   Fixture f(cfg);
@@ -151,7 +141,7 @@ TEST_CASE("supervisor: shutdown during a hung start returns at once") {
 
 // Regression (issue 14): a client that disconnected while queued still caused its model's load.
 TEST_CASE("supervisor: a caller that leaves while queued causes no load") {
-  auto cfg = two_profiles();
+  auto cfg = test::kev_and_laya();
   cfg.orch.scheduling.max_wait_before_swap_ms = 10000;  // kev keeps serving while laya waits
   Fixture f(cfg);
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
@@ -207,7 +197,7 @@ TEST_CASE("supervisor: check_alive marks a dead child crashed at once, queued re
 
 // Issue 15: admission lived in the door and the supervisor with different rules; now only here.
 TEST_CASE("supervisor: admission: queue.max_depth waiters, then queue_full, the wait defaults to queue.max_wait_s") {
-  auto cfg = two_profiles();
+  auto cfg = test::kev_and_laya();
   cfg.orch.queue.max_depth = 1;
   cfg.orch.queue.max_wait_s = 1;
   Fixture f(cfg);

@@ -2,7 +2,7 @@
 // protect). Plain values through decide(): no processes, no sleeps.
 #include <catch2/catch.hpp>
 
-#include "supervisor/sched_support.hpp"
+#include "support/sched_values.hpp"
 
 using namespace kevlaya::supervisor;
 using namespace kevlaya::test;

@@ -2,8 +2,10 @@
 // preloads, admin unload, and reload. Waits are bounded loops on the outcome, never timings.
 #include <catch2/catch.hpp>
 
-#include "supervisor/fake_effects.hpp"
-#include "supervisor/support.hpp"
+#include <boost/asio/detached.hpp>
+
+#include "support/fake_effects.hpp"
+#include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
@@ -25,35 +27,7 @@ config::Config lifecycle_config(int idle_unload_s) {
   return c;
 }
 
-struct Fixture {
-  asio::io_context ioc;
-  FakeWorld world;
-  std::vector<Event> events;
-  Supervisor sup;
-  Subscription sub;
-  explicit Fixture(config::Config cfg, SupervisorOptions opts = {})
-      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), std::move(opts)),
-        sub(sup.subscribe([this](const Event& e) { events.push_back(e); })) {}
-
-  // Waits (bounded) until `profile` is alive or not.
-  asio::awaitable<bool> until_alive(const std::string& profile, bool alive, std::chrono::milliseconds limit = 5s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while ((world.alive.count(profile) > 0) != alive && std::chrono::steady_clock::now() < end)
-      co_await sleep_for(10ms);
-    co_return (world.alive.count(profile) > 0) == alive;
-  }
-  std::vector<std::string> unload_reasons() const {
-    std::vector<std::string> out;
-    for (const auto& e : events)
-      if (e.type == Event::Type::unload) out.push_back(e.child + ":" + e.reason);
-    return out;
-  }
-  const ProfileStatus* status(const Snapshot& s, const std::string& name) {
-    for (const auto& p : s.profiles)
-      if (p.name == name) return &p;
-    return nullptr;
-  }
-};
+using Fixture = test::SupervisorFixture;
 
 }  // namespace
 

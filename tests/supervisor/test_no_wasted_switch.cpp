@@ -7,7 +7,7 @@
 #include <cmath>
 #include <map>
 
-#include "supervisor/sched_support.hpp"
+#include "support/sched_values.hpp"
 
 using namespace kevlaya::supervisor;
 using namespace kevlaya::test;

@@ -2,8 +2,8 @@
 // planned co-resident starts beside the others only while the memory the plan counted on is there.
 #include <catch2/catch.hpp>
 
-#include "supervisor/fake_effects.hpp"
-#include "supervisor/support.hpp"
+#include "support/fake_effects.hpp"
+#include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;

@@ -11,7 +11,8 @@
 #include "support/paths.hpp"
 #include "support/process.hpp"
 #include "supervisor/process_effects.hpp"
-#include "supervisor/support.hpp"
+#include "support/supervisor_fixture.hpp"
+#include "support/proc_probes.hpp"
 #include "supervisor/supervisor.hpp"
 
 using namespace kevlaya;
@@ -66,8 +67,8 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
       sample();  // at every switch too: on a loaded machine the timer sampler may rarely run
       l->release();
       if (i == 1) {
-        fds_after_warmup = test::count_fds();
-        threads_after_warmup = test::count_threads();
+        fds_after_warmup = test::fd_count();
+        threads_after_warmup = test::thread_count();
       }
     }
     auto snap = co_await sup.snapshot();
@@ -75,8 +76,8 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
     co_await sup.shutdown();
     done = true;
   });
-  CHECK(test::count_fds() <= fds_after_warmup);
-  CHECK(test::count_threads() <= threads_after_warmup);
+  CHECK(test::fd_count() <= fds_after_warmup);
+  CHECK(test::thread_count() <= threads_after_warmup);
   CHECK(test::pids_with_arg(a.alias[0]).empty());
   CHECK(test::pids_with_arg(b.alias[0]).empty());
   return rot;

@@ -1,7 +1,7 @@
 // Scheduler decisions with plain values: no processes, no sleeps.
 #include <catch2/catch.hpp>
 
-#include "supervisor/sched_support.hpp"
+#include "support/sched_values.hpp"
 
 using namespace kevlaya::supervisor;
 using namespace std::chrono_literals;

@@ -5,8 +5,7 @@
 #include <map>
 #include <set>
 
-#include "supervisor/support.hpp"
-#include "supervisor/supervisor.hpp"
+#include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
@@ -17,36 +16,6 @@ using kevlaya::test::sleep_for;
 using Scales = std::vector<std::pair<std::string, double>>;
 
 namespace {
-
-struct World {
-  std::vector<std::string> events;        // "start kev+laya", "stop kev+laya"
-  std::vector<config::Profile> started;   // profiles passed to start()
-  std::vector<std::string> ready;         // on_ready calls
-  int next_port = 41000;
-};
-
-class FakeEffects : public Effects {
- public:
-  explicit FakeEffects(World& w) : w_(w) {}
-  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback) override {
-    w_.events.push_back("start " + p.name);
-    w_.started.push_back(p);
-    co_await sleep_for(2ms);  // a start takes time; nothing waits on this delay
-    StartReport r;
-    r.endpoint.port = static_cast<std::uint16_t>(w_.next_port++);
-    r.pid = 1;
-    StartOutcome out;
-    out.report = r;
-    co_return out;
-  }
-  asio::awaitable<StopReport> stop(const std::string& profile) override {
-    w_.events.push_back("stop " + profile);
-    co_return StopReport{};
-  }
-
- private:
-  World& w_;
-};
 
 config::Config three_profiles() {
   auto kev = test::fast_profile("kev", "x", "/m/base.gguf");
@@ -60,28 +29,21 @@ config::Config three_profiles() {
   return test::fast_config({kev, laya, other}, "/nonexistent");
 }
 
-SupervisorOptions group_options(World& w) {
+SupervisorOptions group_options() {
   SupervisorOptions o;
   SharedBase g;
   g.members = {"kev", "laya"};
   g.adapters = {{"kev-a", "/m/kev-a.gguf", 1.0}, {"laya-b", "/m/laya-b.gguf", 0.5}};
   g.scales = {{"kev", {1.0, 0.0}}, {"laya", {0.0, 0.5}}};
   o.shared_bases = {g};
-  o.on_ready = [&w](const config::Profile& p, const StartReport&) { w.ready.push_back(p.name); };
   return o;
 }
 
-struct Fixture {
-  asio::io_context ioc;
-  World world;
-  Supervisor sup;
-  Fixture() : sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(world), group_options(world)) {}
-};
 
 }  // namespace
 
 TEST_CASE("shared base: members share one child started with every adapter at scale 0") {
-  Fixture f;
+  test::SupervisorFixture f(three_profiles(), group_options());  // world.ready: the on_ready calls
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await f.sup.acquire("decider", in(2s));
     REQUIRE(a.ok());
@@ -117,7 +79,7 @@ TEST_CASE("shared base: members share one child started with every adapter at sc
 }
 
 TEST_CASE("shared base: leases of two members are held at once without process work") {
-  Fixture f;
+  test::SupervisorFixture f(three_profiles(), group_options());
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await f.sup.acquire("kev", in(2s));
     REQUIRE(a.ok());
@@ -134,7 +96,7 @@ TEST_CASE("shared base: leases of two members are held at once without process w
 }
 
 TEST_CASE("shared base: a profile outside the group still rotates with the group's child") {
-  Fixture f;
+  test::SupervisorFixture f(three_profiles(), group_options());
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "other", "laya", "kev"}) {
       auto l = co_await f.sup.acquire(m, in(2s));
@@ -149,10 +111,10 @@ TEST_CASE("shared base: a profile outside the group still rotates with the group
 
 TEST_CASE("shared base: an allowed set naming a member keeps the group's child alive with it") {
   asio::io_context ioc;
-  World w;
-  auto opt = group_options(w);
+  test::FakeWorld w;
+  auto opt = group_options();
   opt.allowed_sets = {{"laya", "other"}};  // stands for {kev+laya, other}
-  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(w), opt);
+  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "other", "laya"}) {
       auto l = co_await sup.acquire(m, in(2s));
@@ -167,10 +129,10 @@ TEST_CASE("shared base: an allowed set naming a member keeps the group's child a
 
 TEST_CASE("shared base: a group naming an unknown profile is ignored, members keep their own children") {
   asio::io_context ioc;
-  World w;
+  test::FakeWorld w;
   SupervisorOptions opt;
   opt.shared_bases = {SharedBase{{"kev", "nobody"}, {}, {}}};
-  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<FakeEffects>(w), opt);
+  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto l = co_await sup.acquire("kev", in(2s));
     REQUIRE(l.ok());

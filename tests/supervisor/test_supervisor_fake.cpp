@@ -3,14 +3,16 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include <boost/asio/detached.hpp>
+
 #include <boost/asio/post.hpp>
 #include <map>
 #include <optional>
 #include <set>
 #include <typeinfo>
 
-#include "supervisor/fake_effects.hpp"
-#include "supervisor/support.hpp"
+#include "support/fake_effects.hpp"
+#include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
@@ -23,20 +25,8 @@ using kevlaya::test::FakeWorld;
 
 namespace {
 
-config::Config two_profiles() {
-  auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
-  kev.alias = {"decider"};
-  auto laya = test::fast_profile("laya", "x", "/m/laya.gguf");
-  return test::fast_config({kev, laya}, "/nonexistent");
-}
-
-struct Fixture {
-  asio::io_context ioc;
-  FakeWorld world;
-  Supervisor sup;
-  explicit Fixture(config::Config cfg = two_profiles(), SupervisorOptions opts = {})
-      : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), std::move(opts)) {}
-};
+using Fixture = test::SupervisorFixture;
+using test::kev_and_laya;
 
 // A strand of the supervisor's own (false), or the runtime's single-threaded executor (true).
 SupervisorOptions executor_options(bool serial) {
@@ -225,7 +215,7 @@ TEST_CASE("supervisor: a hung child is killed, marked failed (hung) and replaced
 }
 
 TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") {
-  auto cfg = two_profiles();
+  auto cfg = kev_and_laya();
   cfg.profiles[0].restart.max_restarts = 2;
   Fixture f(cfg);
   f.world.start_failures["kev"] = std::vector<ChildFailure>(5, classify_exit(1, 0, {"error loading model"}));
@@ -248,7 +238,7 @@ TEST_CASE("supervisor: a crash loop marks the profile failed with retry_after") 
 }
 
 TEST_CASE("supervisor: grouping serves queued requests of the resident model before swapping") {
-  auto cfg = two_profiles();
+  auto cfg = kev_and_laya();
   cfg.orch.scheduling.max_wait_before_swap_ms = 10000;
   Fixture f(cfg);
   std::vector<std::string> order;
@@ -279,7 +269,7 @@ TEST_CASE("supervisor: grouping serves queued requests of the resident model bef
 TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any other, at once only with a free slot") {
   const bool serial = GENERATE(false, true);
   CAPTURE(serial);
-  Fixture f(two_profiles(), executor_options(serial));
+  Fixture f(kev_and_laya(), executor_options(serial));
   const auto& type = f.sup.strand().target_type();  // Boost 1.74's target<T>() does not check T
   REQUIRE(type == (serial ? typeid(asio::io_context::executor_type) : typeid(asio::strand<asio::any_io_executor>)));
   const auto* own = serial ? nullptr : f.sup.strand().target<asio::strand<asio::any_io_executor>>();
@@ -314,7 +304,7 @@ TEST_CASE("supervisor: a caller on the supervisor's strand is admitted like any 
 TEST_CASE("supervisor: a caller on the serial executor is granted a free slot without a hop") {
   const bool serial = GENERATE(false, true);
   CAPTURE(serial);
-  Fixture f(two_profiles(), executor_options(serial));
+  Fixture f(kev_and_laya(), executor_options(serial));
   test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
     auto warm = co_await f.sup.acquire("kev", in(2s));  // starts kev
     REQUIRE(warm.ok());
@@ -340,7 +330,7 @@ TEST_CASE("supervisor: a shutdown racing a start leaves no child alive") {
   for (const bool serial : {false, true}) {
     for (int turns = 0; turns < 12; ++turns) {
       INFO("serial executor: " << serial << ", shutdown after " << turns << " turns");
-      Fixture f(two_profiles(), executor_options(serial));
+      Fixture f(kev_and_laya(), executor_options(serial));
       f.world.start_delay = 30ms;
       std::optional<Result<Lease>> got;
       run_co(f.ioc, [&]() -> asio::awaitable<void> {

@@ -1,9 +1,11 @@
 // Switch ahead (scheduling.switch_ahead): the prediction and the scheduler's guess, plain values.
 #include <catch2/catch.hpp>
 
-#include "supervisor/fake_effects.hpp"
-#include "supervisor/sched_support.hpp"
-#include "supervisor/support.hpp"
+#include <boost/asio/detached.hpp>
+
+#include "support/fake_effects.hpp"
+#include "support/sched_values.hpp"
+#include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::supervisor;
@@ -23,39 +25,17 @@ SchedInput alternating() {
   return in;
 }
 
-struct Fixture {
-  asio::io_context ioc;
-  test::FakeWorld world;
-  Supervisor sup;
-  explicit Fixture(bool switch_ahead, int max_wait_before_swap_ms = 0)
-      : sup(ioc.get_executor(), config(switch_ahead, max_wait_before_swap_ms), std::make_unique<test::FakeEffects>(world)) {}
-  static config::Config config(bool switch_ahead, int max_wait_before_swap_ms) {
-    auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
-                                  test::fast_profile("laya", "x", "/m/laya.gguf")},
-                                 "/nonexistent");
-    cfg.orch.scheduling.switch_ahead = switch_ahead;
-    cfg.orch.scheduling.max_wait_before_swap_ms = max_wait_before_swap_ms;
-    return cfg;
-  }
-  // Until `name` is ready (bounded, 10 s): the guess runs while nobody waits, so tests wait for it.
-  asio::awaitable<bool> ready(const std::string& name) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < end) {
-      for (const auto& p : (co_await sup.snapshot()).profiles)
-        if (p.name == name && p.state == Phase::ready) co_return true;
-      co_await test::sleep_for(1ms);
-    }
-    co_return false;
-  }
-  // One call to `model`, released at once; returns the lease's switch_ms.
-  asio::awaitable<std::int64_t> call(const std::string& model) {
-    auto l = co_await sup.acquire(model, test::in(2s));
-    REQUIRE(l.ok());
-    const auto ms = l->switch_ms();
-    l->release();
-    co_return ms;
-  }
-};
+using Fixture = test::SupervisorFixture;
+
+// Kev and laya; switch_ahead and the starvation guard as given.
+config::Config ahead_config(bool switch_ahead, int max_wait_before_swap_ms = 0) {
+  auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
+                                test::fast_profile("laya", "x", "/m/laya.gguf")},
+                               "/nonexistent");
+  cfg.orch.scheduling.switch_ahead = switch_ahead;
+  cfg.orch.scheduling.max_wait_before_swap_ms = max_wait_before_swap_ms;
+  return cfg;
+}
 
 }  // namespace
 
@@ -126,7 +106,7 @@ TEST_CASE("switch ahead: an alive prediction, or none, changes nothing") {
 }
 
 TEST_CASE("switch ahead: alternating calls find the next model started before they ask") {
-  Fixture f(true);
+  Fixture f(ahead_config(true));
   std::vector<SwitchRecord> recs;
   std::vector<std::int64_t> waited;
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
@@ -158,7 +138,7 @@ TEST_CASE("switch ahead: alternating calls find the next model started before th
 
 TEST_CASE("switch ahead: a wrong guess costs one switch back, and switch_ahead false never guesses") {
   for (const bool on : {true, false}) {
-    Fixture f(on);
+    Fixture f(ahead_config(on));
     test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
       for (const char* m : {"kev", "laya", "kev", "laya"}) co_await f.call(m);
       if (on) CHECK(co_await f.ready("kev"));
@@ -175,7 +155,7 @@ TEST_CASE("switch ahead: a wrong guess costs one switch back, and switch_ahead f
 }
 
 TEST_CASE("switch ahead: no guess once the resident is unloaded (keep_alive 0)") {
-  Fixture f(true);
+  Fixture f(ahead_config(true));
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya", "kev"}) co_await f.call(m);
     auto l = co_await f.sup.acquire("laya", test::in(2s));
@@ -190,7 +170,7 @@ TEST_CASE("switch ahead: no guess once the resident is unloaded (keep_alive 0)")
 }
 
 TEST_CASE("switch ahead: a guess whose start fails is not tried again while nobody calls") {
-  Fixture f(true);
+  Fixture f(ahead_config(true));
   std::vector<SwitchRecord> recs;
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya", "kev"}) co_await f.call(m);
@@ -215,7 +195,7 @@ TEST_CASE("switch ahead: a guess whose start fails is not tried again while nobo
 // Regression (issue 32): an operator's /admin/load counted as one more alternating call, so the
 // guess stopped the model just loaded within a second.
 TEST_CASE("switch ahead: an explicit load is not undone by a guess") {
-  Fixture f(true);
+  Fixture f(ahead_config(true));
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"laya", "kev", "laya"}) co_await f.call(m);
     CHECK((co_await f.sup.ensure_ready("kev", test::in(2s))).ok());
@@ -230,7 +210,7 @@ TEST_CASE("switch ahead: an explicit load is not undone by a guess") {
 // Calls of a burst come while others wait: the next call is already queued, so there is nothing to
 // guess, and a guess after the burst stopped a model that the burst's next wave needed.
 TEST_CASE("switch ahead: calls that arrive while others are queued (a burst) make no guess") {
-  Fixture f(true, 10000);  // the guard never cuts this burst: one load per model
+  Fixture f(ahead_config(true, 10000));  // the guard never cuts this burst: one load per model
   std::vector<SwitchRecord> recs;
   test::run_co(f.ioc, [&]() -> asio::awaitable<void> {
     int done = 0;

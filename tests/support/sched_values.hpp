@@ -1,4 +1,4 @@
-// Plain-value helpers for the scheduler tests (test_scheduler.cpp, test_switch_ahead.cpp).
+// Plain-value helpers for the scheduler tests (supervisor/test_scheduler.cpp, test_switch_ahead.cpp).
 #pragma once
 #include <catch2/catch.hpp>
 
