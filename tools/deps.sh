@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages kevlaya-orch builds with, only those that are missing
 # (dpkg-dev and lintian: the Debian package's test, tools/package_test.sh).
-# Also Debian's chromium, used only by the status page's browser tests (tests/ui/): optional, when
+# Also Debian's chromium, used only by the status page's browser tests (tests/e2e/ui/): optional, when
 # it cannot be installed those tests report Skipped with the reason and everything else goes on.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev

@@ -21,7 +21,7 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEVLAYA_SANITIZE=ON \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
 cmake --build build-asan --parallel "$(nproc)"
-# The client libraries of tests/clients (pinned in tests/package-lock.json); without them those tests skip.
+# The client libraries of tests/e2e/clients (pinned in tests/package-lock.json); without them those tests skip.
 if command -v npm >/dev/null; then (cd tests && npm ci --no-audit --no-fund >/dev/null) || echo "kevlaya: npm ci in tests/ failed: client tests will skip" >&2; fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -1,5 +1,5 @@
 // The official client libraries (tests/package.json, pinned by package-lock.json) against
-// `kevlaya-orch serve`: each tests/clients/*.mjs script fails (exit != 0) if its client raises
+// `kevlaya-orch serve`: each tests/e2e/clients/*.mjs script fails (exit != 0) if its client raises
 // or parses a different shape. Skipped when node or tests/node_modules (`npm ci` in tests/) is
 // missing. Children: kev (alias k), laya and emb (--embeddings), rotating, so calls swap.
 #include <catch2/catch.hpp>
@@ -38,7 +38,7 @@ void run_client(const std::string& binary, const std::string& script, const std:
   write_text(dir / "kevlaya.yaml", read_text(dir / "kevlaya.yaml") + top_extra);
   Serve serve(dir / "kevlaya.yaml");
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " timeout 300 node " +
-                       (source_dir() / "tests/clients" / script).string());
+                       (source_dir() / "tests/e2e/clients" / script).string());
   INFO(r.output);
   INFO(serve.proc().log());
   CHECK(r.exit_code == 0);

@@ -1,4 +1,4 @@
-// The status page in headless Chromium (tests/ui/browser.mjs, puppeteer-core from tests/package.json)
+// The status page in headless Chromium (tests/e2e/ui/browser.mjs, puppeteer-core from tests/package.json)
 // against `kevlaya-orch serve` with stand-in children kev, laya (rotating) and crashy (every start
 // fails with a CUDA OOM). Screenshots go to <build>/artifacts/ui/. Skipped only when chromium or
 // node / tests/node_modules/puppeteer-core is missing (tools/deps.sh installs chromium; tools/test.sh
@@ -57,7 +57,7 @@ void run_browser(const std::string& binary, const std::string& crashy_args, cons
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key CHROMIUM=" + chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() +
                        " KEVLAYA_FAIL_KIND='" + kind + "' KEVLAYA_FAIL_TEXT='" + text + "' timeout 240 node " +
-                       (source_dir() / "tests/ui/browser.mjs").string() + " 2>&1");
+                       (source_dir() / "tests/e2e/ui/browser.mjs").string() + " 2>&1");
   INFO(r.output);
   INFO(serve.proc().log());
   CHECK(r.exit_code == 0);
@@ -79,7 +79,7 @@ TEST_CASE("the status page follows the real llama-server live in headless chromi
 }
 
 // The page across a door restart: offline and retrying while it is gone, live again and repainted
-// from the new door when it returns (tests/ui/reconnect.mjs starts and stops the door itself).
+// from the new door when it returns (tests/e2e/ui/reconnect.mjs starts and stops the door itself).
 TEST_CASE("the status page goes offline when the door stops and is live and repainted when it returns",
           "[http][ui][e2e][browser]") {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
@@ -93,14 +93,14 @@ TEST_CASE("the status page goes offline when the door stops and is live and repa
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(port) + " KEVLAYA_KEY=ui-test-key CHROMIUM=" +
                        chromium() + " KEVLAYA_ORCH=" + orch_binary().string() + " KEVLAYA_CONFIG=" +
                        (dir / "kevlaya.yaml").string() + " timeout 180 node " +
-                       (source_dir() / "tests/ui/reconnect.mjs").string() + " 2>&1");
+                       (source_dir() / "tests/e2e/ui/reconnect.mjs").string() + " 2>&1");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("UI_RECONNECT ok") != std::string::npos);
 }
 
 // admin_api_keys: the page opened with an agent's key shows the door's 403 in the log pane and on a
-// card's Unload, and unloads nothing (tests/ui/agent_key.mjs).
+// card's Unload, and unloads nothing (tests/e2e/ui/agent_key.mjs).
 TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload when admin keys are set",
           "[http][ui][e2e][browser]") {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
@@ -112,14 +112,14 @@ TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload
   Serve serve(dir / "kevlaya.yaml");
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key KEVLAYA_ADMIN_KEY=ui-admin-key CHROMIUM=" + chromium() + " timeout 120 node " +
-                       (source_dir() / "tests/ui/agent_key.mjs").string() + " 2>&1");
+                       (source_dir() / "tests/e2e/ui/agent_key.mjs").string() + " 2>&1");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("UI_AGENT_KEY ok") != std::string::npos);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
-// The Activity view, in-flight table with Cancel and capture viewer (tests/ui/activity.mjs).
+// The Activity view, in-flight table with Cancel and capture viewer (tests/e2e/ui/activity.mjs).
 TEST_CASE("the status page shows the history, cancels a call in flight and opens a capture", "[http][ui][e2e][browser]") {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-activity");
@@ -136,7 +136,7 @@ TEST_CASE("the status page shows the history, cancels a call in flight and opens
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) +
                        " KEVLAYA_KEY=ui-test-key KEVLAYA_ADMIN_KEY=ui-admin-key CHROMIUM=" + chromium() +
                        " KEVLAYA_ARTIFACTS=" + artifacts.string() + " timeout 180 node " +
-                       (source_dir() / "tests/ui/activity.mjs").string() + " 2>&1");
+                       (source_dir() / "tests/e2e/ui/activity.mjs").string() + " 2>&1");
   INFO(r.output);
   INFO(serve.proc().log());
   CHECK(r.exit_code == 0);
@@ -144,7 +144,7 @@ TEST_CASE("the status page shows the history, cancels a call in flight and opens
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
-// Why a child went (the switch timeline) and the load ETA on a loading card (tests/ui/eviction.mjs).
+// Why a child went (the switch timeline) and the load ETA on a loading card (tests/e2e/ui/eviction.mjs).
 TEST_CASE("the status page shows why a child was evicted and a loading model's time left", "[http][ui][e2e][browser]") {
   if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-eviction");
@@ -160,7 +160,7 @@ TEST_CASE("the status page shows why a child was evicted and a loading model's t
   const auto artifacts = binary_dir() / "artifacts/ui";
   auto r = run_command("KEVLAYA_URL=http://127.0.0.1:" + std::to_string(serve.port()) + " KEVLAYA_KEY=ui-test-key CHROMIUM=" +
                        chromium() + " KEVLAYA_ARTIFACTS=" + artifacts.string() + " timeout 120 node " +
-                       (source_dir() / "tests/ui/eviction.mjs").string() + " 2>&1");
+                       (source_dir() / "tests/e2e/ui/eviction.mjs").string() + " 2>&1");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("UI_EVICTION ok") != std::string::npos);

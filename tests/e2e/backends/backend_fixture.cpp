@@ -1,4 +1,4 @@
-#include "backends/backend_fixture.hpp"
+#include "e2e/backends/backend_fixture.hpp"
 
 #include "support/models.hpp"
 

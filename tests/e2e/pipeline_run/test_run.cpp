@@ -1,7 +1,7 @@
 // `kevlaya-orch run` end to end against the stand-in server (real processes, scripted answers).
 #include <catch2/catch.hpp>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using nlohmann::json;
 using namespace kevlaya::test;

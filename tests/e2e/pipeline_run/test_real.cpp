@@ -2,7 +2,7 @@
 // models: the choices grammar and the JSON schema must keep every answer valid.
 #include <catch2/catch.hpp>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using nlohmann::json;
 using namespace kevlaya::test;

@@ -3,7 +3,7 @@
 // journaled (replaced) instead of throwing.
 #include <catch2/catch.hpp>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using nlohmann::json;
 using namespace kevlaya::test;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "harness.hpp"
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using namespace kevlaya::test;
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <regex>
 
-#include "backends/backend_fixture.hpp"
+#include "e2e/backends/backend_fixture.hpp"
 #include "supervisor/process_effects.hpp"
 #include "support/models.hpp"
 #include "support/process.hpp"

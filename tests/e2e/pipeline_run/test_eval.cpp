@@ -1,7 +1,7 @@
 // `kevlaya-orch eval`: decision stability over repeated runs, verifier pass rate, --min-stability.
 #include <catch2/catch.hpp>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using nlohmann::json;
 using namespace kevlaya::test;

@@ -6,7 +6,7 @@
 // the server builds tokenizes like the training text (a handful of task-vocabulary tokens).
 #include <catch2/catch.hpp>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 
 using nlohmann::json;
 using namespace kevlaya::test;

@@ -16,7 +16,7 @@
 
 #include "common/replace_file.hpp"
 #include "harness.hpp"
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 #include "supervisor/state_file.hpp"
 
 using namespace kevlaya::test;

@@ -5,7 +5,7 @@
 
 #include <signal.h>
 
-#include "pipeline_run/fixture.hpp"
+#include "e2e/pipeline_run/fixture.hpp"
 #include "support/process.hpp"
 
 using nlohmann::json;
