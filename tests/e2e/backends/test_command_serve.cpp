@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "e2e/backends/backend_fixture.hpp"
+#include "support/backend_fixture.hpp"
 #include "config/config.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/state_file.hpp"

@@ -1,5 +1,5 @@
-// Shared by the backend tests: stand-in profiles written as YAML (command and remote), a door
-// config, door requests and /status as JSON.
+// Shared by the backend tests (e2e/backends, remote): stand-in profiles written as YAML (command
+// and remote), a door config, door requests and /status as JSON.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>

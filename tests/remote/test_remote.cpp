@@ -9,7 +9,7 @@
 #include <optional>
 #include <regex>
 
-#include "e2e/backends/backend_fixture.hpp"
+#include "support/backend_fixture.hpp"
 #include "supervisor/process_effects.hpp"
 #include "support/models.hpp"
 #include "support/process.hpp"

@@ -1,4 +1,4 @@
-#include "e2e/backends/backend_fixture.hpp"
+#include "support/backend_fixture.hpp"
 
 #include "support/models.hpp"
 
