@@ -117,7 +117,7 @@ std::string model_field(const json& body) {
 }
 
 // An Ollama model call -> the ProxyCall proxy.cpp forwards, or the error to answer.
-Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
+Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, std::string_view raw_body) {
   for (const char* k : {"model", "name"})
     if (auto f = typed_field(body, k, JsonKind::string); !f) return f.error();
   const auto name = model_field(body);
@@ -136,7 +136,7 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body) {
   call.stream = ollama_streams(kind, body);
   call.target = ollama_target(kind, body);
   call.shape = ApiShape::ollama;
-  call.body_text = mapped->dump(-1, ' ', false, json::error_handler_t::replace);
+  call.body_text = ollama_request_text(*mapped, raw_body);
   if (const auto k = body.find("keep_alive"); k != body.end()) call.keep_alive_s = parse_keep_alive(*k).value();
   const std::string shown = name.empty() ? prof->name : name;
   call.times = std::make_shared<CallTimes>();  // Ollama's load_duration and total_duration
@@ -192,7 +192,7 @@ asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const Ro
     co_await c.send(std::move(*r));
     co_return;
   }
-  auto call = plan_call(d, kind_of(name), body.value());
+  auto call = plan_call(d, kind_of(name), body.value(), body_of(req));
   if (!call) {
     co_await c.send(ollama_error(call.error()));
     co_return;

@@ -24,6 +24,11 @@ std::string ollama_target(OllamaKind kind, const nlohmann::json& body);
 Result<nlohmann::json> ollama_to_openai(OllamaKind kind, const nlohmann::json& body, const std::string& model,
                                         int ctx);
 
+// The child's request text for `mapped` (ollama_to_openai's result): the caller's `format` schema and
+// `tools` as written in `raw_body`, members in their order (llama-server's grammar writes a schema's
+// properties in the order they are listed), everything else as mapped.
+std::string ollama_request_text(const nlohmann::json& mapped, std::string_view raw_body);
+
 // Whether the Ollama request streams (Ollama's default is true, except for embeddings).
 bool ollama_streams(OllamaKind kind, const nlohmann::json& body);
 

@@ -245,6 +245,17 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
   return map_options(body.value("options", json()), ctx, std::move(with_format.value()));
 }
 
+std::string ollama_request_text(const json& mapped, std::string_view raw_body) {
+  using ordered = nlohmann::ordered_json;
+  auto raw = parse_ordered_json_bounded(raw_body);  // checked already by the door's parse
+  if (!raw || !raw->is_object()) return dump(mapped);
+  ordered out = mapped;  // the door's own fields: their order does not matter
+  if (const auto f = raw->find("format"); f != raw->end() && f->is_object() && out.contains("response_format"))
+    out["response_format"]["json_schema"]["schema"] = *f;
+  if (const auto t = raw->find("tools"); t != raw->end() && t->is_array() && out.contains("tools")) out["tools"] = *t;
+  return out.dump(-1, ' ', false, ordered::error_handler_t::replace);
+}
+
 std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model,
                           const CallTimes* times) {
   const auto parsed = parse_json_bounded(openai_body);

@@ -42,6 +42,25 @@ TEST_CASE("ollama: options, format and a schema map to llama-server's fields", "
   CHECK(!kevlaya::http::ollama_to_openai(OllamaKind::chat, j, "kev", 256));
 }
 
+TEST_CASE("ollama: a format schema and tools reach the child with their properties in the caller's order", "[http]") {
+  // llama-server's grammar makes the model write a schema's properties in the listed order.
+  const std::string raw =
+      R"({"model":"kev","messages":[{"role":"user","content":"hi"}],"stream":false,)"
+      R"("format":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}},)"
+      R"("required":["zeta","alpha"]},"tools":[{"type":"function","function":{"name":"f","parameters":)"
+      R"({"type":"object","properties":{"yy":{},"bb":{}}}}}]})";
+  const json body = json::parse(raw);
+  auto m = kevlaya::http::ollama_to_openai(OllamaKind::chat, body, "kev", 256);
+  REQUIRE(m);
+  const auto text = kevlaya::http::ollama_request_text(*m, raw);
+  CHECK(text.find("\"zeta\"") < text.find("\"alpha\""));
+  CHECK(text.find("\"yy\"") < text.find("\"bb\""));
+  const json sent = json::parse(text);
+  CHECK(sent["response_format"]["json_schema"]["schema"] == body["format"]);
+  CHECK(sent["tools"] == body["tools"]);
+  CHECK(sent["model"] == "kev");
+}
+
 TEST_CASE("ollama: the child's SSE becomes NDJSON lines split anywhere, then one done line", "[http]") {
   auto times = std::make_shared<kevlaya::http::CallTimes>();
   times->load_ms = 250;
