@@ -370,13 +370,14 @@ std::uint64_t host_part(const Bill& b) { return b.weights_cpu + b.kv_cpu + b.com
 
 namespace {
 
-// The supervisor names a shared base's child the same way (supervisor::shared_child_name).
 std::string child_name(const Plan& plan, const std::string& profile) {
   const auto* g = plan.group_of(profile);
-  return g ? join(g->members, "+") : profile;
+  return g ? shared_child_name(g->members) : profile;
 }
 
 }  // namespace
+
+std::string shared_child_name(const std::vector<std::string>& members) { return join(members, "+"); }
 
 std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu) {
   std::map<std::string, std::uint64_t> out;

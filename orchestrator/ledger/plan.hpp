@@ -103,6 +103,10 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
 // CPU compute buffers.
 std::uint64_t host_part(const Bill& b);
 
+// The one naming rule of a shared base's child: its members joined with '+' ("kev+laya"). Switch
+// records, logs, allowed sets and the ledger's per-child figures all use it.
+std::string shared_child_name(const std::vector<std::string>& members);
+
 // Host RAM each child of `plan` takes, by child name (a shared base's child, named by its members
 // joined with '+', counts once: its largest member): without a GPU (`gpu` false) the whole bill at
 // ngl 0 (host_bytes), beside one its host_part. What fit_host_ram sums and the supervisor checks.

@@ -59,9 +59,7 @@ std::map<std::string, std::pair<std::vector<std::string>, bool>> calibration_key
     if (!plan.group_of(name)) out[name] = {{key}, false};
   }
   for (const auto& gr : plan.groups) {
-    supervisor::SharedBase sb;
-    sb.members = gr.members;
-    auto& entry = out[supervisor::shared_child_name(sb)];
+    auto& entry = out[ledger::shared_child_name(gr.members)];
     entry.second = true;
     for (const auto& m : gr.members) {
       if (key_of.count(m)) entry.first.push_back(key_of[m]);

@@ -63,12 +63,6 @@ void Lease::note_context(std::int64_t tokens, double prefill_tokens_per_s) const
     s_->prefill_us_per_token.store(static_cast<std::int64_t>(1e6 / prefill_tokens_per_s), std::memory_order_relaxed);
 }
 
-std::string shared_child_name(const SharedBase& g) {
-  std::string name;
-  for (const auto& m : g.members) name += (name.empty() ? "" : "+") + m;
-  return name;
-}
-
 Supervisor::Supervisor(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
                        SupervisorOptions opts)
     : impl_(std::make_shared<SupervisorImpl>(ex, std::move(cfg), std::move(effects), std::move(opts))) {}

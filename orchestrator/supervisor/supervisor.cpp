@@ -92,11 +92,11 @@ void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profil
       return it != child_of_.end() && it->second == m;  // a profile, in no other group
     });
     if (!known) {
-      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", shared_child_name(g));
+      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", ledger::shared_child_name(g.members));
       continue;
     }
     config::Profile child = *cfg_->find_profile(g.members.front());
-    child.name = shared_child_name(g);
+    child.name = ledger::shared_child_name(g.members);
     child.alias.clear();
     child.lora = g.adapters;
     for (auto& a : child.lora) a.scale = 0;

@@ -170,16 +170,13 @@ struct SharedBase {
   std::map<std::string, std::vector<double>> scales;  // member -> scale per adapter id
 };
 
-// Name of the child that serves a shared-base group ("kev+laya"): switch records and logs use it.
-std::string shared_child_name(const SharedBase& g);
-
 struct SupervisorOptions {
   // Sets of profile names that may be alive at the same time. Empty = one at a time. A member of
   // a shared-base group stands for the group's child.
   std::vector<std::vector<std::string>> allowed_sets;
   std::vector<SharedBase> shared_bases;
   // Called on the supervisor strand after each successful start, with the child's profile (for
-  // a group: the synthesized one, named by shared_child_name). E.g. records calibration.
+  // a group: the synthesized one, named by ledger::shared_child_name). E.g. records calibration.
   // (Everything else that follows the supervisor subscribes to its events.)
   std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
   // Host RAM each child takes (the ledger's figure, by child name). When a model must start while

@@ -42,7 +42,7 @@ TEST_CASE("plan setup: a shared-base plan becomes one SharedBase with per-member
   CHECK(g.adapters[1].path == "/l/b.gguf");
   CHECK(g.scales.at("kev") == std::vector<double>{1.0, 0.0});
   CHECK(g.scales.at("laya") == std::vector<double>{0.0, 0.5});
-  CHECK(supervisor::shared_child_name(g) == "kev+laya");
+  CHECK(ledger::shared_child_name(g.members) == "kev+laya");
 }
 
 TEST_CASE("plan setup: a child's load is recorded under every key it serves") {
