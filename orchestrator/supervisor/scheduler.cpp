@@ -18,14 +18,14 @@ void earliest(std::optional<SchedClock::time_point>& wake, SchedClock::time_poin
   if (!wake || t < *wake) wake = t;
 }
 
-bool has_queued(const SchedInput& in, const std::string& profile) {
+bool has_queued(const SchedInput& in, const std::string& child) {
   return std::any_of(in.queue.begin(), in.queue.end(),
-                     [&](const SchedRequest& r) { return r.profile == profile; });
+                     [&](const SchedRequest& r) { return r.child == child; });
 }
 
-bool has_queued_before(const SchedInput& in, const std::string& profile, SchedClock::time_point t) {
+bool has_queued_before(const SchedInput& in, const std::string& child, SchedClock::time_point t) {
   return std::any_of(in.queue.begin(), in.queue.end(),
-                     [&](const SchedRequest& r) { return r.profile == profile && r.enqueued < t; });
+                     [&](const SchedRequest& r) { return r.child == child && r.enqueued < t; });
 }
 
 // Live children that must go for `target` to start: those outside the allowed set that contains
@@ -40,14 +40,14 @@ struct Victims {
 Victims victims_for(const SchedInput& in, const std::string& target) {
   std::vector<const std::string*> busy;  // live children with work, found once (sets may be many)
   for (const auto& c : in.children)
-    if (c.in_flight > 0 || has_queued(in, c.profile)) busy.push_back(&c.profile);
+    if (c.in_flight > 0 || has_queued(in, c.child)) busy.push_back(&c.child);
   const auto busy_outside = [&](const std::vector<std::string>& set) {
     return static_cast<std::size_t>(std::count_if(busy.begin(), busy.end(), [&](const std::string* p) { return !contains(set, *p); }));
   };
   const auto cost_outside = [&](const std::vector<std::string>& set) {
     double sum = 0;
     for (const auto& c : in.children)
-      if (!contains(set, c.profile)) sum += c.reload_cost_s;
+      if (!contains(set, c.child)) sum += c.reload_cost_s;
     return sum;
   };
   const std::vector<std::string>* best = nullptr;
@@ -57,7 +57,7 @@ Victims victims_for(const SchedInput& in, const std::string& target) {
   for (const auto& set : in.allowed_sets) {
     if (!contains(set, target)) continue;
     std::size_t overlap = 0;
-    for (const auto& c : in.children) overlap += contains(set, c.profile) ? 1 : 0;
+    for (const auto& c : in.children) overlap += contains(set, c.child) ? 1 : 0;
     const std::size_t busy = busy_outside(set);
     const double cost = cost_outside(set);
     const bool tie = best && overlap == best_overlap && busy == best_busy;
@@ -72,13 +72,13 @@ Victims victims_for(const SchedInput& in, const std::string& target) {
   Victims out;
   out.by_cost = by_cost;
   for (const auto& c : in.children) {
-    if (!best || !contains(*best, c.profile)) out.children.push_back(&c);
+    if (!best || !contains(*best, c.child)) out.children.push_back(&c);
   }
   return out;
 }
 
 struct Target {
-  std::string profile;
+  std::string child;
   SchedClock::time_point head_enqueued;
 };
 
@@ -87,9 +87,9 @@ std::vector<Target> pick_targets(const SchedInput& in) {
   std::vector<Target> out;
   for (const auto& r : in.queue) {
     const bool live = std::any_of(in.children.begin(), in.children.end(),
-                                  [&](const SchedChild& c) { return c.profile == r.profile; });
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const Target& t) { return t.profile == r.profile; });
-    if (!live && !seen) out.push_back(Target{r.profile, r.enqueued});
+                                  [&](const SchedChild& c) { return c.child == r.child; });
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Target& t) { return t.child == r.child; });
+    if (!live && !seen) out.push_back(Target{r.child, r.enqueued});
   }
   return out;
 }
@@ -105,8 +105,8 @@ SchedClock::time_point protected_until(const SchedChild& v, SchedClock::time_poi
 // Requests for `t` whose deadline falls before `until` cannot wait for the protected child: refused.
 void refuse_hurried(const SchedInput& in, const Target& t, SchedClock::time_point until, Decision& d) {
   for (const auto& r : in.queue) {
-    if (r.profile != t.profile || !r.deadline || *r.deadline >= until) continue;
-    Action a{Action::Kind::refuse, r.profile, r.id};
+    if (r.child != t.child || !r.deadline || *r.deadline >= until) continue;
+    Action a{Action::Kind::refuse, r.child, r.id};
     a.reason = "protected";
     a.retry_after = until - in.now;
     d.actions.push_back(std::move(a));
@@ -134,8 +134,8 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std:
   const bool draining = v.phase == Phase::draining;
   // FIFO across models: V's requests queued before T's oldest are served first. Evicting V before
   // them made V the oldest waiting model the moment it was gone: a restart of the model it served.
-  if (!draining && has_queued_before(in, v.profile, t.head_enqueued)) return false;
-  const bool has_work = has_queued(in, v.profile) || v.in_flight > 0;
+  if (!draining && has_queued_before(in, v.child, t.head_enqueued)) return false;
+  const bool has_work = has_queued(in, v.child) || v.in_flight > 0;
   if (!draining && (has_work || v.protection)) {
     // Work for V is queued or in flight: V keeps serving (grouping) until the guard (guard_until).
     // Protected V: also no eviction while in use, nor until idle for its idle time; its max_wait
@@ -151,14 +151,14 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std:
     else if (why != kEvictCheapest) why = kEvictGuard;
   }
   if (v.in_flight == 0) {
-    d.actions.push_back({Action::Kind::stop, v.profile, 0, false, why});
+    d.actions.push_back({Action::Kind::stop, v.child, 0, false, why});
     return true;
   }
   auto drain_start = draining ? v.draining_since.value_or(in.now) : in.now;
   auto drain_end = drain_start + seconds(cfg.drain_timeout_s);
-  if (!draining) d.actions.push_back({Action::Kind::drain, v.profile, 0, false, why});
+  if (!draining) d.actions.push_back({Action::Kind::drain, v.child, 0, false, why});
   if (in.now >= drain_end) {
-    d.actions.push_back({Action::Kind::stop, v.profile, 0, false, why});  // drain bounded: cut in-flight
+    d.actions.push_back({Action::Kind::stop, v.child, 0, false, why});  // drain bounded: cut in-flight
   } else {
     earliest(d.wake_at, drain_end);
   }
@@ -167,12 +167,12 @@ bool evict_step(const SchedInput& in, const SchedChild& v, const Target& t, std:
 
 void release_ready(const SchedInput& in, const std::set<std::string>& closed, Decision& d) {
   for (const auto& c : in.children) {
-    if (c.phase != Phase::ready || closed.count(c.profile)) continue;
+    if (c.phase != Phase::ready || closed.count(c.child)) continue;
     int free_slots = c.parallel - c.in_flight;
     for (const auto& r : in.queue) {
       if (free_slots <= 0) break;
-      if (r.profile != c.profile) continue;
-      d.actions.push_back({Action::Kind::release, c.profile, r.id});
+      if (r.child != c.child) continue;
+      d.actions.push_back({Action::Kind::release, c.child, r.id});
       --free_slots;
     }
   }
@@ -181,22 +181,22 @@ void release_ready(const SchedInput& in, const std::set<std::string>& closed, De
 // Idle children whose deadline has passed are unloaded; the next deadline wakes the caller.
 void unload_idle(const SchedInput& in, std::set<std::string>& closed, Decision& d) {
   for (const auto& c : in.children) {
-    if (c.phase != Phase::ready || !c.idle_deadline || c.in_flight > 0 || closed.count(c.profile) ||
-        has_queued(in, c.profile))
+    if (c.phase != Phase::ready || !c.idle_deadline || c.in_flight > 0 || closed.count(c.child) ||
+        has_queued(in, c.child))
       continue;
     if (in.now >= *c.idle_deadline) {
-      d.actions.push_back({Action::Kind::unload, c.profile, 0});
-      closed.insert(c.profile);
+      d.actions.push_back({Action::Kind::unload, c.child, 0});
+      closed.insert(c.child);
     } else {
       earliest(d.wake_at, *c.idle_deadline);
     }
   }
 }
 
-// Wanted profiles that are down start when they fit beside everything alive (and started now).
+// Wanted children that are down start when they fit beside everything alive (and started now).
 void start_wanted(const SchedInput& in, Decision& d) {
   std::vector<std::string> resident;
-  for (const auto& c : in.children) resident.push_back(c.profile);
+  for (const auto& c : in.children) resident.push_back(c.child);
   for (const auto& w : in.wanted) {
     if (std::find(resident.begin(), resident.end(), w) != resident.end()) continue;
     const auto gate = in.not_before.find(w);
@@ -219,18 +219,18 @@ void start_wanted(const SchedInput& in, Decision& d) {
 void switch_ahead(const SchedInput& in, Decision& d) {
   const std::string& next = *in.ahead;
   const bool alive = std::any_of(in.children.begin(), in.children.end(),
-                                 [&](const SchedChild& c) { return c.profile == next; });
+                                 [&](const SchedChild& c) { return c.child == next; });
   const auto gate = in.not_before.find(next);
   if (alive || (gate != in.not_before.end() && in.now < gate->second)) return;
   const auto victims = victims_for(in, next).children;
   const bool blocked = std::any_of(victims.begin(), victims.end(), [&](const SchedChild* v) {
     const bool idle = v->phase == Phase::ready && v->in_flight == 0;
     // A guess never evicts a protected child: only a request may, on its terms.
-    return v->phase != Phase::stopping && (!idle || contains(in.wanted, v->profile) || v->protection);
+    return v->phase != Phase::stopping && (!idle || contains(in.wanted, v->child) || v->protection);
   });
   if (blocked) return;
   for (const auto* v : victims)
-    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->profile, 0, true, kEvictIdle});
+    if (v->phase == Phase::ready) d.actions.push_back({Action::Kind::stop, v->child, 0, true, kEvictIdle});
   if (victims.empty()) d.actions.push_back({Action::Kind::start, next, 0, true});
 }
 
@@ -245,9 +245,9 @@ std::optional<std::string> predict_alternation(const std::vector<std::string>& r
   return b;
 }
 
-bool may_coreside(const std::vector<std::string>& profiles,
+bool may_coreside(const std::vector<std::string>& children,
                   const std::vector<std::vector<std::string>>& allowed_sets) {
-  std::set<std::string> uniq(profiles.begin(), profiles.end());
+  std::set<std::string> uniq(children.begin(), children.end());
   if (uniq.size() <= 1) return true;
   return std::any_of(allowed_sets.begin(), allowed_sets.end(), [&](const auto& set) {
     return std::all_of(uniq.begin(), uniq.end(), [&](const auto& p) { return contains(set, p); });
@@ -264,35 +264,35 @@ Decision decide(const SchedInput& in) {
   const auto targets = pick_targets(in);
   for (const auto& target : targets) {
     auto with = claimed;
-    with.push_back(target.profile);
+    with.push_back(target.child);
     if (!may_coreside(with, in.allowed_sets)) continue;
-    claimed.push_back(target.profile);
-    auto gate = in.not_before.find(target.profile);
+    claimed.push_back(target.child);
+    auto gate = in.not_before.find(target.child);
     bool gated = gate != in.not_before.end() && in.now < gate->second;
     if (gated) {
       earliest(d.wake_at, gate->second);
       continue;
     }
-    const auto victims = victims_for(in, target.profile);
+    const auto victims = victims_for(in, target.child);
     if (victims.children.empty()) {
-      d.actions.push_back({Action::Kind::start, target.profile, 0});
+      d.actions.push_back({Action::Kind::start, target.child, 0});
       continue;
     }
     const std::string why = victims.by_cost ? kEvictCheapest : kEvictIdle;
     for (const auto* v : victims.children) {
-      if (handled.insert(v->profile).second && evict_step(in, *v, target, why, d)) closed.insert(v->profile);
+      if (handled.insert(v->child).second && evict_step(in, *v, target, why, d)) closed.insert(v->child);
     }
   }
   // Draining children from earlier rounds stay closed even when the target changed.
   for (const auto& c : in.children) {
     if (c.phase == Phase::draining) {
-      closed.insert(c.profile);
+      closed.insert(c.child);
       bool stopping = std::any_of(d.actions.begin(), d.actions.end(), [&](const Action& a) {
-        return a.kind == Action::Kind::stop && a.profile == c.profile;
+        return a.kind == Action::Kind::stop && a.child == c.child;
       });
       const auto drain_end = c.draining_since.value_or(in.now) + seconds(in.cfg.drain_timeout_s);
       if (!stopping && (c.in_flight == 0 || in.now >= drain_end)) {
-        d.actions.push_back({Action::Kind::stop, c.profile, 0});
+        d.actions.push_back({Action::Kind::stop, c.child, 0});
       } else if (!stopping) {
         earliest(d.wake_at, drain_end);
       }

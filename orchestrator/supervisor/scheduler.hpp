@@ -26,7 +26,7 @@
 //  - A restart backoff (not_before) delays starting T.
 //  - Idle unload: a ready child with nothing queued or in flight is unloaded (stopped) at its
 //    idle_deadline; nullopt = never (pinned, idle_unload_s 0).
-//  - Wanted profiles (pins, preloads) start when no queued request names a target and nothing
+//  - Wanted children (pins, preloads) start when no queued request names a target and nothing
 //    alive conflicts with them; they never evict anyone.
 //  - Switch ahead: when the calls alternate strictly between two models (`ahead`, from
 //    predict_alternation) and nothing is queued, the next one starts as soon as every child in its
@@ -47,7 +47,7 @@ namespace kevlaya::supervisor {
 using SchedClock = std::chrono::steady_clock;
 
 struct SchedChild {
-  std::string profile;
+  std::string child;  // its name: a profile's, or a shared base's ("kev+laya")
   Phase phase = Phase::starting;  // an alive phase: starting, ready, draining or stopping
   int in_flight = 0;
   int parallel = 1;
@@ -66,7 +66,7 @@ struct SchedChild {
 
 struct SchedRequest {
   std::uint64_t id = 0;
-  std::string profile;  // resolved profile name
+  std::string child;  // the child that serves the request's profile
   SchedClock::time_point enqueued{};
   std::optional<SchedClock::time_point> deadline{};  // it fails when not served by then
 };
@@ -75,7 +75,7 @@ struct SchedInput {
   std::vector<SchedChild> children;  // every alive child (starting, ready, draining, stopping)
   std::vector<SchedRequest> queue;   // in arrival order
   std::vector<std::vector<std::string>> allowed_sets;  // may co-reside; empty = one at a time
-  std::map<std::string, SchedClock::time_point> not_before;  // restart backoff per profile
+  std::map<std::string, SchedClock::time_point> not_before;  // restart backoff per child
   std::vector<std::string> wanted;   // keep started when nothing conflicts (pins, preloads)
   std::optional<std::string> ahead;  // predicted next model (switch ahead); none = do not guess
   config::SchedulingCfg cfg;
@@ -93,14 +93,14 @@ struct Action {
   // unload: stop an idle child; refuse: fail a queued request that cannot wait for a protected child.
   enum class Kind { release, start, drain, stop, unload, refuse };
   Kind kind = Kind::release;
-  std::string profile;
+  std::string child;
   std::uint64_t request = 0;  // release and refuse
   bool ahead = false;         // start/stop of a switch ahead (a guess, no call named the model)
   std::string reason{};       // drain/stop to make room: why this child (kEvict*); refuse: why
   SchedClock::duration retry_after{};  // refuse: when the protected child may go
   // Equal in what is done (kind, child, request, guess); the reason is what the tests ask of it.
   bool operator==(const Action& o) const {
-    return kind == o.kind && profile == o.profile && request == o.request && ahead == o.ahead;
+    return kind == o.kind && child == o.child && request == o.request && ahead == o.ahead;
   }
 };
 
@@ -116,8 +116,8 @@ Decision decide(const SchedInput& in);
 // models (B, A, B, A -> B); none otherwise. `recent` is in arrival order, oldest first.
 std::optional<std::string> predict_alternation(const std::vector<std::string>& recent);
 
-// True when `profiles` may all be alive at once under `allowed_sets` (empty = at most one).
-bool may_coreside(const std::vector<std::string>& profiles,
+// True when `children` may all be alive at once under `allowed_sets` (empty = at most one).
+bool may_coreside(const std::vector<std::string>& children,
                   const std::vector<std::vector<std::string>>& allowed_sets);
 
 }  // namespace kevlaya::supervisor

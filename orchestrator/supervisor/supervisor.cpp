@@ -160,50 +160,50 @@ void SupervisorImpl::reschedule() {
 }
 
 void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
-  auto& ps = profs_[a.profile];
+  auto& ps = profs_[a.child];
   switch (a.kind) {
     case Action::Kind::release:
       release_to(a.request, ps, now);
       break;
     case Action::Kind::start:
-      switch_of(a.profile, "", now).rec.ahead = a.ahead;
+      switch_of(a.child, "", now).rec.ahead = a.ahead;
       ps.crashed = false;
       ps.noticed_gone = false;
       ps.stale = false;
-      set_phase(a.profile, ps, Phase::starting);
+      set_phase(a.child, ps, Phase::starting);
       ++ps.starts;
       ++starts_in_flight_;  // counted from the decision: a shutdown before do_start runs waits too
-      asio::co_spawn(strand_, do_start(a.profile, ++ps.gen), asio::detached);
+      asio::co_spawn(strand_, do_start(a.child, ++ps.gen), asio::detached);
       break;
     case Action::Kind::refuse:
       refuse(a.request, a);
       break;
     case Action::Kind::drain:
       {
-        auto& sw = switch_of(a.profile, a.profile, now);
+        auto& sw = switch_of(a.child, a.child, now);
         if (sw.rec.reason.empty()) sw.rec.reason = a.reason;
         sw.drain_start = now;
       }
-      set_phase(a.profile, ps, Phase::draining);
+      set_phase(a.child, ps, Phase::draining);
       ps.draining_since = now;
       break;
     case Action::Kind::stop:
       // An unload (admin, reload, idle) is not a switch: the next start is a cold one, from nothing.
       if (ps.unload_reason.empty()) {
-        auto& sw = switch_of(a.profile, a.profile, now);
+        auto& sw = switch_of(a.child, a.child, now);
         if (sw.drain_start) sw.rec.drain_ms = whole_ms(now - *sw.drain_start);
         if (sw.rec.reason.empty()) sw.rec.reason = a.reason;
       }
       if (ps.in_flight > 0)
-        cut_leases(ps, make_error(Errc::child_crashed, a.profile + ": stopped after drain_timeout_s"));
-      set_phase(a.profile, ps, Phase::stopping);
-      asio::co_spawn(strand_, do_stop(a.profile), asio::detached);
+        cut_leases(ps, make_error(Errc::child_crashed, a.child + ": stopped after drain_timeout_s"));
+      set_phase(a.child, ps, Phase::stopping);
+      asio::co_spawn(strand_, do_stop(a.child), asio::detached);
       break;
     case Action::Kind::unload:  // idle: nothing in flight, nothing queued; not a switch
       ps.unload_reason = ps.keep_alive ? "keep_alive" : "idle";
-      spdlog::info("{}: unloading after {} ms idle ({})", a.profile, whole_ms(now - ps.idle_since), ps.unload_reason);
-      set_phase(a.profile, ps, Phase::stopping);
-      asio::co_spawn(strand_, do_stop(a.profile), asio::detached);
+      spdlog::info("{}: unloading after {} ms idle ({})", a.child, whole_ms(now - ps.idle_since), ps.unload_reason);
+      set_phase(a.child, ps, Phase::stopping);
+      asio::co_spawn(strand_, do_stop(a.child), asio::detached);
       break;
   }
 }

@@ -43,7 +43,7 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     if (ps.retry_at() > now) in.not_before[name] = ps.retry_at();
     if (!is_alive(ps.phase)) continue;
     SchedChild c;
-    c.profile = name;
+    c.child = name;
     c.phase = ps.phase;
     c.in_flight = ps.in_flight;
     c.parallel = std::max(1, ps.profile->parallel);
@@ -74,25 +74,25 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
 bool SupervisorImpl::ram_short(const SchedInput& in) const {
   if (opts_.host_bytes.empty() || in.children.empty() || in.allowed_sets.empty()) return false;
   const auto pinned = [&](const SchedChild& c) {  // a pin is never a victim: the plan's sets stay
-    const auto it = profs_.find(c.profile);
+    const auto it = profs_.find(c.child);
     return it != profs_.end() && it->second.profile->pin;
   };
   if (std::any_of(in.children.begin(), in.children.end(), pinned)) return false;
   for (const auto& r : in.queue) {
     const bool live = std::any_of(in.children.begin(), in.children.end(),
-                                  [&](const SchedChild& c) { return c.profile == r.profile; });
+                                  [&](const SchedChild& c) { return c.child == r.child; });
     if (live) continue;
-    const auto need = opts_.host_bytes.find(r.profile);
+    const auto need = opts_.host_bytes.find(r.child);
     const auto avail = need == opts_.host_bytes.end() ? std::nullopt : effects_->host_ram_available();
     if (!avail || *avail >= need->second + static_cast<std::uint64_t>(ledger::kRamReserveMiB) * ledger::kMiB) {
       ram_warned_.clear();
       return false;
     }
-    if (ram_warned_ != r.profile) {
+    if (ram_warned_ != r.child) {
       spdlog::warn("{} needs {} MiB of host RAM (+{} MiB kept free) and {} MiB are available now: the "
-                   "children it could have joined are stopped first", r.profile, need->second >> 20,
+                   "children it could have joined are stopped first", r.child, need->second >> 20,
                    ledger::kRamReserveMiB, *avail >> 20);
-      ram_warned_ = r.profile;
+      ram_warned_ = r.child;
     }
     return true;
   }
