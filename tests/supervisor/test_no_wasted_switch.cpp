@@ -63,12 +63,12 @@ struct Burst {
 
   SchedChild* find(const std::string& p) {
     for (auto& c : in.children)
-      if (c.profile == p) return &c;
+      if (c.child == p) return &c;
     return nullptr;
   }
   void gone(const std::string& p) {
     in.children.erase(std::remove_if(in.children.begin(), in.children.end(),
-                                     [&](const SchedChild& c) { return c.profile == p; }),
+                                     [&](const SchedChild& c) { return c.child == p; }),
                       in.children.end());
     last_stopped = p;
   }
@@ -76,25 +76,25 @@ struct Burst {
     switch (a.kind) {
       case K::release: {
         in.queue.erase(std::find_if(in.queue.begin(), in.queue.end(), [&](const auto& r) { return r.id == a.request; }));
-        ++find(a.profile)->in_flight;
-        answers.emplace(in.now + serve, a.profile);
+        ++find(a.child)->in_flight;
+        answers.emplace(in.now + serve, a.child);
         break;
       }
       case K::start:
         ++switches;
-        if (a.profile == last_stopped) ++self_restarts;
-        in.children.push_back(child(a.profile, Phase::starting));
-        loading.emplace(in.now + load, a.profile);
+        if (a.child == last_stopped) ++self_restarts;
+        in.children.push_back(child(a.child, Phase::starting));
+        loading.emplace(in.now + load, a.child);
         break;
       case K::drain:
-        find(a.profile)->phase = Phase::draining;
-        find(a.profile)->draining_since = in.now;
+        find(a.child)->phase = Phase::draining;
+        find(a.child)->draining_since = in.now;
         break;
       case K::stop:
       case K::unload:
         for (auto it = answers.begin(); it != answers.end();)
-          it = it->second == a.profile ? (++cut, answers.erase(it)) : std::next(it);
-        gone(a.profile);
+          it = it->second == a.child ? (++cut, answers.erase(it)) : std::next(it);
+        gone(a.child);
         break;
       case K::refuse:  // no protected child here: nothing is refused
         FAIL("refused request " << a.request);

@@ -357,5 +357,5 @@ TEST_CASE("scheduler: a pin is never chosen as a victim of a switch") {
   const auto d = decide(in);
   const auto stops = of_kind(d, K::stop);
   REQUIRE(stops.size() == 1);
-  CHECK(stops[0].profile == "kev");
+  CHECK(stops[0].child == "kev");
 }

@@ -70,7 +70,7 @@ TEST_CASE("switch ahead: no guess while the resident has work, or a request is q
   in.children = {child("kev", Phase::starting)};
   CHECK(decide(in).actions.empty());
   in.children = {child("kev", Phase::draining)};
-  for (const auto& a : decide(in).actions) CHECK(a.profile == "kev");  // its own drain, nothing for laya
+  for (const auto& a : decide(in).actions) CHECK(a.child == "kev");  // its own drain, nothing for laya
   // A queued request decides instead: kev's call is served by kev, nothing is stopped.
   in.children = {child("kev", Phase::ready)};
   in.queue = {{1, "kev", t0}};

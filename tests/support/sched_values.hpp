@@ -33,7 +33,7 @@ inline SchedInput base() {
 inline SchedChild child(const std::string& p, Phase phase, int in_flight = 0, int parallel = 1,
                         SchedClock::time_point since = t0 - 10s) {
   SchedChild c;
-  c.profile = p;
+  c.child = p;
   c.phase = phase;
   c.in_flight = in_flight;
   c.parallel = parallel;
