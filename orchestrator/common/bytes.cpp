@@ -59,6 +59,10 @@ std::string dump_json(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string dump_json(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 nlohmann::json bytes_to_json(std::string_view s) {
   if (!utf8_error(s)) return std::string(s);
   std::string hex;

@@ -23,6 +23,8 @@ std::optional<std::size_t> utf8_error(std::string_view s);
 
 // JSON text of `j` (indent < 0: one line). Never throws: invalid UTF-8 becomes U+FFFD.
 std::string dump_json(const nlohmann::json& j, int indent = -1);
+// The same for ordered JSON (members in insertion order: a body relayed to a child).
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
 
 // `s` as a JSON value that survives a round trip: the string itself when it is UTF-8, else
 // {"hex": "<every byte as two hex digits>"}.

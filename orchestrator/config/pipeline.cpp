@@ -111,7 +111,7 @@ void read_schema(Doc& d, const YAML::Node& n, const std::string& key, std::strin
     d.error(n, key + ": expected a JSON schema object, got " + describe(n));
     return;
   }
-  dst = j.dump(-1, ' ', false, json::error_handler_t::replace);  // ${VAR} text may carry any bytes
+  dst = dump_json(j);  // ${VAR} text may carry any bytes
 }
 
 // True when some `enum` in the schema lists `value` (the verdict field of a verify stage).

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/bounded_json.hpp"
+#include "common/bytes.hpp"
 #include "common/json_scan.hpp"
 #include "supervisor/child_body.hpp"
 
@@ -114,7 +115,7 @@ std::string child_body(const ModelCall& call, const std::string& raw, const std:
   nlohmann::ordered_json b = std::move(parsed.value());
   b.erase("keep_alive");
   supervisor::set_child_fields(b, rename ? profile : std::string(), lora);
-  return b.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump_json(b);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/bounded_json.hpp"
+#include "common/bytes.hpp"
 #include "http/bodies.hpp"
 
 namespace kevlaya::http {
@@ -246,14 +247,16 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
 }
 
 std::string ollama_request_text(const json& mapped, std::string_view raw_body) {
-  using ordered = nlohmann::ordered_json;
+  // Only a schema (format) or tools carry an order that matters: other bodies are not parsed again.
+  const bool schema = mapped.contains("response_format") && mapped["response_format"].contains("json_schema");
+  if (!schema && !mapped.contains("tools")) return dump(mapped);
   auto raw = parse_ordered_json_bounded(raw_body);  // checked already by the door's parse
   if (!raw || !raw->is_object()) return dump(mapped);
-  ordered out = mapped;  // the door's own fields: their order does not matter
-  if (const auto f = raw->find("format"); f != raw->end() && f->is_object() && out.contains("response_format"))
+  nlohmann::ordered_json out = mapped;  // the door's own fields: their order does not matter
+  if (const auto f = raw->find("format"); schema && f != raw->end() && f->is_object())
     out["response_format"]["json_schema"]["schema"] = *f;
   if (const auto t = raw->find("tools"); t != raw->end() && t->is_array() && out.contains("tools")) out["tools"] = *t;
-  return out.dump(-1, ' ', false, ordered::error_handler_t::replace);
+  return dump_json(out);
 }
 
 std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const std::string& model,

@@ -41,7 +41,7 @@ std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
   auto j = nlohmann::ordered_json::parse(body, nullptr, false);  // the schema's property order stays
   if (j.is_discarded() || !j.is_object()) return body;
   supervisor::set_child_fields(j, rename ? lease.upstream_model() : std::string(), lora);
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return dump_json(j);
 }
 
 struct Exchange {

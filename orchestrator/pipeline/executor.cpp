@@ -166,8 +166,7 @@ asio::awaitable<std::optional<Outcome>> Executor::Impl::try_attempts(TaskRun& r,
     }
     json rec = attempt_record(st, round, attempt, seed, prompt_hash);
     progress.stage = st.name;
-    const auto text = body->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    auto call = co_await call_model(env, st.model, text);
+    auto call = co_await call_model(env, st.model, dump_json(*body));
     ++progress.calls;
     if (!call) {
       if (env.stopping) co_return std::nullopt;  // abandoned: the task stays unfinished
