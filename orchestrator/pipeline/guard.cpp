@@ -51,7 +51,9 @@ GuardResult parse_json_output(const config::Stage& stage, std::string_view text)
   if (auto bad = validate(value, schema)) return invalid("does not match the schema: " + *bad);
   GuardResult g;
   g.valid = true;
-  g.output = dump_json(value);
+  // The output as the model wrote it (its member order is the schema's), one line, valid UTF-8.
+  auto ordered = parse_ordered_json_bounded(text);
+  g.output = ordered ? dump_json(ordered.value()) : dump_json(value);
   if (value.is_object() && value.contains("reason") && value["reason"].is_string())
     g.reason = value["reason"].get<std::string>();
   g.json = std::move(value);
