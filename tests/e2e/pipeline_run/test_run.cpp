@@ -40,8 +40,9 @@ TEST_CASE("a verify reject sends the verifier's feedback back to decide, which t
   CHECK(rec["verdict"] == "accepted");
   CHECK(rec["rounds"] == 2);
   CHECK(rec["decision"] == "escalate");
-  CHECK(stages_of(rec) == std::vector<std::string>{"decide:retry", "verify:{\"reason\":\"retrying cannot free disk space\",\"verdict\":\"reject\"}",
-                                                    "decide:escalate", "verify:{\"reason\":\"fits\",\"verdict\":\"pass\"}"});
+  // The verifier's answers as it wrote them (verdict first), not re-sorted.
+  CHECK(stages_of(rec) == std::vector<std::string>{"decide:retry", "verify:{\"verdict\":\"reject\",\"reason\":\"retrying cannot free disk space\"}",
+                                                    "decide:escalate", "verify:{\"verdict\":\"pass\",\"reason\":\"fits\"}"});
   CHECK(rec["attempts"][1]["verdict"] == "reject");
   CHECK(rec["attempts"][0]["prompt_hash"] != rec["attempts"][2]["prompt_hash"]);  // feedback changed it
   CHECK(rec["attempts"][0]["timings"].contains("predicted_n"));
