@@ -99,15 +99,11 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   asio::awaitable<void> run_stop_command(StopReport& rep);
   void kill_and_reap_sync();
   bool exited_now() const;
-  void set(Phase to) { state_ = checked_transition(state_, to, opts_.profile.name); }
-  void fail_if_starting() {
-    if (state_ == Phase::starting) set(Phase::failed);
-  }
 
   asio::io_context& ioc_;
   asio::strand<asio::io_context::executor_type> strand_;
   ChildOptions opts_;
-  Phase state_ = Phase::stopped;
+  bool serving_ = false;  // became healthy; the child's phase is its supervisor's (phase.hpp)
   std::atomic<int> pid_{0};
   std::atomic<bool> reaped_{true};
   int exit_code_ = -1;
@@ -251,7 +247,7 @@ asio::awaitable<void> Child::Impl::read_lines(bp::async_pipe* pipe) {
   std::string buf;
   buf.reserve(kPipeReadBytes);  // a whole burst of lines per read, not 512 bytes at a time
   bool open = true;
-  while (open && state_ != Phase::ready) {
+  while (open && !serving_) {
     boost::system::error_code ec;
     co_await asio::async_read_until(*pipe, asio::dynamic_buffer(buf), '\n',
                                     asio::redirect_error(asio::use_awaitable, ec));
@@ -339,9 +335,7 @@ asio::awaitable<void> Child::Impl::watch_exit() {
   }
   record_exit(status);
   drain_logs();
-  bool unexpected = state_ == Phase::ready && !stop_requested_;
-  if (unexpected) {
-    set(Phase::failed);  // at once: the process is gone
+  if (serving_ && !stop_requested_) {  // the process is gone: its owner hears of it once
     // Until the pipes close (bounded), so the failure carries the last lines the child wrote.
     const auto until = SClock::now() + kPipeDrainWait;
     while (open_pipes_ > 0 && SClock::now() < until) co_await sleep_until(until);
@@ -398,12 +392,10 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     f.message = "stopped before it started";
     co_return StartOutcome{std::nullopt, std::move(f)};
   }
-  set(Phase::starting);
   open_log();
   auto spawned_at = SClock::now();
   last_line_at_ = spawned_at;
   if (auto f = spawn()) {
-    set(Phase::failed);
     co_return StartOutcome{std::nullopt, std::move(*f)};
   }
   // glibc 2.36 declares pidfd_open without extern "C"; call the syscall directly.
@@ -419,7 +411,6 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
   bool probed_after_listening = false;
   for (;;) {
     if (reaped_) {
-      fail_if_starting();
       auto f = co_await exit_failure();
       co_return StartOutcome{std::nullopt, std::move(f)};
     }
@@ -453,15 +444,14 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     co_await sleep_until(std::min(std::min(next_probe, deadline), stall_at));
   }
   if (reaped_) {
-    fail_if_starting();
     auto f = co_await exit_failure();
     co_return StartOutcome{std::nullopt, std::move(f)};
   }
-  if (state_ != Phase::starting) {  // stop() ran meanwhile
+  if (stop_requested_) {  // stop() ran meanwhile
     auto f = co_await exit_failure();
     co_return StartOutcome{std::nullopt, std::move(f)};
   }
-  set(Phase::ready);
+  serving_ = true;
   auto ready_at = SClock::now();
   StartReport r;
   r.endpoint.host = opts_.host;
@@ -480,7 +470,6 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   auto self = shared_from_this();
   StopReport rep;
   stop_requested_ = true;
-  if (state_ != Phase::stopped && state_ != Phase::failed) set(Phase::stopping);
   if (!reaped_) {
     auto t0 = SClock::now();
     co_await run_stop_command(rep);
@@ -506,7 +495,6 @@ asio::awaitable<StopReport> Child::Impl::stop() {
   boost::system::error_code ec;
   if (out_) out_->close(ec);
   if (err_) err_->close(ec);
-  set(Phase::stopped);
   co_return rep;
 }
 

@@ -2,9 +2,8 @@
 // output line by line into a rotating log file and an in-memory tail, gates readiness on
 // GET health.path, stops it (SIGTERM group, grace, SIGKILL group, reap).
 //
-// Its state is a Phase (supervisor/phase.hpp), changed only on the child's strand and checked
-// against the one transition table: stopped -> starting -> ready -> stopping -> stopped, failed
-// when the start fails or the ready process dies (then stop() cleans up: failed -> stopped).
+// It keeps process facts only (pid, pipes, exit status, whether it became healthy); the child's
+// Phase has one writer, the supervisor, which hears of a start's outcome and of an unexpected exit.
 //
 // A Child is single-use: one spawn, one exit. ProcessEffects makes a new one per start.
 #pragma once

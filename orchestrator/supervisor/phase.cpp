@@ -24,8 +24,8 @@ bool transition_allowed(Phase from, Phase to) {
   switch (from) {
     case P::stopped: return to == P::starting;
     case P::starting: return to == P::ready || to == P::failed || to == P::stopping;
-    case P::ready: return to == P::draining || to == P::stopping || to == P::failed;
-    case P::draining: return to == P::stopping || to == P::failed;
+    case P::ready: return to == P::draining || to == P::stopping;
+    case P::draining: return to == P::stopping;
     case P::stopping: return to == P::stopped || to == P::failed;
     case P::failed: return to == P::starting || to == P::stopped;
   }

@@ -18,7 +18,7 @@ namespace kevlaya::supervisor {
 //        start failed  ▼      ▼
 //                     failed ──── backoff over, nobody waits ───► stopped
 //                        └─────── restart after the backoff ─────► starting
-//   Also ready → failed and draining → failed: the process died (Child; its owner cleans up).
+//   A process that dies while ready or draining goes through stopping (reaped, then failed).
 //
 // `failed`: not running, and no start before its backoff (or crash-loop cooldown) ends.
 enum class Phase { stopped, starting, ready, draining, stopping, failed };

@@ -71,33 +71,35 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
     co_return bug;
   }
   seen_[p.name] = p;
+  auto run = std::make_shared<Running>();  // registered before the first suspension: stop() finds it
+  running_[p.name] = run;
   // Reading another model now would compete with this child's own load for the disk.
   if (prefetcher_ && !prefetching_.empty() && prefetching_ != p.name) prefetcher_->cancel();
   prefetching_.clear();
   const double resident = p.model.empty() ? -1.0 : warm::resident_pct(p.model);
-  auto plan = slot_plan(p, orch_.state_dir);
-  const std::filesystem::path slot_dir = plan ? plan->dir : std::filesystem::path();
-  note_log_offset(p.name);  // load progress reads what the child logs from here on
-  StartOutcome out = co_await spawn_child(p, slot_dir, std::move(on_exit));
-  if (!out.ok()) co_return out;
+  run->slots = slot_plan(p, orch_.state_dir);
+  run->log_offset = log_size(p.name);  // load progress reads what the child logs from here on
+  StartOutcome out = co_await spawn_child(p, *run, std::move(on_exit));
+  if (!out.ok()) {
+    if (running(p.name) == run.get()) running_.erase(p.name);
+    co_return out;
+  }
   out.report->prefetch_resident_pct = resident;
-  ready_[p.name] = out.report->endpoint;
-  if (plan) {
-    slot_plans_[p.name] = *plan;
-    co_await restore_slots(*plan, out.report->endpoint, *out.report);
+  run->ready = out.report->endpoint;
+  if (run->slots) {
+    co_await restore_slots(*run->slots, out.report->endpoint, *out.report);
     out.report->total_ms += out.report->restore_ms;
   }
   prefetch_after_start(p.name);
   co_return out;
 }
 
-asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
+asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile& p, Running& run,
                                                          ExitCallback on_exit) {
   // The devices the child will use (device 0 without a placement, as before placement existed).
-  VramBaseline baseline;
   for (const int dev : p.placement.devices.empty() ? std::vector<int>{0} : p.placement.devices)
-    if (auto m = nvml::memory(static_cast<unsigned>(dev))) baseline.emplace_back(static_cast<unsigned>(dev), m->free);
-  if (!baseline.empty()) free_before_[p.name] = std::move(baseline);
+    if (auto m = nvml::memory(static_cast<unsigned>(dev))) run.free_before.emplace_back(static_cast<unsigned>(dev), m->free);
+  const auto self = running_.at(p.name);  // identifies this start: a stop meanwhile removes it
   StartOutcome out;
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
     ChildOptions o;
@@ -106,7 +108,7 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
     o.port = p.port ? *p.port : pick_free_port(o.host);
     o.log_dir = orch_.log_dir;
     o.state_dir = orch_.state_dir;
-    o.slot_save_path = slot_dir;
+    if (run.slots) o.slot_save_path = run.slots->dir;
     // A fresh key per start, known only to this process: the door's keys cannot be skipped by
     // talking to the child's port. Other backends are not llama-server and get none.
     if (p.backend == config::Backend::llama_server) o.api_key = random_hex(kChildKeyBytes);
@@ -117,15 +119,14 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
       pool->close();
       if (on_exit) on_exit(std::move(f));
     });
-    children_[p.name] = child;
+    run.child = child;
     out = co_await child->start();
     if (out.ok()) {
       out.report->attempts = attempt;
       out.report->endpoint.pool = std::move(pool);
       co_return out;
     }
-    bool still_wanted = children_.count(p.name) && children_[p.name] == child;
-    if (still_wanted) children_.erase(p.name);
+    const bool still_wanted = running(p.name) == self.get();
     if (out.failure.kind != FailureKind::port_in_use || p.port || !still_wanted) break;
     spdlog::warn("{}: port {} was taken, retrying on another port ({}/{})", p.name, o.port, attempt,
                  kPortAttempts);
@@ -134,28 +135,18 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
 }
 
 asio::awaitable<StopReport> ProcessEffects::stop(const std::string& profile) {
-  auto it = children_.find(profile);
-  if (it == children_.end()) co_return StopReport{};
-  auto child = it->second;
-  children_.erase(it);
+  const auto it = running_.find(profile);
+  if (it == running_.end() || !it->second->child) co_return StopReport{};
+  const auto run = it->second;
+  running_.erase(it);
   StopReport saved;
-  auto plan = slot_plans_.find(profile);
-  auto ep = ready_.find(profile);
-  if (plan != slot_plans_.end() && ep != ready_.end()) co_await save_slots(plan->second, ep->second, saved);
-  if (plan != slot_plans_.end()) slot_plans_.erase(plan);
-  if (ep != ready_.end()) {
-    if (ep->second.pool) ep->second.pool->close();
-    ready_.erase(ep);
-  }
-  StopReport rep = co_await child->stop();
+  if (run->slots && run->ready) co_await save_slots(*run->slots, *run->ready, saved);
+  if (run->ready && run->ready->pool) run->ready->pool->close();
+  StopReport rep = co_await run->child->stop();
   rep.save_ms = saved.save_ms;
   rep.slots_saved = saved.slots_saved;
   rep.stop_ms += saved.save_ms;
-  auto base = free_before_.find(profile);
-  if (base != free_before_.end()) {
-    rep.vram_wait_ms = co_await wait_for_vram(base->second);
-    free_before_.erase(base);
-  }
+  if (!run->free_before.empty()) rep.vram_wait_ms = co_await wait_for_vram(run->free_before);
   co_return rep;
 }
 
@@ -166,7 +157,7 @@ std::optional<std::uint64_t> ProcessEffects::host_ram_available() {
 }
 
 void ProcessEffects::likely_next(const std::string& profile) {
-  if (!prefetcher_ || children_.count(profile) || prefetching_ == profile) return;
+  if (!prefetcher_ || running_.count(profile) || prefetching_ == profile) return;
   if (cfg_) {  // the version in force: a reload may have moved the model
     if (const auto* p = cfg_->find_profile(profile)) prefetch(*p);
     return;
@@ -176,26 +167,30 @@ void ProcessEffects::likely_next(const std::string& profile) {
 }
 
 bool ProcessEffects::exited(const std::string& profile) {
-  const auto it = children_.find(profile);
-  return it != children_.end() && it->second->exited();
+  const auto* run = running(profile);
+  return run && run->child && run->child->exited();
 }
 
 asio::awaitable<bool> ProcessEffects::responsive(const std::string& profile) {
-  const auto child = children_.find(profile);
-  const auto ep = ready_.find(profile);
-  if (child == children_.end() || ep == ready_.end()) co_return true;  // not ready: nothing to judge
-  const auto& h = child->second->options().profile.health;
+  const auto* run = running(profile);
+  if (!run || !run->child || !run->ready) co_return true;  // not ready: nothing to judge
+  const auto& h = run->child->options().profile.health;
   upstream::Request req;
   if (!h.path.empty()) req.target = h.path;  // else "/" (no ?: of strings in a coroutine: GCC 12)
   req.timeout = std::chrono::milliseconds(h.probe_timeout_ms);
-  upstream::Endpoint fresh = ep->second;
+  upstream::Endpoint fresh = *run->ready;
   fresh.pool = nullptr;  // its own connection: the pooled ones may be the silent ones
   auto res = co_await upstream::fetch(ioc_.get_executor(), fresh, req);
   co_return res.ok();  // any answer: the process serves; only silence is `hung`
 }
 
 void ProcessEffects::kill(const std::string& profile) {
-  if (const auto it = children_.find(profile); it != children_.end()) it->second->kill_now();
+  if (auto* run = running(profile); run && run->child) run->child->kill_now();
+}
+
+ProcessEffects::Running* ProcessEffects::running(const std::string& profile) {
+  const auto it = running_.find(profile);
+  return it == running_.end() ? nullptr : it->second.get();
 }
 
 void ProcessEffects::wait_prefetch_idle() {
@@ -211,7 +206,7 @@ void ProcessEffects::prefetch_after_start(const std::string& started) {
   if (!cfg_)
     for (const auto& [name, p] : seen_) seen.profiles.push_back(p);
   for (const auto& name : warm::likely_next(cfg_ ? *cfg_ : seen, started, previous)) {
-    if (children_.count(name)) continue;  // already resident (co-resident sets)
+    if (running_.count(name)) continue;  // already resident (co-resident sets)
     likely_next(name);
     return;
   }

@@ -61,28 +61,34 @@ class ProcessEffects : public Effects {
  private:
   // (device, free bytes before the start) of each GPU the child was placed on.
   using VramBaseline = std::vector<std::pair<unsigned, std::uint64_t>>;
+  // Everything known of one child process, from its start until its stop returns: the one record
+  // (the phase is the supervisor's; docs/supervisor.md, "Who owns what").
+  struct Running {
+    std::shared_ptr<Child> child;               // the process
+    std::optional<upstream::Endpoint> ready;     // where it serves, once healthy
+    std::optional<SlotPlan> slots;              // slot_cache of this start
+    VramBaseline free_before;                   // GPU free bytes before its spawn
+    std::uintmax_t log_offset = 0;              // size of its log at its spawn
+  };
   asio::awaitable<std::int64_t> wait_for_vram(VramBaseline baseline);
-  asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, std::filesystem::path slot_dir,
-                                            ExitCallback on_exit);
+  asio::awaitable<StartOutcome> spawn_child(const config::Profile& p, Running& run, ExitCallback on_exit);
   asio::awaitable<void> restore_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StartReport& rep);
   asio::awaitable<void> save_slots(const SlotPlan& plan, const upstream::Endpoint& ep, StopReport& rep);
   void prefetch_after_start(const std::string& started);
   void prefetch(const config::Profile& p);
-  void note_log_offset(const std::string& profile);
+  std::uintmax_t log_size(const std::string& profile) const;
+  // The record of `profile`'s child while its process is wanted (starting or running); null otherwise.
+  Running* running(const std::string& profile);
 
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
   const config::Config* cfg_ = nullptr;                      // in force (configure); null: unknown
   std::map<std::string, config::Profile> seen_;              // started so far (when cfg_ is null)
-  std::map<std::string, std::shared_ptr<Child>> children_;  // starting or running, by profile
-  std::map<std::string, upstream::Endpoint> ready_;          // children that became ready
-  std::map<std::string, SlotPlan> slot_plans_;               // of the children alive now
-  std::map<std::string, VramBaseline> free_before_;          // GPU free bytes before each start
+  std::map<std::string, std::shared_ptr<Running>> running_;  // by child name; shared: a start may outlive its entry
   std::unique_ptr<warm::Prefetcher> prefetcher_;             // null when prefetch is disabled
   std::string prefetching_;                                  // profile last handed to the prefetcher
   std::string last_started_;
   int stale_killed_ = 0;
-  std::map<std::string, std::uintmax_t> log_offset_;  // size of each child's log at its last spawn
 };
 
 // The slot plan of `p` under `state_dir`, or nullopt (disabled, not llama-server, no state_dir, or

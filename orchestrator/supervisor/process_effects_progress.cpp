@@ -13,19 +13,20 @@ constexpr std::uintmax_t kTailBytes = 256 * 1024;
 
 }  // namespace
 
-void ProcessEffects::note_log_offset(const std::string& profile) {
+std::uintmax_t ProcessEffects::log_size(const std::string& profile) const {
   std::error_code ec;
   const auto size = std::filesystem::file_size(child_log_path(orch_.log_dir, profile), ec);
-  log_offset_[profile] = ec ? 0 : size;
+  return ec ? 0 : size;
 }
 
 std::optional<LoadProgress> ProcessEffects::progress(const std::string& profile) {
-  if (orch_.log_dir.empty() || !children_.count(profile) || ready_.count(profile)) return std::nullopt;
+  const auto* run = running(profile);
+  if (orch_.log_dir.empty() || !run || run->ready) return std::nullopt;
   const auto file = child_log_path(orch_.log_dir, profile);
   std::error_code ec;
   const auto size = std::filesystem::file_size(file, ec);
   if (ec) return LoadProgress{"starting", std::nullopt};
-  std::uintmax_t from = log_offset_.count(profile) ? log_offset_[profile] : 0;
+  std::uintmax_t from = run->log_offset;
   if (from > size) from = 0;  // rotated at the spawn
   if (size - from > kTailBytes) from = size - kTailBytes;
   std::ifstream in(file, std::ios::binary);

@@ -58,11 +58,13 @@ void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* 
 }
 
 // Waiting requests follow their profile to its child in the new configuration (a shared-base
-// group may have formed or split); those whose profile is gone fail with not_found.
+// group may have formed or split); those whose profile is gone fail with not_found. A waiter's
+// profile was resolved once, at admission: it is looked up by name, never again as an alias.
 void SupervisorImpl::requeue() {
   std::deque<std::shared_ptr<Waiter>> keep;
   for (auto& w : queue_) {
-    if (cfg_->find_profile(w->profile)) {
+    const auto& ps = cfg_->profiles;
+    if (std::any_of(ps.begin(), ps.end(), [&](const config::Profile& p) { return p.name == w->profile; })) {
       w->child = child_of(w->profile);
       keep.push_back(w);
       continue;

@@ -266,6 +266,47 @@ TEST_CASE("lifecycle: reload keeps a child whose idle, pin or aliases changed, o
   CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start kev") == 1);
 }
 
+// Issue 35: a waiting request's profile was resolved once, at admission. A reload that removes
+// that profile fails it with not_found, even when the new configuration has an alias of that name
+// (before, the queue looked the name up again, alias included, and kept it for a child that no
+// longer exists).
+TEST_CASE("lifecycle: a request in flight across a reload resolves once") {
+  auto cfg = lifecycle_config(600);
+  Fixture f(cfg);  // one child at a time: laya waits behind kev's lease
+  std::optional<Result<Lease>> waited;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    auto k = co_await f.sup.acquire("kev", in(2s));
+    REQUIRE(k.ok());
+    asio::co_spawn(f.ioc, [&]() -> asio::awaitable<void> {
+      waited.emplace(co_await f.sup.acquire("laya", in(5s)));
+    }, asio::detached);
+    bool queued = false;
+    for (int i = 0; i < 500 && !queued; ++i) {
+      co_await sleep_for(2ms);
+      const auto s = co_await f.sup.snapshot();
+      const auto* st = f.status(s, "laya");
+      queued = st && st->queued > 0;
+    }
+    REQUIRE(queued);
+    auto next = cfg;
+    next.profiles[1].name = "verifier";  // laya's model under another name, answering to "laya"
+    next.profiles[1].alias = {"laya"};
+    co_await f.sup.reload(next, {});
+    for (int i = 0; i < 500 && !waited; ++i) co_await sleep_for(2ms);
+    REQUIRE(waited.has_value());
+    REQUIRE_FALSE(waited->ok());
+    CHECK(waited->error().code == Errc::not_found);
+    k->release();
+    auto now = co_await f.sup.acquire("laya", in(2s));  // a new request resolves in the new configuration
+    REQUIRE(now.ok());
+    CHECK(now->profile() == "verifier");
+    now->release();
+    co_await f.sup.shutdown();
+  });
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start laya") == 0);
+  CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start verifier") == 1);
+}
+
 // Cost-aware eviction through the supervisor: what a call left in a child's slots (Lease::note_context,
 // from llama-server's timings) makes that child dearer to bring back, so the other one makes room.
 TEST_CASE("lifecycle: the child whose slots hold the longer context stays, the other makes room, and the switch says why") {

@@ -13,9 +13,8 @@ TEST_CASE("phase: the transition table allows exactly the drawn edges") {
   const std::set<std::pair<P, P>> allowed = {
       {P::stopped, P::starting},  {P::starting, P::ready},    {P::starting, P::failed},
       {P::starting, P::stopping}, {P::ready, P::draining},    {P::ready, P::stopping},
-      {P::ready, P::failed},      {P::draining, P::stopping}, {P::draining, P::failed},
-      {P::stopping, P::stopped},  {P::stopping, P::failed},   {P::failed, P::starting},
-      {P::failed, P::stopped}};
+      {P::draining, P::stopping}, {P::stopping, P::stopped},  {P::stopping, P::failed},
+      {P::failed, P::starting},   {P::failed, P::stopped}};
   const P all[] = {P::stopped, P::starting, P::ready, P::draining, P::stopping, P::failed};
   for (P from : all) {
     for (P to : all) {
@@ -24,6 +23,16 @@ TEST_CASE("phase: the transition table allows exactly the drawn edges") {
       CHECK(transition_allowed(from, to) == expected);
     }
   }
+}
+
+// One writer of the phase: the supervisor takes a child that died while serving through stopping
+// (reaped, then failed); the edges only the process's own copy of the phase used are gone.
+TEST_CASE("phase: a child that dies while ready or draining is stopped before it is failed") {
+  CHECK_FALSE(transition_allowed(Phase::ready, Phase::failed));
+  CHECK_FALSE(transition_allowed(Phase::draining, Phase::failed));
+  CHECK(transition_allowed(Phase::ready, Phase::stopping));
+  CHECK(transition_allowed(Phase::draining, Phase::stopping));
+  CHECK(transition_allowed(Phase::stopping, Phase::failed));
 }
 
 TEST_CASE("phase: names are the ones users see everywhere") {
