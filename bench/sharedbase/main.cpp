@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "gguf/writer.hpp"
+#include "supervisor/child_body.hpp"
 #include "supervisor/process_effects.hpp"
 #include "supervisor/supervisor.hpp"
 #include "upstream/client.hpp"
@@ -78,10 +79,11 @@ kevlaya::config::Config config(const std::string& bin, const Models& m, const fs
 
 // What the planner gives the supervisor for kev + laya on one base.
 sv::SupervisorOptions shared_options(const kevlaya::config::Config& cfg) {
-  sv::SharedBase g;
+  kevlaya::ledger::ChildSpec g;
   g.members = {"kev", "laya"};
-  g.adapters = {cfg.profiles[0].lora[0], cfg.profiles[1].lora[0]};
-  g.scales = {{"kev", {1.0, 0.0}}, {"laya", {0.0, 1.0}}};
+  g.name = kevlaya::ledger::shared_child_name(g.members);
+  for (const auto& p : cfg.profiles) g.adapters.push_back({p.lora[0].name, p.lora[0].path.string(), 0, 1.0});
+  g.scales = {{"kev", {{0, 1.0}, {1, 0.0}}}, {"laya", {{0, 0.0}, {1, 1.0}}}};
   sv::SupervisorOptions o;
   o.shared_bases = {g};
   return o;
@@ -89,12 +91,8 @@ sv::SupervisorOptions shared_options(const kevlaya::config::Config& cfg) {
 
 // One greedy 4-token /completion, with the lease's `lora` field as the REST door adds it.
 asio::awaitable<void> complete(asio::any_io_executor ex, const sv::Lease& lease) {
-  nlohmann::json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};
-  const auto& lora = lease.lora_scales();
-  if (!lora.empty()) {
-    body["lora"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < lora.size(); ++i) body["lora"].push_back({{"id", i}, {"scale", lora[i].second}});
-  }
+  nlohmann::ordered_json body = {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"temperature", 0}};
+  sv::set_child_fields(body, "", lease.lora_scales());
   kevlaya::upstream::Request req;
   req.method = "POST";
   req.target = "/completion";

@@ -161,7 +161,7 @@ json profile_json(const ledger::ProfileBill& p) {
   return j;
 }
 
-json group_json(const ledger::SharedBaseGroup& g) {
+json group_json(const ledger::ChildSpec& g) {
   json adapters = json::array();
   for (std::size_t i = 0; i < g.adapters.size(); ++i) {
     adapters.push_back({{"id", i}, {"name", g.adapters[i].name}, {"path", g.adapters[i].path}});
@@ -171,7 +171,7 @@ json group_json(const ledger::SharedBaseGroup& g) {
     scales[member] = json::array();
     for (const auto& s : list) scales[member].push_back({{"id", s.id}, {"scale", s.scale}});
   }
-  return {{"members", g.members}, {"adapters", adapters}, {"lora", scales}};
+  return {{"child", g.name}, {"members", g.members}, {"adapters", adapters}, {"lora", scales}};
 }
 
 json devices_json(const ledger::PlacedPlan& pp) {

@@ -106,7 +106,7 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
 }
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
-                       const std::vector<std::pair<std::string, double>>& lora) {
+                       const std::vector<ledger::LoraScale>& lora) {
   const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
   if (lora.empty() && !rename && !call.keep_alive_field) return raw;
   // Built only to be rewritten; `raw` was checked already (parse_model_call, or a translation's dump).

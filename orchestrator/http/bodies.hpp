@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "ledger/plan.hpp"
 
 namespace kevlaya::http {
 
@@ -41,7 +42,7 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view b
 // sent; "" = never renamed), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive`
 // is removed (it is the door's, not the child's).
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
-                       const std::vector<std::pair<std::string, double>>& lora);
+                       const std::vector<ledger::LoraScale>& lora);
 
 // The speeds llama-server reports (tokens/s) in its `"timings"` object; a field absent or not a number is empty.
 struct Timings {

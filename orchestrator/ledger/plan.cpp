@@ -126,8 +126,8 @@ std::vector<Unit> form_units(const std::vector<ProfileInput>& in, const std::vec
   return units;
 }
 
-SharedBaseGroup make_group(const Unit& u, const std::vector<ProfileInput>& in) {
-  SharedBaseGroup g;
+ChildSpec make_group(const Unit& u, const std::vector<ProfileInput>& in) {
+  ChildSpec g;
   g.adapters = u.adapters;
   for (const auto i : u.members) {
     g.members.push_back(in[i].name);
@@ -140,6 +140,7 @@ SharedBaseGroup make_group(const Unit& u, const std::vector<ProfileInput>& in) {
       scales.push_back({static_cast<int>(id), s});
     }
   }
+  g.name = shared_child_name(g.members);
   return g;
 }
 
@@ -313,11 +314,16 @@ bool Plan::ok() const {
                       [](const PlanDiagnostic& d) { return d.severity == config::Severity::error; });
 }
 
-const SharedBaseGroup* Plan::group_of(const std::string& profile) const {
+const ChildSpec* Plan::group_of(const std::string& profile) const {
   for (const auto& g : groups) {
     if (std::find(g.members.begin(), g.members.end(), profile) != g.members.end()) return &g;
   }
   return nullptr;
+}
+
+std::string Plan::child_of(const std::string& profile) const {
+  const auto* g = group_of(profile);
+  return g ? g->name : profile;
 }
 
 std::string share_key(const config::Profile& p) {
@@ -368,15 +374,6 @@ RamResidency ram_residency(config::Residency wanted, std::uint64_t need, std::op
 
 std::uint64_t host_part(const Bill& b) { return b.weights_cpu + b.kv_cpu + b.compute_cpu; }
 
-namespace {
-
-std::string child_name(const Plan& plan, const std::string& profile) {
-  const auto* g = plan.group_of(profile);
-  return g ? shared_child_name(g->members) : profile;
-}
-
-}  // namespace
-
 std::string shared_child_name(const std::vector<std::string>& members) { return join(members, "+"); }
 
 std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu) {
@@ -385,7 +382,7 @@ std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const st
     std::uint64_t bytes = gpu ? 0 : host_bytes(p);
     for (const auto& b : plan.profiles)
       if (gpu && b.name == p.name) bytes = host_part(b.effective);
-    auto& slot = out[child_name(plan, p.name)];
+    auto& slot = out[plan.child_of(p.name)];
     slot = std::max(slot, bytes);
   }
   return out;
@@ -427,7 +424,7 @@ using ChildMembers = std::map<std::string, std::vector<std::string>>;  // child 
 
 ChildMembers children_of(const Plan& plan, const std::vector<std::string>& set) {
   ChildMembers children;
-  for (const auto& n : set) children[child_name(plan, n)].push_back(n);
+  for (const auto& n : set) children[plan.child_of(n)].push_back(n);
   return children;
 }
 

@@ -23,17 +23,22 @@ struct PlanOptions {
   config::Residency residency = config::Residency::auto_;
 };
 
-// One {id, scale} of llama-server's per-request `lora` field.
+// One {id, scale} of llama-server's per-request `lora` field: the one shape of a LoRA selection,
+// from the plan to the child's request body.
 struct LoraScale {
   int id = 0;
   double scale = 0;
+  bool operator==(const LoraScale&) const = default;
 };
 
-// Profiles served by one child that loads every adapter of the group (ids = argv order).
-struct SharedBaseGroup {
+// A child serving several profiles, made once by the plan and run as it is by the supervisor: one
+// base model loading every member's adapters at scale 0 (ids = argv order); each member's requests
+// select its own through the `lora` field. A profile in none has a child of its own, of its name.
+struct ChildSpec {
+  std::string name;                                        // shared_child_name(members)
   std::vector<std::string> members;                        // profile names, config order
   std::vector<AdapterInput> adapters;                      // union, in id order
-  std::map<std::string, std::vector<LoraScale>> scales;    // member -> the `lora` field to send
+  std::map<std::string, std::vector<LoraScale>> scales;    // member -> its requests' `lora` field
 };
 
 // A verdict on one profile, priced as if alone (with its own adapters).
@@ -68,13 +73,14 @@ struct Plan {
   Mode mode = Mode::rotate;
   std::uint64_t budget = 0;
   std::vector<ProfileBill> profiles;
-  std::vector<SharedBaseGroup> groups;
+  std::vector<ChildSpec> groups;                         // the children serving several profiles
   std::vector<SetBill> sets;                             // priced: every combination up to 6 children, else the allowed sets
   std::size_t sets_examined = 0;                         // steps of every subset search (ledger/subsets.hpp): the work bound
   std::vector<std::vector<std::string>> allowed_sets;    // what the supervisor may keep alive together
   std::vector<PlanDiagnostic> diagnostics;
   bool ok() const;                                       // no error diagnostic (nothing refused)
-  const SharedBaseGroup* group_of(const std::string& profile) const;  // nullptr = own child
+  const ChildSpec* group_of(const std::string& profile) const;  // nullptr = own child
+  std::string child_of(const std::string& profile) const;      // its group's name, or the profile's
 };
 
 // Decides the plan. Profiles that cannot fit alone are refused (error + suggestions) and left

@@ -59,7 +59,7 @@ std::map<std::string, std::pair<std::vector<std::string>, bool>> calibration_key
     if (!plan.group_of(name)) out[name] = {{key}, false};
   }
   for (const auto& gr : plan.groups) {
-    auto& entry = out[ledger::shared_child_name(gr.members)];
+    auto& entry = out[gr.name];
     entry.second = true;
     for (const auto& m : gr.members) {
       if (key_of.count(m)) entry.first.push_back(key_of[m]);
@@ -143,20 +143,15 @@ RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gath
 
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
   supervisor::SupervisorOptions o;
-  o.allowed_sets = plan.allowed_sets;
-  for (const auto& gr : plan.groups) {
-    supervisor::SharedBase sb;
-    sb.members = gr.members;
-    for (const auto& a : gr.adapters) sb.adapters.push_back({a.name, a.path, a.scale});
-    for (const auto& [member, scales] : gr.scales) {
-      auto& v = sb.scales[member];
-      v.assign(gr.adapters.size(), 0.0);
-      for (const auto& s : scales) {
-        if (s.id >= 0 && static_cast<std::size_t>(s.id) < v.size()) v[static_cast<std::size_t>(s.id)] = s.scale;
-      }
+  for (const auto& set : plan.allowed_sets) {  // in child names: a group's members stand for its child
+    std::vector<std::string> children;
+    for (const auto& name : set) {
+      auto child = plan.child_of(name);
+      if (std::find(children.begin(), children.end(), child) == children.end()) children.push_back(std::move(child));
     }
-    o.shared_bases.push_back(std::move(sb));
+    o.allowed_sets.push_back(std::move(children));
   }
+  o.shared_bases = plan.groups;
   return o;
 }
 

@@ -70,7 +70,7 @@ struct RamPlan {
 };
 RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gathered);
 
-// Supervisor options for a plan (pure): allowed sets, and one SharedBase per plan group.
+// Supervisor options for a plan (pure): its allowed sets in child names, and its shared-base children.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
 
 // Records the buffer sizes a child logged at its last load (read from the tail of `log_file`)

@@ -121,7 +121,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   std::int64_t switch_ms = ps.became_ready_at > w->enqueued ? whole_ms(ps.became_ready_at - w->enqueued) : 0;
   const auto lora = lora_of_.find(w->profile);
   w->result.emplace(Lease(std::move(s), whole_ms(now - w->enqueued), switch_ms,
-                          lora != lora_of_.end() ? lora->second : std::vector<std::pair<std::string, double>>{}));
+                          lora != lora_of_.end() ? lora->second : std::vector<ledger::LoraScale>{}));
   w->timer.cancel();
 }
 

@@ -3,11 +3,11 @@
 namespace kevlaya::supervisor {
 
 void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
-                      const std::vector<std::pair<std::string, double>>& lora) {
+                      const std::vector<ledger::LoraScale>& lora) {
   if (!model.empty()) body["model"] = model;
   if (lora.empty()) return;
   auto arr = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < lora.size(); ++i) arr.push_back({{"id", i}, {"scale", lora[i].second}});
+  for (const auto& s : lora) arr.push_back({{"id", s.id}, {"scale", s.scale}});
   body["lora"] = std::move(arr);
 }
 

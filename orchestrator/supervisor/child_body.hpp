@@ -4,16 +4,17 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "ledger/plan.hpp"
 
 namespace kevlaya::supervisor {
 
-// Sets body["model"] to `model` when it is not empty, and body["lora"] to [{id, scale}…] from
-// `lora` (a lease's lora_scales) when that is not empty. `body` must be an object; its other
+// Sets body["model"] to `model` when it is not empty, and body["lora"] to `lora` (a lease's
+// lora_scales) when that is not empty. `body` must be an object; its other
 // members keep their order (a JSON schema's property order is the order llama-server's grammar
 // makes the model write them in).
 void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
-                      const std::vector<std::pair<std::string, double>>& lora);
+                      const std::vector<ledger::LoraScale>& lora);
 
 }  // namespace kevlaya::supervisor

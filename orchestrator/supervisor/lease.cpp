@@ -16,7 +16,7 @@
 namespace kevlaya::supervisor {
 
 Lease::Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms,
-             std::vector<std::pair<std::string, double>> lora)
+             std::vector<ledger::LoraScale> lora)
     : s_(std::move(s)), queue_ms_(queue_ms), switch_ms_(switch_ms), lora_(std::move(lora)) {}
 
 Lease& Lease::operator=(Lease&& o) noexcept {

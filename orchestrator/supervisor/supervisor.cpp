@@ -92,25 +92,23 @@ void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profil
       return it != child_of_.end() && it->second == m;  // a profile, in no other group
     });
     if (!known) {
-      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", ledger::shared_child_name(g.members));
+      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", g.name);
       continue;
     }
     config::Profile child = *cfg_->find_profile(g.members.front());
-    child.name = ledger::shared_child_name(g.members);
+    child.name = g.name;
     child.alias.clear();
-    child.lora = g.adapters;
-    for (auto& a : child.lora) a.scale = 0;
+    child.lora.clear();
+    for (const auto& a : g.adapters) child.lora.push_back({a.name, a.path, 0.0});
     group_profiles_.push_back(std::move(child));
-    out[group_profiles_.back().name] = &group_profiles_.back();
+    out[g.name] = &group_profiles_.back();
     for (const auto& m : g.members) {
-      child_of_[m] = group_profiles_.back().name;
-      auto& lora = lora_of_[m];
-      const auto sc = g.scales.find(m);
-      for (std::size_t i = 0; i < g.adapters.size(); ++i) {
-        const double scale = sc != g.scales.end() && i < sc->second.size() ? sc->second[i] : 0.0;
-        const auto& a = g.adapters[i];
-        lora.emplace_back(a.name.empty() ? a.path.stem().string() : a.name, scale);
-      }
+      child_of_[m] = g.name;
+      auto& lora = lora_of_[m];  // every id, explicitly: no adapter leaks between members
+      for (std::size_t i = 0; i < g.adapters.size(); ++i) lora.push_back({static_cast<int>(i), 0.0});
+      if (const auto sc = g.scales.find(m); sc != g.scales.end())
+        for (const auto& s : sc->second)
+          if (s.id >= 0 && static_cast<std::size_t>(s.id) < lora.size()) lora[static_cast<std::size_t>(s.id)].scale = s.scale;
     }
   }
 }

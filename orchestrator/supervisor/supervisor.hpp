@@ -32,6 +32,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "ledger/plan.hpp"
 #include "supervisor/types.hpp"
 #include "upstream/client.hpp"
 
@@ -68,7 +69,7 @@ class Lease {
  public:
   Lease() = default;
   Lease(std::shared_ptr<LeaseShared> s, std::int64_t queue_ms, std::int64_t switch_ms,
-        std::vector<std::pair<std::string, double>> lora = {});
+        std::vector<ledger::LoraScale> lora = {});
   Lease(Lease&&) noexcept = default;
   Lease& operator=(Lease&& o) noexcept;
   Lease(const Lease&) = delete;
@@ -83,9 +84,9 @@ class Lease {
   bool remote() const { return s_->remote; }  // served by a remote server (backend: remote)
   std::int64_t queue_ms() const { return queue_ms_; }   // time spent waiting in the queue
   std::int64_t switch_ms() const { return switch_ms_; }  // part of queue_ms spent on a switch (0 = none)
-  // Shared-base mode: (adapter name, scale) per adapter id of the child, to send as the request's
-  // `lora` field [{"id": i, "scale": s}]; empty when the child serves one profile.
-  const std::vector<std::pair<std::string, double>>& lora_scales() const { return lora_; }
+  // Shared-base mode: the scale of every adapter id of the child, sent as the request's `lora`
+  // field (set_child_fields); empty when the child serves one profile.
+  const std::vector<ledger::LoraScale>& lora_scales() const { return lora_; }
   bool crashed() const;       // the child exited unexpectedly while this lease was held
   Error crash_error() const;  // Errc::child_crashed with exit code/signal and last log lines
   void release();             // gives the slot back now (idempotent)
@@ -104,7 +105,7 @@ class Lease {
   std::shared_ptr<LeaseShared> s_;
   std::int64_t queue_ms_ = 0;
   std::int64_t switch_ms_ = 0;
-  std::vector<std::pair<std::string, double>> lora_;
+  std::vector<ledger::LoraScale> lora_;
 };
 
 // What Supervisor needs from the outside world: start a child until healthy, stop it.
@@ -162,19 +163,14 @@ class Subscription {
   std::shared_ptr<Sub> sub_;
 };
 
-// Profiles served by ONE child started with every adapter of the group at scale 0; a member's
-// lease carries its scales (Lease::lora_scales), so moving between members needs no process work.
-struct SharedBase {
-  std::vector<std::string> members;                   // profile names; same model and flags
-  std::vector<config::LoraSpec> adapters;             // loaded by the child; id = index
-  std::map<std::string, std::vector<double>> scales;  // member -> scale per adapter id
-};
-
 struct SupervisorOptions {
-  // Sets of profile names that may be alive at the same time. Empty = one at a time. A member of
-  // a shared-base group stands for the group's child.
+  // Sets of child names that may be alive at the same time (a profile's, or a shared base's
+  // ChildSpec::name). Empty = one at a time.
   std::vector<std::vector<std::string>> allowed_sets;
-  std::vector<SharedBase> shared_bases;
+  // The plan's children serving several profiles: each runs with every adapter at scale 0 and a
+  // member's lease carries its scales (Lease::lora_scales), so moving between members needs no
+  // process work.
+  std::vector<ledger::ChildSpec> shared_bases;
   // Called on the supervisor strand after each successful start, with the child's profile (for
   // a group: the synthesized one, named by ledger::shared_child_name). E.g. records calibration.
   // (Everything else that follows the supervisor subscribes to its events.)

@@ -156,7 +156,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::map<std::string, ProfState> profs_;  // by child name
   std::map<std::string, std::string> child_of_;  // profile -> child name (itself unless grouped)
   std::list<config::Profile> group_profiles_;  // synthesized profiles of shared-base children
-  std::map<std::string, std::vector<std::pair<std::string, double>>> lora_of_;  // member -> lease scales
+  std::map<std::string, std::vector<ledger::LoraScale>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
   std::vector<std::string> recent_;  // child names of the last calls that came alone (switch ahead), oldest first
   asio::steady_timer wake_;

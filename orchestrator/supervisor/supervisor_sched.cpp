@@ -31,14 +31,7 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   SchedInput in;
   in.cfg = cfg_->orch.scheduling;
   in.now = now;
-  for (const auto& set : opts_.allowed_sets) {  // in child names: a group member stands for its child
-    std::vector<std::string> children;
-    for (const auto& name : set) {
-      const auto& c = child_of(name);
-      if (std::find(children.begin(), children.end(), c) == children.end()) children.push_back(c);
-    }
-    in.allowed_sets.push_back(std::move(children));
-  }
+  in.allowed_sets = opts_.allowed_sets;  // child names, as the plan states them
   for (const auto& [name, ps] : profs_) {
     if (ps.retry_at() > now) in.not_before[name] = ps.retry_at();
     if (!is_alive(ps.phase)) continue;

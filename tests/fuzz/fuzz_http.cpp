@@ -62,7 +62,7 @@ const kh::GatePolicy& policy() {
 
 // What the route would do with the body (no network, no supervisor).
 void route_body(kh::Route route, const std::string& body) {
-  static const std::vector<std::pair<std::string, double>> lora = {{"a", 0.5}};
+  static const std::vector<kevlaya::ledger::LoraScale> lora = {{0, 0.5}};
   if (route == kh::Route::model_api) {
     if (const auto t = kh::timings_of(body); t && t->predicted_per_second && std::isnan(*t->predicted_per_second))
       __builtin_trap();  // JSON has no NaN

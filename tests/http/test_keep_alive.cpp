@@ -84,7 +84,7 @@ TEST_CASE("child body: a rewritten body keeps the caller's member order (a schem
                            R"("json_schema":{"schema":{"properties":{"zeta":{},"alpha":{}}}}},"messages":[]})";
   auto call = kevlaya::http::parse_model_call(cfg, body);
   REQUIRE(call.ok());
-  const auto sent = kevlaya::http::child_body(*call, body, "kev", {{"a.gguf", 1.0}});
+  const auto sent = kevlaya::http::child_body(*call, body, "kev", {{0, 1.0}});
   CHECK(sent.find("\"zeta\"") < sent.find("\"alpha\""));
   CHECK(sent.find("\"response_format\"") < sent.find("\"messages\""));
   const auto j = json::parse(sent);

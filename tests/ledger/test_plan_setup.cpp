@@ -30,19 +30,22 @@ constexpr const char* kLoad =
 
 }  // namespace
 
-TEST_CASE("plan setup: a shared-base plan becomes one SharedBase with per-member scales") {
+TEST_CASE("plan setup: a shared-base plan hands the supervisor its ChildSpec and allowed sets in child names") {
   const auto plan = make_plan({shared("kev", "a", 1.0), shared("laya", "b", 0.5)}, PlanOptions{8192 * kMiB, 0, {}});
   REQUIRE(plan.groups.size() == 1);
   const auto o = runtime::options_from_plan(plan);
-  CHECK(o.allowed_sets == plan.allowed_sets);
+  CHECK(plan.allowed_sets == std::vector<std::vector<std::string>>{{"kev", "laya"}});
+  CHECK(o.allowed_sets == std::vector<std::vector<std::string>>{{"kev+laya"}});  // one child
   REQUIRE(o.shared_bases.size() == 1);
   const auto& g = o.shared_bases[0];
+  CHECK(g.name == "kev+laya");
   CHECK(g.members == std::vector<std::string>{"kev", "laya"});
   REQUIRE(g.adapters.size() == 2);
   CHECK(g.adapters[1].path == "/l/b.gguf");
-  CHECK(g.scales.at("kev") == std::vector<double>{1.0, 0.0});
-  CHECK(g.scales.at("laya") == std::vector<double>{0.0, 0.5});
-  CHECK(ledger::shared_child_name(g.members) == "kev+laya");
+  CHECK(g.scales.at("kev") == std::vector<LoraScale>{{0, 1.0}, {1, 0.0}});
+  CHECK(g.scales.at("laya") == std::vector<LoraScale>{{0, 0.0}, {1, 0.5}});
+  CHECK(plan.child_of("laya") == "kev+laya");
+  CHECK(plan.child_of("nobody") == "nobody");
 }
 
 TEST_CASE("plan setup: a child's load is recorded under every key it serves") {

@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 using kevlaya::test::in;
 using kevlaya::test::run_co;
 using kevlaya::test::sleep_for;
-using Scales = std::vector<std::pair<std::string, double>>;
+using Scales = std::vector<ledger::LoraScale>;  // {adapter id, scale}
 
 namespace {
 
@@ -31,10 +31,11 @@ config::Config three_profiles() {
 
 SupervisorOptions group_options() {
   SupervisorOptions o;
-  SharedBase g;
+  ledger::ChildSpec g;
+  g.name = "kev+laya";
   g.members = {"kev", "laya"};
-  g.adapters = {{"kev-a", "/m/kev-a.gguf", 1.0}, {"laya-b", "/m/laya-b.gguf", 0.5}};
-  g.scales = {{"kev", {1.0, 0.0}}, {"laya", {0.0, 0.5}}};
+  g.adapters = {{"kev-a", "/m/kev-a.gguf", 0, 1.0}, {"laya-b", "/m/laya-b.gguf", 0, 0.5}};
+  g.scales = {{"kev", {{0, 1.0}, {1, 0.0}}}, {"laya", {{0, 0.0}, {1, 0.5}}}};
   o.shared_bases = {g};
   return o;
 }
@@ -48,14 +49,14 @@ TEST_CASE("shared base: members share one child started with every adapter at sc
     auto a = co_await f.sup.acquire("decider", in(2s));
     REQUIRE(a.ok());
     CHECK(a->profile() == "kev");
-    CHECK(a->lora_scales() == Scales{{"kev-a", 1.0}, {"laya-b", 0.0}});
+    CHECK(a->lora_scales() == Scales{{0, 1.0}, {1, 0.0}});  // kev-a on, laya-b off
     const auto port = a->endpoint().port;
     a->release();
     auto b = co_await f.sup.acquire("laya", in(2s));
     REQUIRE(b.ok());
     CHECK(b->profile() == "laya");
     CHECK(b->endpoint().port == port);  // the same child
-    CHECK(b->lora_scales() == Scales{{"kev-a", 0.0}, {"laya-b", 0.5}});
+    CHECK(b->lora_scales() == Scales{{0, 0.0}, {1, 0.5}});
     b->release();
     auto snap = co_await f.sup.snapshot();
     std::map<std::string, Phase> states;
@@ -113,7 +114,7 @@ TEST_CASE("shared base: an allowed set naming a member keeps the group's child a
   asio::io_context ioc;
   test::FakeWorld w;
   auto opt = group_options();
-  opt.allowed_sets = {{"laya", "other"}};  // stands for {kev+laya, other}
+  opt.allowed_sets = {{"kev+laya", "other"}};  // in child names, as the plan states them
   Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "other", "laya"}) {
@@ -131,7 +132,7 @@ TEST_CASE("shared base: a group naming an unknown profile is ignored, members ke
   asio::io_context ioc;
   test::FakeWorld w;
   SupervisorOptions opt;
-  opt.shared_bases = {SharedBase{{"kev", "nobody"}, {}, {}}};
+  opt.shared_bases = {ledger::ChildSpec{"kev+nobody", {"kev", "nobody"}, {}, {}}};
   Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto l = co_await sup.acquire("kev", in(2s));
