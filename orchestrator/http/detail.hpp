@@ -72,7 +72,6 @@ struct Feed {
   std::deque<nlohmann::json> recent_runs;
   std::map<std::string, Load> load;
   std::map<std::string, std::int64_t> since_ms;  // when each child entered its phase (unix ms)
-  std::map<std::string, std::vector<std::int64_t>> loads;  // each child's last loads, ms (load_eta.cpp)
   // A `queue` event is published at most every kQueueTick (bursts would flood /events clients).
   std::shared_ptr<asio::steady_timer> tick;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the door is gone
@@ -307,11 +306,6 @@ class ModelLoad {
   int state_ = 0;  // 0 waiting, 1 in flight
 };
 nlohmann::json feed_status_json(const Door& d);  // /status extras: recent_requests, recent_runs, gpu
-// load_eta.cpp: each child's last loads (median = its expected load, for eta_s), kept in state_dir.
-void seed_loads(Door& d);  // the stored loads of the current configuration's profiles
-void note_load(Door& d, const supervisor::SwitchRecord& rec);  // a finished switch
-std::optional<double> expected_load_s(const Door& d, const std::string& child);  // none before one load
-std::optional<double> load_eta_s(const Door& d, const std::string& child);  // starting: the time left (>= 0)
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query);
 // in_flight.cpp: a model call in progress, listed by GET /requests until it ends; an admin may
 // cancel it (POST /admin/requests/{id}/cancel): `cancel` stops its wait or its child's generation

@@ -100,12 +100,11 @@ void on_event(const std::shared_ptr<Door>& dp, const supervisor::Event& e) {
         std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count();
   } else if (e.type == supervisor::Event::Type::switch_done) {
     record_switch(dp, e.record);
-    note_load(d, e.record);
   }
   if (d.event_clients.empty()) return;
   json j = event_json(e);
   if (e.type == supervisor::Event::Type::phase && e.to == supervisor::Phase::starting) {
-    if (const auto eta = expected_load_s(d, e.child)) j["eta_s"] = std::round(*eta * 10) / 10;  // the load expected
+    if (e.expected_load_s) j["eta_s"] = std::round(*e.expected_load_s * 10) / 10;  // the load expected
   }
   publish(d, j);
 }

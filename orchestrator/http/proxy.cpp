@@ -202,7 +202,7 @@ struct PendingLease {
 
 // loading_messages: reasoning (docs/http.md, "Loading state in the chat"): what the wait is for,
 // from the supervisor's status ("" when the call is about to be served).
-std::string wait_text(const Door& d, const supervisor::Snapshot& snap, const std::string& model) {
+std::string wait_text(const supervisor::Snapshot& snap, const std::string& model) {
   for (const auto& p : snap.profiles) {
     if (p.name != model) continue;
     if (p.state == supervisor::Phase::starting) {
@@ -211,8 +211,8 @@ std::string wait_text(const Door& d, const supervisor::Snapshot& snap, const std
         const auto& lp = *p.load_progress;
         if (!lp.stage.empty() && lp.stage != "starting") t += ": " + lp.stage;
         if (lp.pct) t += (lp.stage.empty() || lp.stage == "starting" ? ": " : ", ") + std::to_string(static_cast<int>(*lp.pct)) + " %";
+        if (lp.eta_s) t += ", about " + std::to_string(static_cast<int>(std::ceil(*lp.eta_s))) + " s left";
       }
-      if (const auto left = load_eta_s(d, p.name)) t += ", about " + std::to_string(static_cast<int>(std::ceil(*left))) + " s left";
       return t;
     }
     if (p.queued > 0) return "waiting for " + model + ": " + std::to_string(p.queued) + " in the queue";
@@ -259,7 +259,7 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
         prof && d.cfg->loading_messages(*prof) == config::LoadingMessages::reasoning) {
       const auto snap = co_await d.sup.snapshot();
       if (p->result) continue;
-      const auto text = wait_text(d, snap, call.profile);
+      const auto text = wait_text(snap, call.profile);
       if (text != said) event = wait_event(d, call, text);
       if (!event.empty()) said = text;
     }

@@ -90,16 +90,6 @@ std::string gpu_label(const std::vector<int>& gpus) {
   return s;
 }
 
-// A starting child's time left (docs/lifecycle.md, "Load ETA"): its expected load less the time
-// since it entered `starting`; 0 when overdue.
-void add_eta(const Door& d, const supervisor::ProfileStatus& p, json& j) {
-  if (p.state != Phase::starting) return;
-  const auto left = load_eta_s(d, p.name);
-  if (!left) return;
-  if (!j["load_progress"].is_object()) j["load_progress"] = {{"stage", "starting"}, {"pct", nullptr}};
-  j["load_progress"]["eta_s"] = std::round(*left * 10) / 10;
-}
-
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
@@ -114,11 +104,11 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     j["gpus"] = p.gpus.empty() ? json(nullptr) : json(p.gpus);  // the devices of its child (placement)
     j["idle_unload_in_s"] = p.idle_unload_in_s ? json(std::round(*p.idle_unload_in_s * 10) / 10) : json(nullptr);
     j["load_progress"] = nullptr;
-    if (p.load_progress)
-      j["load_progress"] = {{"stage", p.load_progress->stage},
-                            {"pct", p.load_progress->pct ? json(*p.load_progress->pct) : json(nullptr)}};
+    if (const auto& lp = p.load_progress) {  // eta_s: docs/lifecycle.md, "Load ETA"
+      j["load_progress"] = {{"stage", lp->stage}, {"pct", lp->pct ? json(*lp->pct) : json(nullptr)}};
+      if (lp->eta_s) j["load_progress"]["eta_s"] = std::round(*lp->eta_s * 10) / 10;
+    }
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
-    add_eta(d, p, j);
     const auto* prof = d.cfg->find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);

@@ -365,7 +365,6 @@ Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
-  seed_loads(*this);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
   if (opt.capture.enabled)
     captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20);

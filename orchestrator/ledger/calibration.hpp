@@ -34,8 +34,8 @@ Status save_store(const std::filesystem::path& file, const std::map<std::string,
 // load + insert/replace + save.
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m);
 
-// Load times: the last kLoadTimesKept successful loads per key (ms, start to ready; the door keys
-// them by child name and argv), in <state_dir>/ledger-load-times.json beside the measurements, so
+// Load times: the last kLoadTimesKept successful loads per key (ms, start to ready; the supervisor
+// keys them by child name and config::child_key), in <state_dir>/ledger-load-times.json beside the measurements, so
 // a child's load ETA (their median) survives restarts and starts over when what reaches it changes.
 constexpr std::size_t kLoadTimesKept = 5;
 std::filesystem::path load_times_path(const std::filesystem::path& state_dir);

@@ -78,6 +78,10 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
   e.to = checked_transition(ps.phase, to, name);
   e.failure = std::move(why);
   e.gpus = ps.profile->placement.devices;
+  if (to == Phase::starting) {
+    ps.starting_since = Clock::now();
+    e.expected_load_s = expected_load_s(ps);
+  }
   ps.phase = to;
   if (to != Phase::draining) ps.draining_since.reset();
   events_->publish(e);

@@ -10,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "config/fingerprint.hpp"
+#include "ledger/calibration.hpp"
 #include "ledger/plan.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
@@ -64,7 +66,39 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std
   cfg_ = &versions_.back();
   effects_->configure(*cfg_);
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
+  seed_loads();
   start_remotes();
+}
+
+namespace {
+
+// A child's key in the load-time store: its name and what reaches it (a changed model or flags
+// start over).
+std::string load_key(const config::Profile& p) { return p.name + "|" + config::child_key(p); }
+
+}  // namespace
+
+void SupervisorImpl::seed_loads() {
+  if (cfg_->orch.state_dir.empty()) return;
+  const auto store = ledger::load_load_times(ledger::load_times_path(cfg_->orch.state_dir));
+  if (!store) {
+    spdlog::warn("{}", store.error().message);  // only the ETA and the reload cost start empty
+    return;
+  }
+  for (auto& [name, ps] : profs_) {
+    if (!ps.profile || !ps.loads_ms.empty()) continue;
+    if (const auto it = store->find(load_key(*ps.profile)); it != store->end())
+      ps.loads_ms.assign(it->second.begin(), it->second.end());
+  }
+}
+
+void SupervisorImpl::note_load(ProfState& ps, std::int64_t ms) {
+  ps.loads_ms.push_back(ms);
+  if (ps.loads_ms.size() > ledger::kLoadTimesKept) ps.loads_ms.pop_front();
+  if (cfg_->orch.state_dir.empty()) return;
+  // A few hundred bytes, once per start (which took far longer).
+  if (auto st = ledger::record_load_time(cfg_->orch.state_dir, load_key(*ps.profile), ms); !st)
+    spdlog::warn("load time not recorded: {}", st.error().message);
 }
 
 // Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
@@ -288,8 +322,7 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
   --starts_in_flight_;
   if (ps.gen != gen) co_return;  // superseded
   if (out.ok()) {  // the reload cost: spawn to ready (what stopping the previous child took is not its)
-    ps.loads_ms.push_back(whole_ms(now - began));
-    if (ps.loads_ms.size() > 5) ps.loads_ms.pop_front();
+    note_load(ps, whole_ms(now - began));
     ps.contexts.clear();  // a new child: empty slots
   }
   finish_switch(name, out, now);

@@ -49,11 +49,16 @@ struct ProfState {
   Clock::time_point idle_since{};
   std::optional<Clock::duration> keep_alive;
   std::string unload_reason;  // non-empty: the stop in progress is an unload (published when done)
-  std::deque<std::int64_t> loads_ms;  // its last successful loads (start to ready): the reload cost
+  // Its last successful loads (start to ready), seeded from state_dir: the reload cost and the ETA.
+  std::deque<std::int64_t> loads_ms;
+  Clock::time_point starting_since{};  // when it last entered `starting`
   std::deque<std::int64_t> contexts;  // tokens the last `parallel` calls left in its slots
   double prefill_s_per_token = 0;     // its last reported prefill speed (0 = none yet)
   static constexpr Clock::duration kForever = Clock::duration::max();
 };
+
+// The median of `ps`'s last loads in seconds; none before one load.
+std::optional<double> expected_load_s(const ProfState& ps);
 
 struct Waiter {
   Waiter(asio::any_io_executor ex) : timer(ex) {}
@@ -144,6 +149,8 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void publish_unload(const std::string& name, ProfState& ps, const StopReport& rep);
   void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
   std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
+  void seed_loads();  // each child's stored loads (state_dir), where it has none in memory
+  void note_load(ProfState& ps, std::int64_t ms);  // a successful load: kept and stored
   void retire(const std::string& name, ProfState& ps, const char* reason);
   void requeue();
   void note_call(const std::string& child, Asker who);  // admission.cpp: the switch-ahead history

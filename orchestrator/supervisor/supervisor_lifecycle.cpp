@@ -81,7 +81,13 @@ void SupervisorImpl::publish_unload(const std::string& name, ProfState& ps, cons
 
 void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now) {
   st.pinned = ps.profile->pin;
-  if (ps.phase == Phase::starting) st.load_progress = effects_->progress(ps.profile->name);
+  if (ps.phase == Phase::starting) {
+    st.load_progress = effects_->progress(ps.profile->name);
+    if (const auto expected = expected_load_s(ps)) {
+      if (!st.load_progress) st.load_progress = LoadProgress{"starting", std::nullopt, std::nullopt};
+      st.load_progress->eta_s = std::max(0.0, *expected - std::chrono::duration<double>(now - ps.starting_since).count());
+    }
+  }
   const auto limit = idle_limit(ps);
   if (!limit || ps.phase != Phase::ready) return;
   const bool idle = ps.in_flight == 0 && std::none_of(queue_.begin(), queue_.end(), [&](const auto& w) {

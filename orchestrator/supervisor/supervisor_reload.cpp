@@ -118,6 +118,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
     remotes_.reset();
     start_remotes();
   }
+  seed_loads();
   requeue();
   spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", join(diff.changed), join(diff.added),
                join(diff.removed), join(diff.unchanged));

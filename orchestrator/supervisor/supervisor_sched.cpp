@@ -17,15 +17,19 @@ double reload_cost_s(const ProfState& ps) {
   double prefill = 0;
   if (!ps.profile->slot_cache.enabled)
     for (const auto t : ps.contexts) prefill += static_cast<double>(t) * ps.prefill_s_per_token;
-  if (ps.loads_ms.empty()) return prefill;
+  return expected_load_s(ps).value_or(0) + prefill;
+}
+
+}  // namespace
+
+std::optional<double> expected_load_s(const ProfState& ps) {
+  if (ps.loads_ms.empty()) return std::nullopt;
   std::vector<std::int64_t> v(ps.loads_ms.begin(), ps.loads_ms.end());
   std::sort(v.begin(), v.end());
   const auto n = v.size();
   const double ms = n % 2 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1] + v[n / 2])) / 2;
-  return ms / 1000.0 + prefill;
+  return ms / 1000.0;
 }
-
-}  // namespace
 
 SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   SchedInput in;

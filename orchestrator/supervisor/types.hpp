@@ -107,6 +107,7 @@ struct Event {
   Phase to = Phase::stopped;
   std::optional<ChildFailure> failure;
   std::vector<int> gpus;  // phase: the devices the child is placed on (empty = none known)
+  std::optional<double> expected_load_s;  // phase -> starting: the median of its last loads (none before one)
   // switch_done: the completed switch, with its phases (and failure kind and log tail when !ok).
   SwitchRecord record;
   // unload: `child` was stopped for `reason` ("idle", "keep_alive", "admin", "reload"); `stop`
@@ -124,6 +125,7 @@ std::string_view to_string(Event::Type t);
 struct LoadProgress {
   std::string stage;          // "starting", "loading tensors", "creating context", "warming up", ...
   std::optional<double> pct;  // 0..100 while tensors load (llama.cpp prints one dot per percent)
+  std::optional<double> eta_s;  // its expected load less the time it has taken (>= 0; none before one load)
 };
 
 struct ProfileStatus {
