@@ -25,7 +25,7 @@ std::optional<LoadProgress> ProcessEffects::progress(const std::string& profile)
   const auto file = child_log_path(orch_.log_dir, profile);
   std::error_code ec;
   const auto size = std::filesystem::file_size(file, ec);
-  if (ec) return LoadProgress{"starting", std::nullopt};
+  if (ec) return LoadProgress{"starting", std::nullopt, std::nullopt};
   std::uintmax_t from = run->log_offset;
   if (from > size) from = 0;  // rotated at the spawn
   if (size - from > kTailBytes) from = size - kTailBytes;
