@@ -4,7 +4,10 @@
 
 #include <boost/asio/detached.hpp>
 
+#include "config/fingerprint.hpp"
+#include "ledger/calibration.hpp"
 #include "support/fake_effects.hpp"
+#include "support/paths.hpp"
 #include "support/supervisor_fixture.hpp"
 
 using namespace kevlaya;
@@ -22,7 +25,7 @@ config::Config lifecycle_config(int idle_unload_s) {
   auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
   auto laya = test::fast_profile("laya", "x", "/m/laya.gguf");
   auto big = test::fast_profile("big", "x", "/m/big.gguf");
-  auto c = test::fast_config({kev, laya, big}, "/nonexistent");
+  auto c = test::fast_config({kev, laya, big}, std::filesystem::path());
   c.orch.idle_unload_s = idle_unload_s;
   return c;
 }
@@ -305,6 +308,30 @@ TEST_CASE("lifecycle: a request in flight across a reload resolves once") {
   });
   CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start laya") == 0);
   CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start verifier") == 1);
+}
+
+// Issue 35: a child's load times have one owner, the supervisor. They are stored in state_dir by
+// child and what reaches it, and read back at construction: the first start after a restart
+// already says how long it should take (the starting event, /status eta_s) and what it costs to
+// bring back. (Before, the door kept its own copy and the supervisor started from nothing.)
+TEST_CASE("lifecycle: stored load times give a child's first start its expected load, and each start adds one") {
+  test::TempDir dir("life-loads");
+  auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf")}, dir.path());
+  const std::string key = "kev|" + config::child_key(cfg.profiles[0]);
+  for (const std::int64_t ms : {4000, 6000, 5000}) REQUIRE(ledger::record_load_time(cfg.orch.state_dir, key, ms).ok());
+  Fixture f(cfg);
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    (co_await f.sup.acquire("kev", in(2s)))->release();
+    co_await f.sup.shutdown();
+  });
+  std::optional<double> expected;
+  for (const auto& e : f.events)
+    if (e.type == Event::Type::phase && e.to == Phase::starting) expected = e.expected_load_s;
+  REQUIRE(expected.has_value());
+  CHECK(*expected == Approx(5.0));  // the median of the stored loads
+  const auto store = ledger::load_load_times(ledger::load_times_path(cfg.orch.state_dir));
+  REQUIRE(store.ok());
+  CHECK(store->at(key).size() == 4);
 }
 
 // Cost-aware eviction through the supervisor: what a call left in a child's slots (Lease::note_context,

@@ -24,7 +24,7 @@ std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, i
   opts.host_bytes = {{"kev", 2 * GiB}, {"laya", 2 * GiB}};
   auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
   kev.pin = pin_kev;
-  auto cfg = test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, "/nonexistent");
+  auto cfg = test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, std::filesystem::path());
   if (preload_kev) cfg.orch.preload = {"kev"};
   Supervisor sup(ioc.get_executor(), cfg, std::make_unique<test::FakeEffects>(world), opts);
   if (preload_kev) sup.start_wanted();

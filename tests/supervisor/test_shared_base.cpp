@@ -26,7 +26,7 @@ config::Config three_profiles() {
   laya.parallel = 2;
   laya.lora = {{"laya-b", "/m/laya-b.gguf", 0.5}};
   auto other = test::fast_profile("other", "x", "/m/other.gguf");
-  return test::fast_config({kev, laya, other}, "/nonexistent");
+  return test::fast_config({kev, laya, other}, std::filesystem::path());
 }
 
 SupervisorOptions group_options() {

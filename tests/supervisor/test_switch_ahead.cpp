@@ -31,7 +31,7 @@ using Fixture = test::SupervisorFixture;
 config::Config ahead_config(bool switch_ahead, int max_wait_before_swap_ms = 0) {
   auto cfg = test::fast_config({test::fast_profile("kev", "x", "/m/kev.gguf"),
                                 test::fast_profile("laya", "x", "/m/laya.gguf")},
-                               "/nonexistent");
+                               std::filesystem::path());
   cfg.orch.scheduling.switch_ahead = switch_ahead;
   cfg.orch.scheduling.max_wait_before_swap_ms = max_wait_before_swap_ms;
   return cfg;

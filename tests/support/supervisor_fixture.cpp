@@ -36,6 +36,7 @@ config::Config fast_config(std::vector<config::Profile> profiles, const fs::path
   c.orch.scheduling.min_residency_ms = 0;
   c.orch.scheduling.max_wait_before_swap_ms = 0;
   c.orch.scheduling.drain_timeout_s = 10;
+  if (dir.empty()) return c;  // nothing kept: no test reads another's state (load times)
   c.orch.state_dir = dir / "state";
   c.orch.log_dir = dir / "logs";
   return c;
@@ -44,7 +45,7 @@ config::Config fast_config(std::vector<config::Profile> profiles, const fs::path
 config::Config kev_and_laya() {
   auto kev = fast_profile("kev", "x", "/m/kev.gguf");
   kev.alias = {"decider"};
-  return fast_config({kev, fast_profile("laya", "x", "/m/laya.gguf")}, "/nonexistent");
+  return fast_config({kev, fast_profile("laya", "x", "/m/laya.gguf")}, std::filesystem::path());
 }
 
 SupervisorFixture::SupervisorFixture(config::Config cfg, supervisor::SupervisorOptions opts)
