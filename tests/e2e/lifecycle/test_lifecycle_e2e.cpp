@@ -80,7 +80,12 @@ double idle_unload(const std::string& binary) {
   Proc events({orch_binary().string(), "events", "--url", url(serve)}, dir / "events.log");
   REQUIRE(eventually([&] { return post_chat(serve, chat_body("kev")).output == "200"; }, 60s));
   const auto answered = std::chrono::steady_clock::now();
-  CHECK(state_of(serve, "kev") == "ready");
+  // Still ready after the answer: not unloaded before idle_unload_s (a status read that itself took
+  // longer than that, on a busy machine, may already see the idle unload, and that is right).
+  const auto now_state = state_of(serve, "kev");
+  const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - answered).count();
+  INFO("state " << now_state << " read " << read_s << " s after the answer");
+  CHECK((now_state == "ready" || read_s >= 1.0));
   const bool stopped = eventually([&] { return state_of(serve, "kev") == "stopped"; }, 30s);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - answered).count();
   INFO(serve.proc().log());
