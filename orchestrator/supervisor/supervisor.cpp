@@ -92,13 +92,14 @@ void SupervisorImpl::seed_loads() {
   }
 }
 
-void SupervisorImpl::note_load(ProfState& ps, std::int64_t ms) {
-  ps.loads_ms.push_back(ms);
-  if (ps.loads_ms.size() > ledger::kLoadTimesKept) ps.loads_ms.pop_front();
+void SupervisorImpl::store_load(const config::Profile& child, std::int64_t ms) {
   if (cfg_->orch.state_dir.empty()) return;
-  // A few hundred bytes, once per start (which took far longer).
-  if (auto st = ledger::record_load_time(cfg_->orch.state_dir, load_key(*ps.profile), ms); !st)
-    spdlog::warn("load time not recorded: {}", st.error().message);
+  // A read, a rewrite and an fsync: posted, so it runs on the strand after what the caller queued
+  // (the waiting requests this start granted go to the child first).
+  asio::post(strand_, [dir = cfg_->orch.state_dir, key = load_key(child), ms] {
+    if (auto st = ledger::record_load_time(dir, key, ms); !st)
+      spdlog::warn("load time not recorded: {}", st.error().message);
+  });
 }
 
 // Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
@@ -138,11 +139,7 @@ void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profil
     out[g.name] = &group_profiles_.back();
     for (const auto& m : g.members) {
       child_of_[m] = g.name;
-      auto& lora = lora_of_[m];  // every id, explicitly: no adapter leaks between members
-      for (std::size_t i = 0; i < g.adapters.size(); ++i) lora.push_back({static_cast<int>(i), 0.0});
-      if (const auto sc = g.scales.find(m); sc != g.scales.end())
-        for (const auto& s : sc->second)
-          if (s.id >= 0 && static_cast<std::size_t>(s.id) < lora.size()) lora[static_cast<std::size_t>(s.id)].scale = s.scale;
+      if (const auto sc = g.scales.find(m); sc != g.scales.end()) lora_of_[m] = sc->second;  // every id (the plan's)
     }
   }
 }
@@ -321,8 +318,10 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
   }
   --starts_in_flight_;
   if (ps.gen != gen) co_return;  // superseded
+  const auto load_ms = whole_ms(now - began);
   if (out.ok()) {  // the reload cost: spawn to ready (what stopping the previous child took is not its)
-    note_load(ps, whole_ms(now - began));
+    ps.loads_ms.push_back(load_ms);
+    if (ps.loads_ms.size() > ledger::kLoadTimesKept) ps.loads_ms.pop_front();
     ps.contexts.clear();  // a new child: empty slots
   }
   finish_switch(name, out, now);
@@ -353,7 +352,8 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
     }
   }
   notify_watchers();
-  reschedule();
+  reschedule();  // grants this child's waiting requests
+  if (out.ok()) store_load(*ps.profile, load_ms);
 }
 
 asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {

@@ -150,7 +150,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
   std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
   void seed_loads();  // each child's stored loads (state_dir), where it has none in memory
-  void note_load(ProfState& ps, std::int64_t ms);  // a successful load: kept and stored
+  void store_load(const config::Profile& child, std::int64_t ms);  // a successful load, into state_dir
   void retire(const std::string& name, ProfState& ps, const char* reason);
   void requeue();
   void note_call(const std::string& child, Asker who);  // admission.cpp: the switch-ahead history
