@@ -99,7 +99,6 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
   // The devices the child will use (device 0 without a placement, as before placement existed).
   for (const int dev : p.placement.devices.empty() ? std::vector<int>{0} : p.placement.devices)
     if (auto m = nvml::memory(static_cast<unsigned>(dev))) run.free_before.emplace_back(static_cast<unsigned>(dev), m->free);
-  const auto self = running_.at(p.name);  // identifies this start: a stop meanwhile removes it
   StartOutcome out;
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
     ChildOptions o;
@@ -126,7 +125,7 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
       out.report->endpoint.pool = std::move(pool);
       co_return out;
     }
-    const bool still_wanted = running(p.name) == self.get();
+    const bool still_wanted = running(p.name) == &run;  // a stop meanwhile took the record
     if (out.failure.kind != FailureKind::port_in_use || p.port || !still_wanted) break;
     spdlog::warn("{}: port {} was taken, retrying on another port ({}/{})", p.name, o.port, attempt,
                  kPortAttempts);

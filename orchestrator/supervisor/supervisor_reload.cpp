@@ -63,9 +63,8 @@ void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* 
 void SupervisorImpl::requeue() {
   std::deque<std::shared_ptr<Waiter>> keep;
   for (auto& w : queue_) {
-    const auto& ps = cfg_->profiles;
-    if (std::any_of(ps.begin(), ps.end(), [&](const config::Profile& p) { return p.name == w->profile; })) {
-      w->child = child_of(w->profile);
+    if (const auto it = child_of_.find(w->profile); it != child_of_.end()) {  // by name (build_children)
+      w->child = it->second;
       keep.push_back(w);
       continue;
     }
