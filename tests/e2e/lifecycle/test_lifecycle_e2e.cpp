@@ -477,6 +477,31 @@ TEST_CASE("lifecycle e2e: check, plan and serve refuse a pin that cannot fit bes
   CHECK(serve.output.find("pin: laya: does not fit beside the pinned kev") != std::string::npos);
 }
 
+// The same on the real llama-server: the supervisor stores its load, and after a restart every
+// start of it announces the stored figure (the starting event's eta_s). The load repeats until the
+// events client, connecting meanwhile, has seen one.
+TEST_CASE("lifecycle e2e: a real llama-server's load is kept across a restart and announced when it starts", "[eta][lifecycle][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  TempDir dir("life-eta-real");
+  write_config(dir, real, "");
+  {
+    Serve serve(dir / "kevlaya.yaml");
+    REQUIRE(eventually([&] { return post_chat(serve, chat_body("kev")).output == "200"; }, 60s));
+    CHECK(eventually([&] { return read_text(dir / "state/ledger-load-times.json").find("\"kev|") != std::string::npos; }));
+    CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+  }
+  Serve again(dir / "kevlaya.yaml");
+  Proc events({orch_binary().string(), "events", "--json", "--url", url(again)}, dir / "events.log");
+  const bool announced = eventually([&] {
+    cli("unload kev --url " + url(again));
+    cli("load kev --url " + url(again));
+    return read_text(dir / "events.log").find("\"eta_s\"") != std::string::npos;
+  }, 60s);
+  INFO(read_text(dir / "events.log"));
+  CHECK(announced);
+  CHECK(again.proc().signal_and_wait(SIGTERM) == 0);
+}
+
 TEST_CASE("lifecycle e2e: serve --watch-config reloads when a profile file changes", "[lifecycle][e2e]") {
   TempDir dir("life-watch");
   write_config(dir, standin_binary().string(), "");
