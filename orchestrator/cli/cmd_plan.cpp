@@ -126,8 +126,9 @@ void print_plan(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
   }
   print_devices(pp);
   std::cout << "\nmode: " << ledger::to_string(plan.mode) << "\nallowed resident sets: " << ledger::format_sets(plan.allowed_sets);
-  std::cout << "\nshared-base groups:" << (plan.groups.empty() ? " none" : "") << "\n";
-  for (const auto& gr : plan.groups) {
+  const auto groups = plan.shared_children();
+  std::cout << "\nshared-base groups:" << (groups.empty() ? " none" : "") << "\n";
+  for (const auto& gr : groups) {
     std::cout << "  [" << join(gr.members, ", ") << "] one child, adapters:";
     for (std::size_t i = 0; i < gr.adapters.size(); ++i) std::cout << " " << i << "=" << gr.adapters[i].name;
     std::cout << "\n";
@@ -198,7 +199,7 @@ json plan_json(const ledger::PlacedPlan& pp, const ledger::Gathered& g) {
                          {"fits", s.fits}, {"gpu", s.device}});
   }
   j["groups"] = json::array();
-  for (const auto& gr : plan.groups) j["groups"].push_back(group_json(gr));
+  for (const auto& gr : plan.shared_children()) j["groups"].push_back(group_json(gr));
   j["diagnostics"] = json::array();
   for (const auto& d : plan.diagnostics) {
     j["diagnostics"].push_back({{"severity", d.severity == config::Severity::error ? "error" : "warning"},

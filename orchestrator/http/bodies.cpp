@@ -25,13 +25,13 @@ std::string known_models(const config::Config& cfg) {
 
 }  // namespace
 
-Result<std::string> resolve_model(const config::Config& cfg, const std::string& requested) {
+Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested) {
   if (requested.empty()) {
     if (cfg.profiles.size() != 1)
       return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(cfg));
-    return cfg.profiles.front().name;  // one model: llama-server clients may omit it
+    return &cfg.profiles.front();  // one model: llama-server clients may omit it
   }
-  if (const auto* p = cfg.find_profile(requested)) return p->name;
+  if (const auto* p = cfg.find_profile(requested)) return p;
   return make_error(Errc::not_found, "unknown model '" + requested + "'; known models: " + known_models(cfg));
 }
 
@@ -53,7 +53,7 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
   }
   auto profile = resolve_model(cfg, call.requested);
   if (!profile) return profile.error();
-  call.profile = std::move(profile.value());
+  call.prof = *profile;
   if (!keep_alive.empty()) {
     call.keep_alive_field = true;
     auto keep = parse_keep_alive(json::parse(keep_alive));  // one value, bounded by the scan

@@ -18,7 +18,9 @@ namespace kevlaya::http {
 
 struct ModelCall {
   std::string requested;  // `model` as sent ("" when absent)
-  std::string profile;    // resolved profile name
+  // The profile it names, resolved once in the door's configuration (kept alive across reloads).
+  const config::Profile* prof = nullptr;
+  const std::string& profile() const { return prof->name; }
   bool stream = false;
   bool keep_alive_field = false;  // the body has `keep_alive` (removed before the child sees it)
   // `keep_alive` (Ollama-style, docs/lifecycle.md) in seconds; negative = as long as allowed.
@@ -32,7 +34,7 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const nlohmann::json& v);
 
 // The profile `requested` names (a profile or an alias; "" names the only profile when exactly
 // one exists). Errors: 400 (empty with several profiles), 404 (unknown, listing the known ones).
-Result<std::string> resolve_model(const config::Config& cfg, const std::string& requested);
+Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested);
 
 // Parses a model call's body: a JSON object whose `model` names a profile or alias (may be omitted
 // when one profile exists). Errors: 400 (not JSON, too deep, bad `model`), 404 (unknown model).

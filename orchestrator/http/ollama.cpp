@@ -126,13 +126,13 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, st
   if (!prof) {
     auto only = resolve_model(*d.cfg, "");
     if (!only) return only.error();
-    prof = d.cfg->find_profile(*only);
+    prof = *only;
   }
   auto mapped = ollama_to_openai(kind, body, prof->name, prof->ctx);
   if (!mapped) return mapped.error();
   ProxyCall call;
   call.requested = prof->name;  // the translated body names the profile already
-  call.profile = prof->name;
+  call.prof = prof;
   call.stream = ollama_streams(kind, body);
   call.target = ollama_target(kind, body);
   call.shape = ApiShape::ollama;

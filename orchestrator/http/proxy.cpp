@@ -55,7 +55,7 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
   call.requested = std::string(arg.substr(0, slash));
   auto profile = resolve_model(*d.cfg, call.requested);
   if (!profile) return profile.error();
-  call.profile = std::move(profile.value());
+  call.prof = *profile;
   call.raw = true;
   call.method = req.method() == bhttp::verb::get ? "GET" : "POST";
   const std::string_view target(req.target().data(), req.target().size());
@@ -79,7 +79,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
     call.requested = query_param(query_of(target), "model");
     auto profile = resolve_model(*d.cfg, call.requested);
     if (!profile) return profile.error();
-    call.profile = std::move(profile.value());
+    call.prof = *profile;
     call.method = "GET";
     call.raw = true;
     call.target = std::string(target);
@@ -89,10 +89,9 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));
-  const auto* prof = d.cfg->find_profile(call.profile);
-  if (call.shape == ApiShape::anthropic && call.stream && call.target == "/v1/messages" && prof &&
-      d.cfg->loading_messages(*prof) == config::LoadingMessages::reasoning) {  // a wait as a thinking block
-    auto s = std::make_shared<AnthropicWait>(call.requested.empty() ? call.profile : call.requested);
+  if (call.shape == ApiShape::anthropic && call.stream && call.target == "/v1/messages" &&
+      d.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {  // a wait as a thinking block
+    auto s = std::make_shared<AnthropicWait>(call.requested.empty() ? call.profile() : call.requested);
     call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
     call.wait_map = [s](const std::string& text) { return s->thinking(text); };
     call.stream_type = "text/event-stream";
@@ -179,7 +178,7 @@ Reply missing_route_reply(const Call& call, const std::string& body) {
     if (m != j.value()["error"].end() && m->is_string()) said = m->get<std::string>();
   }
   return error_reply(make_error(Errc::not_found,
-                                "model '" + call.profile + "' is served by a llama-server that has no " +
+                                "model '" + call.profile() + "' is served by a llama-server that has no " +
                                     call.method + " " + call.target.substr(0, call.target.find('?')) +
                                     " (it answered 404: " + said + ")",
                                 "use a newer llama-server build for this profile (docs/http.md lists "
@@ -223,11 +222,10 @@ std::string wait_text(const supervisor::Snapshot& snap, const std::string& model
 // The chat-visible form of a wait for this call (OpenAI chat: reasoning_content; Ollama: thinking),
 // or "" when its API has none (then SSE comments, as with loading_messages: comments).
 std::string wait_event(const Door& d, const Call& call, const std::string& text) {
-  const auto* prof = d.cfg->find_profile(call.profile);
-  if (!prof || d.cfg->loading_messages(*prof) != config::LoadingMessages::reasoning || text.empty()) return {};
+  if (d.cfg->loading_messages(*call.prof) != config::LoadingMessages::reasoning || text.empty()) return {};
   if (call.wait_map) return call.wait_map(text);
   if (call.shape == ApiShape::openai && call.target.rfind("/v1/chat/completions", 0) == 0)
-    return reasoning_event(call.profile, text);
+    return reasoning_event(call.profile(), text);
   return {};
 }
 
@@ -238,7 +236,7 @@ std::string wait_event(const Door& d, const Call& call, const std::string& text)
 asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
                                                  std::shared_ptr<upstream::CancelToken> cancel) {
   auto p = std::make_shared<PendingLease>(d.strand);
-  auto task = [&sup = d.sup, p, model = call.profile, cancel]() -> asio::awaitable<void> {
+  auto task = [&sup = d.sup, p, model = call.profile(), cancel]() -> asio::awaitable<void> {
     auto r = co_await sup.acquire(model, std::nullopt, cancel);
     p->result.emplace(std::move(r));
     p->timer.cancel();
@@ -247,7 +245,7 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     if (e && !p->result) p->result.emplace(make_error(Errc::internal, "acquire failed unexpectedly"));
     p->timer.cancel();
   });
-  const std::string comment = keepalive_event(call.shape, call.profile);
+  const std::string comment = keepalive_event(call.shape, call.profile());
   std::string said;  // the last wait text sent
   while (!p->result) {
     boost::system::error_code ec;
@@ -255,18 +253,17 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     co_await p->timer.async_wait(ec_token(ec));
     if (p->result) continue;
     std::string event;
-    if (const auto* prof = d.cfg->find_profile(call.profile);
-        prof && d.cfg->loading_messages(*prof) == config::LoadingMessages::reasoning) {
+    if (d.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {
       const auto snap = co_await d.sup.snapshot();
       if (p->result) continue;
-      const auto text = wait_text(snap, call.profile);
+      const auto text = wait_text(snap, call.profile());
       if (text != said) event = wait_event(d, call, text);
       if (!event.empty()) said = text;
     }
     if (event.empty() && (comment.empty() || !swap_in_progress(d))) continue;
     if (event.empty()) event = comment;
     if (!c.head_sent()) {
-      auto h = sse_headers({{"X-Kevlaya-Model", call.profile},
+      auto h = sse_headers({{"X-Kevlaya-Model", call.profile()},
                             {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
       std::string ctype = "text/event-stream";  // (no ?: of strings in a coroutine: GCC 12)
       if (call.stream_map) ctype = call.stream_type;
@@ -322,7 +319,7 @@ asio::awaitable<bool> overflow(Connection& c, const Call& call, const Lease& lea
 
 Error too_large_error(const Call& call, std::int64_t cap) {
   return make_error(Errc::upstream_error,
-                    call.profile + " answered more than " + std::to_string(cap) +
+                    call.profile() + " answered more than " + std::to_string(cap) +
                         " bytes (limits.max_answer_bytes), in a body the door must hold whole",
                     "raise limits.max_answer_bytes, or ask for a stream (\"stream\": true)");
 }
@@ -386,13 +383,11 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
 // The profile's health timeouts (docs/reliability.md#liveness): the head within
 // first_byte_timeout_s, then no gap over chunk_timeout_s, and a liveness probe of the child after
 // each hung_check_s of silence (a child that fails it is replaced and this call ends at once).
-upstream::StreamOptions stream_options(Door& d, const Lease& lease) {
+upstream::StreamOptions stream_options(Door& d, const config::HealthCfg& h, const Lease& lease) {
   using std::chrono::milliseconds;
   using std::chrono::seconds;
   upstream::StreamOptions o;
   o.deadline = std::chrono::duration_cast<milliseconds>(d.opt.upstream_deadline);
-  const config::Profile* p = d.cfg->find_profile(lease.profile());
-  const config::HealthCfg h = p ? p->health : config::HealthCfg{};
   o.first_byte_timeout = seconds(h.first_byte_timeout_s);
   o.idle_timeout = seconds(h.chunk_timeout_s);
   o.check_after = seconds(h.hung_check_s);
@@ -422,7 +417,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   }
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
                                        relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
-                                       stream_options(d, lease), me.cancel);
+                                       stream_options(d, call.prof->health, lease), me.cancel);
   c.unwatch();
   if (r.first_byte != Clock::time_point{})
     rec.ttft_ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.first_byte - t0).count();
@@ -538,9 +533,9 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   const ApiShape shape = call.shape;
   InFlight me(d, start_record(d, req, c, api_of(call)));  // listed by GET /requests until it ends
   RequestNote& rec = me.rec;
-  rec.model = call.profile;
+  rec.model = call.profile();
   Waiting waiting(d);
-  ModelLoad load(d, call.profile);  // the status page's per-model queue
+  ModelLoad load(d, call.profile());  // the status page's per-model queue
   // A client that hangs up while queued leaves the supervisor's queue at once, and one that hangs
   // up later cancels the child's generation: one watch for the whole call (an admin's cancel too).
   const auto& gone = me.cancel;
@@ -551,16 +546,16 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   if (call.stream)
     lease = co_await acquire_streaming(d, c, call, gone);
   else
-    lease = co_await d.sup.acquire(call.profile, std::nullopt, gone);
+    lease = co_await d.sup.acquire(call.profile(), std::nullopt, gone);
   waiting.done();
   if (!lease) c.unwatch();
   if (!lease && me.cancelled) {
     rec.error = "cancelled";
-    co_await fail(d, c, call.profile, shape, error_reply(cancelled_error(me.id)), t0);
+    co_await fail(d, c, call.profile(), shape, error_reply(cancelled_error(me.id)), t0);
     co_return finish_call(d, req, c, me, c.status(), t0);
   }
   if (!lease && gone->cancelled()) {
-    count(d, call.profile, 499, t0);  // nginx's "client closed request"
+    count(d, call.profile(), 499, t0);  // nginx's "client closed request"
     rec.error = "client_left";
     co_return finish_call(d, req, c, me, 499, t0);
   }
@@ -568,7 +563,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     Error e = lease.error();
     if (!c.sees_logs()) e.detail.clear();  // a failed start's log tail: admin keys only
     if (e.code == Errc::queue_full && e.retry_after_s <= 0) e.retry_after_s = retry_after_estimate(d);
-    co_await fail(d, c, call.profile, shape, error_reply(e), t0);
+    co_await fail(d, c, call.profile(), shape, error_reply(e), t0);
     rec.error = to_string(e.code);
     co_return finish_call(d, req, c, me, c.status(), t0);
   }

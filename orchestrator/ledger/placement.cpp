@@ -10,13 +10,6 @@ namespace {
 
 constexpr std::size_t kMaxCombinations = 4096;  // machine-wide allowed sets kept at most
 
-// One child: a profile, or a shared-base group priced as the group.
-struct Unit {
-  std::vector<std::size_t> members;  // indices into the inputs
-  Bill bill;
-  std::vector<int> request;  // `gpu:` of its members (equal: part of share_key); empty = auto
-};
-
 std::string mib(std::uint64_t b) { return format_mib(b) + " MiB"; }
 
 std::string gpu_name(const Device& d) {
@@ -29,41 +22,29 @@ std::string list(const std::vector<int>& v) {
   return v.size() == 1 ? s : "[" + s + "]";
 }
 
-std::vector<Unit> form_units(const std::vector<ProfileInput>& in, const Plan& whole, std::uint64_t overhead) {
-  std::vector<Unit> units;
-  std::vector<bool> grouped(in.size(), false);
-  for (const auto& g : whole.groups) {
-    Unit u;
-    for (const auto& name : g.members) {
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i].name == name) u.members.push_back(i);
-      }
-    }
-    if (u.members.empty()) continue;
-    for (const auto i : u.members) grouped[i] = true;
-    u.bill = effective_bill(in[u.members.front()], g.adapters, overhead);
-    u.request = in[u.members.front()].gpu;
-    units.push_back(std::move(u));
-  }
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (!grouped[i]) units.push_back(Unit{{i}, whole.profiles[i].effective, in[i].gpu});
-  }
-  return units;
+const ProfileInput& first_member(const std::vector<ProfileInput>& in, const ChildSpec& c) {
+  return *std::find_if(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == c.members.front(); });
 }
+
+// `gpu:` of a child's members (equal: part of share_key); empty = auto.
+bool auto_placed(const std::vector<ProfileInput>& in, const ChildSpec& c) { return first_member(in, c).gpu.empty(); }
 
 class Placer {
  public:
   Placer(const std::vector<ProfileInput>& in, const std::vector<Device>& devs, const Plan& whole, PlacedPlan& out)
       : in_(in), devs_(devs), whole_(whole), out_(out), used_(devs.size(), 0), count_(devs.size(), 0) {}
 
-  void place(const Unit& u) {
-    if (!u.request.empty()) return place_explicit(u);
+  void place(const ChildSpec& u) {
+    if (!request(u).empty()) return place_explicit(u);
     if (auto p = place_single(u)) return commit(u, *p);
     if (auto p = place_split(u)) return commit(u, *p);
     refuse(u, auto_refusal(u));
   }
 
  private:
+  const ProfileInput& first(const ChildSpec& u) const { return first_member(in_, u); }
+  const std::vector<int>& request(const ChildSpec& u) const { return first(u).gpu; }
+
   std::optional<std::size_t> position(int index) const {
     for (std::size_t i = 0; i < devs_.size(); ++i) {
       if (devs_[i].index == index) return i;
@@ -72,7 +53,7 @@ class Placer {
   }
 
   // The child's bytes on `positions` (a split in the ratio of their budgets).
-  Placement price(const Unit& u, std::vector<std::size_t> positions) const {
+  Placement price(const ChildSpec& u, std::vector<std::size_t> positions) const {
     std::sort(positions.begin(), positions.end());
     Placement p;
     std::vector<double> ratio;
@@ -81,7 +62,7 @@ class Placer {
       ratio.push_back(static_cast<double>(devs_[i].budget));
     }
     if (positions.size() == 1) p.bytes = {u.bill.total_gpu()};
-    else p.bytes = split_bytes(in_[u.members.front()], u.bill, ratio);
+    else p.bytes = split_bytes(first(u), u.bill, ratio);
     return p;
   }
 
@@ -93,12 +74,12 @@ class Placer {
     return std::nullopt;
   }
 
-  void place_explicit(const Unit& u) {
+  void place_explicit(const ChildSpec& u) {
     std::vector<std::size_t> positions;
-    for (const int g : u.request) {
+    for (const int g : request(u)) {
       const auto i = position(g);
       if (!i) {
-        return refuse(u, "gpu: " + list(u.request) + " names gpu " + std::to_string(g) + ", but the machine has " +
+        return refuse(u, "gpu: " + list(request(u)) + " names gpu " + std::to_string(g) + ", but the machine has " +
                              std::to_string(devs_.size()) + " GPU(s), 0 to " + std::to_string(devs_.size() - 1));
       }
       positions.push_back(*i);
@@ -106,7 +87,7 @@ class Placer {
     const Placement p = price(u, positions);
     if (const auto k = overflow(p)) {
       const Device& d = devs_[*position(p.devices[*k])];
-      return refuse(u, "gpu: " + list(u.request) + " cannot hold it: it needs " + mib(p.bytes[*k]) + " on " +
+      return refuse(u, "gpu: " + list(request(u)) + " cannot hold it: it needs " + mib(p.bytes[*k]) + " on " +
                            gpu_name(d) + ", whose budget is " + mib(d.budget));
     }
     commit(u, p);
@@ -114,7 +95,7 @@ class Placer {
 
   // Beside what is placed where it fits (most room left), else rotating where it fits alone
   // (fewest children, then the largest budget).
-  std::optional<Placement> place_single(const Unit& u) const {
+  std::optional<Placement> place_single(const ChildSpec& u) const {
     const std::uint64_t need = u.bill.total_gpu();
     std::optional<std::size_t> beside, rotate;
     for (std::size_t i = 0; i < devs_.size(); ++i) {
@@ -131,7 +112,7 @@ class Placer {
   }
 
   // The fewest devices, largest budgets first, that hold it together.
-  std::optional<Placement> place_split(const Unit& u) const {
+  std::optional<Placement> place_split(const ChildSpec& u) const {
     std::vector<std::size_t> order(devs_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -143,8 +124,8 @@ class Placer {
     return std::nullopt;
   }
 
-  std::string auto_refusal(const Unit& u) const {
-    const std::string& name = in_[u.members.front()].name;
+  std::string auto_refusal(const ChildSpec& u) const {
+    const std::string& name = u.members.front();
     std::string msg;
     for (const auto& d : whole_.diagnostics) {
       if (d.severity == config::Severity::error && d.subject == name) msg = d.message;
@@ -162,21 +143,21 @@ class Placer {
     return msg;
   }
 
-  void commit(const Unit& u, const Placement& p) {
+  void commit(const ChildSpec& u, const Placement& p) {
     for (std::size_t k = 0; k < p.devices.size(); ++k) {
       const auto i = *position(p.devices[k]);
       // A split child rotates alone on its devices: nothing is placed beside it there.
       used_[i] = p.split() ? std::max(devs_[i].budget, used_[i]) : used_[i] + p.bytes[k];
       ++count_[i];
     }
-    for (const auto m : u.members) out_.placement[in_[m].name] = p;
+    for (const auto& m : u.members) out_.placement[m] = p;
   }
 
-  void refuse(const Unit& u, const std::string& why) {
-    for (const auto m : u.members) {
-      out_.plan.diagnostics.push_back({config::Severity::error, in_[m].name, why});
+  void refuse(const ChildSpec& u, const std::string& why) {
+    for (const auto& m : u.members) {
+      out_.plan.diagnostics.push_back({config::Severity::error, m, why});
       for (auto& pb : out_.plan.profiles) {
-        if (pb.name == in_[m].name) pb.fits_alone = false;
+        if (pb.name == m) pb.fits_alone = false;
       }
     }
   }
@@ -212,7 +193,7 @@ DevicePlan plan_device(const Device& dev, const std::vector<ProfileInput>& in, c
   for (const auto& name : split_here) dp.allowed_sets.push_back({name});
   if (only_device) whole_out.mode = pd.mode;
   whole_out.sets_examined += pd.sets_examined;
-  whole_out.groups.insert(whole_out.groups.end(), pd.groups.begin(), pd.groups.end());
+  whole_out.children.insert(whole_out.children.end(), pd.children.begin(), pd.children.end());
   for (auto s : pd.sets) {
     s.device = dev.index;
     whole_out.sets.push_back(std::move(s));
@@ -342,15 +323,19 @@ PlacedPlan place(const std::vector<ProfileInput>& in, const std::vector<Device>&
   out.plan.budget = largest;  // "fits alone" means: on the largest device
   out.plan.profiles = whole.profiles;
   for (auto& pb : out.plan.profiles) pb.fits_alone = true;  // the placement decides below
-  auto units = form_units(in, whole, opt.overhead);
+  auto children = whole.children;
+  for (std::size_t i = 0; i < in.size(); ++i)  // too big for the largest device alone: maybe split below
+    if (!whole.child_spec(in[i].name)) children.push_back(child_alone(in[i], whole.profiles[i]));
   // Explicit requests first (config order), then the biggest auto child first.
-  std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) {
-    if (a.request.empty() != b.request.empty()) return !a.request.empty();
-    return a.request.empty() && a.bill.total_gpu() > b.bill.total_gpu();
+  std::stable_sort(children.begin(), children.end(), [&](const ChildSpec& a, const ChildSpec& b) {
+    if (auto_placed(in, a) != auto_placed(in, b)) return !auto_placed(in, a);
+    return auto_placed(in, a) && a.bill.total_gpu() > b.bill.total_gpu();
   });
   Placer placer(in, devices, whole, out);
-  for (const auto& u : units) placer.place(u);
+  for (const auto& c : children) placer.place(c);
   for (const auto& d : devices) out.devices.push_back(plan_device(d, in, out, opt, out.plan, devices.size() == 1));
+  for (const auto& c : children)  // a split child is in no device's plan
+    if (out.placement.count(c.members.front()) && out.placement.at(c.members.front()).split()) out.plan.children.push_back(c);
   std::vector<const std::vector<std::string>*> chosen;
   std::vector<std::vector<std::string>> sets;
   combine(out, 0, chosen, sets);
@@ -358,7 +343,8 @@ PlacedPlan place(const std::vector<ProfileInput>& in, const std::vector<Device>&
   if (devices.size() > 1) {
     const bool one_set = out.plan.allowed_sets.size() == 1 && out.plan.allowed_sets.front().size() == out.placement.size();
     out.plan.mode = !one_set ? Mode::rotate
-                    : out.plan.groups.size() == 1 && out.plan.groups.front().members.size() == out.placement.size()
+                    : out.plan.children.size() == 1 && out.plan.children.front().shared() &&
+                            out.plan.children.front().members.size() == out.placement.size()
                         ? Mode::shared_base
                         : Mode::co_resident;
   }

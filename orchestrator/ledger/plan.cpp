@@ -1,7 +1,8 @@
-// Residency planning over "units": a unit is one child, serving one profile or a shared-base group.
+// Residency planning over children (ChildSpec): each serves one profile or a shared-base group.
 #include "ledger/plan.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/strings.hpp"
 #include "config/fingerprint.hpp"
@@ -10,14 +11,13 @@
 namespace kevlaya::ledger {
 namespace {
 
-constexpr std::size_t kMaxPricedUnits = 6;  // `plan` lists every combination up to 2^6 (57 rows)
+constexpr std::size_t kMaxPricedChildren = 6;  // `plan` lists every combination up to 2^6 (57 rows)
 constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
 
-struct Unit {
-  std::vector<std::size_t> members;  // indices into the inputs
-  std::vector<AdapterInput> adapters;
-  Bill bill;
-};
+// The input of a profile the plan knows (names are unique in a configuration).
+const ProfileInput& input(const std::vector<ProfileInput>& in, const std::string& name) {
+  return *std::find_if(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name; });
+}
 
 // A command server's bill is what its profile declares, plus the usual per-child overhead.
 Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
@@ -103,85 +103,82 @@ ProfileBill price_profile(const ProfileInput& p, const PlanOptions& opt) {
   return pb;
 }
 
-std::vector<Unit> form_units(const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills,
+// Each profile that fits alone joins the first child it can share (when `group`), else gets its own.
+std::vector<ChildSpec> form_children(const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills,
                              bool group) {
-  std::vector<Unit> units;
+  std::vector<ChildSpec> children;
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (!bills[i].fits_alone) continue;
-    auto it = std::find_if(units.begin(), units.end(), [&](const Unit& u) {
-      return group && can_share(in[u.members.front()], in[i]);
+    auto it = std::find_if(children.begin(), children.end(), [&](const ChildSpec& u) {
+      return group && can_share(input(in, u.members.front()), in[i]);
     });
-    if (it == units.end()) {
-      units.push_back(Unit{{i}, {}, {}});
-      it = std::prev(units.end());
-    } else {
-      it->members.push_back(i);
-    }
+    if (it == children.end()) it = children.insert(children.end(), ChildSpec{});
+    it->members.push_back(in[i].name);
     for (const auto& a : in[i].adapters) {
       const bool seen = std::any_of(it->adapters.begin(), it->adapters.end(),
                                     [&](const AdapterInput& x) { return x.path == a.path; });
       if (!seen) it->adapters.push_back(a);
     }
   }
-  return units;
+  return children;
 }
 
-ChildSpec make_group(const Unit& u, const std::vector<ProfileInput>& in) {
-  ChildSpec g;
-  g.adapters = u.adapters;
-  for (const auto i : u.members) {
-    g.members.push_back(in[i].name);
-    auto& scales = g.scales[in[i].name];
+// The rest of a child's spec: its name, bill, host figures and (shared) each member's scales.
+void finish(ChildSpec& u, const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills, std::uint64_t overhead) {
+  u.name = u.shared() ? shared_child_name(u.members) : u.members.front();
+  u.bill = effective_bill(input(in, u.members.front()), u.adapters, overhead);
+  for (const auto& m : u.members) {
+    const auto& p = input(in, m);
+    u.host_alone = std::max(u.host_alone, host_bytes(p));
+    for (const auto& b : bills)
+      if (b.name == m) u.host_beside = std::max(u.host_beside, host_part(b.effective));
+    if (!u.shared()) continue;
+    auto& scales = u.scales[m];
     for (std::size_t id = 0; id < u.adapters.size(); ++id) {
       double s = 0;  // every other adapter is sent explicitly at 0 so none leaks between profiles
-      for (const auto& a : in[i].adapters) {
+      for (const auto& a : p.adapters) {
         if (a.path == u.adapters[id].path) s = a.scale;
       }
       scales.push_back({static_cast<int>(id), s});
     }
   }
-  g.name = shared_child_name(g.members);
-  return g;
 }
 
-std::vector<std::string> names_of(const std::vector<const Unit*>& units, const std::vector<ProfileInput>& in) {
+std::vector<std::string> names_of(const std::vector<const ChildSpec*>& children) {
   std::vector<std::string> names;
-  for (const auto* u : units) {
-    for (const auto i : u->members) names.push_back(in[i].name);
-  }
+  for (const auto* u : children) names.insert(names.end(), u->members.begin(), u->members.end());
   return names;
 }
 
-SetBill price_set(const std::vector<const Unit*>& units, const std::vector<ProfileInput>& in, std::uint64_t budget) {
+SetBill price_set(const std::vector<const ChildSpec*>& children, std::uint64_t budget) {
   SetBill s;
-  s.profiles = names_of(units, in);
-  s.children = static_cast<int>(units.size());
-  for (const auto* u : units) s.total_gpu += u->bill.total_gpu();
+  s.profiles = names_of(children);
+  s.children = static_cast<int>(children.size());
+  for (const auto* u : children) s.total_gpu += u->bill.total_gpu();
   s.fits = s.total_gpu <= budget;
   return s;
 }
 
-// The combinations `plan` lists: every one of two or more units while there are at most
-// kMaxPricedUnits (the table stays readable), else none (the allowed sets are priced instead).
-void price_combinations(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
-                        Plan& plan) {
-  if (units.size() > kMaxPricedUnits) return;
-  for (unsigned mask = 1; mask < (1U << units.size()); ++mask) {
-    std::vector<const Unit*> chosen;
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      if (mask & (1U << i)) chosen.push_back(&units[i]);
+// The combinations `plan` lists: every one of two or more children while there are at most
+// kMaxPricedChildren (the table stays readable), else none (the allowed sets are priced instead).
+void price_combinations(const std::vector<ChildSpec>& children, std::uint64_t budget, Plan& plan) {
+  if (children.size() > kMaxPricedChildren) return;
+  for (unsigned mask = 1; mask < (1U << children.size()); ++mask) {
+    std::vector<const ChildSpec*> chosen;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (mask & (1U << i)) chosen.push_back(&children[i]);
     }
-    if (chosen.size() >= 2) plan.sets.push_back(price_set(chosen, in, budget));
+    if (chosen.size() >= 2) plan.sets.push_back(price_set(chosen, budget));
   }
 }
 
-std::vector<const Unit*> units_at(const std::vector<Unit>& units, const std::vector<std::size_t>& idx) {
-  std::vector<const Unit*> chosen;
-  for (const auto i : idx) chosen.push_back(&units[i]);
+std::vector<const ChildSpec*> children_at(const std::vector<ChildSpec>& children, const std::vector<std::size_t>& idx) {
+  std::vector<const ChildSpec*> chosen;
+  for (const auto i : idx) chosen.push_back(&children[i]);
   return chosen;
 }
 
-// The bounded subset search (ledger/subsets.hpp) over units, counted in the plan; a stopped search
+// The bounded subset search (ledger/subsets.hpp) over children, counted in the plan; a stopped search
 // says so once per subject.
 FittingSets search(Plan& plan, const std::vector<std::uint64_t>& cost, const std::vector<std::size_t>& required,
                    std::uint64_t budget, bool one_more, const std::string& subject) {
@@ -196,72 +193,73 @@ FittingSets search(Plan& plan, const std::vector<std::uint64_t>& cost, const std
   return found;
 }
 
-std::vector<std::uint64_t> gpu_costs(const std::vector<Unit>& units) {
+std::vector<std::uint64_t> gpu_costs(const std::vector<ChildSpec>& children) {
   std::vector<std::uint64_t> cost;
-  for (const auto& u : units) cost.push_back(u.bill.total_gpu());
+  for (const auto& u : children) cost.push_back(u.bill.total_gpu());
   return cost;
 }
 
-// Allowed sets in rotate mode: the maximal combinations of two or more units that fit (priced
+// Allowed sets in rotate mode: the maximal combinations of two or more children that fit (priced
 // into plan.sets when the full table is not), then each unit in none of them alone.
-void rotate_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget, Plan& plan) {
-  const auto found = search(plan, gpu_costs(units), {}, budget, false, "residency");
-  std::vector<bool> covered(units.size(), false);
+void rotate_sets(const std::vector<ChildSpec>& children, std::uint64_t budget, Plan& plan) {
+  const auto found = search(plan, gpu_costs(children), {}, budget, false, "residency");
+  std::vector<bool> covered(children.size(), false);
   for (const auto& idx : found.sets) {
     if (idx.size() < 2) continue;
     for (const auto i : idx) covered[i] = true;
-    const auto chosen = units_at(units, idx);
-    plan.allowed_sets.push_back(names_of(chosen, in));
-    if (units.size() > kMaxPricedUnits) plan.sets.push_back(price_set(chosen, in, budget));
+    const auto chosen = children_at(children, idx);
+    plan.allowed_sets.push_back(names_of(chosen));
+    if (children.size() > kMaxPricedChildren) plan.sets.push_back(price_set(chosen, budget));
   }
-  for (std::size_t i = 0; i < units.size(); ++i)
-    if (!covered[i]) plan.allowed_sets.push_back(names_of({&units[i]}, in));
+  for (std::size_t i = 0; i < children.size(); ++i)
+    if (!covered[i]) plan.allowed_sets.push_back(children[i].members);
 }
 
 // Pins (docs/lifecycle.md): every allowed set holds every pinned unit, so the scheduler never
 // picks a pin as a victim; a unit that cannot fit beside the pins is refused with the figures.
 // Under `rotate` (not `largest`) the others run one at a time beside the pins.
-void pinned_sets(const std::vector<Unit>& units, const std::vector<ProfileInput>& in, std::uint64_t budget,
+void pinned_sets(const std::vector<ChildSpec>& children, const std::vector<ProfileInput>& in, std::uint64_t budget,
                  bool largest, Plan& plan) {
   std::vector<std::size_t> pins;
-  std::vector<const Unit*> pinned;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const bool pin = std::any_of(units[i].members.begin(), units[i].members.end(), [&](std::size_t m) { return in[m].pin; });
+  std::vector<const ChildSpec*> pinned;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const bool pin = std::any_of(children[i].members.begin(), children[i].members.end(),
+                                 [&](const std::string& m) { return input(in, m).pin; });
     if (pin) {
       pins.push_back(i);
-      pinned.push_back(&units[i]);
+      pinned.push_back(&children[i]);
     }
   }
   plan.allowed_sets.clear();
-  const SetBill alone = price_set(pinned, in, budget);
+  const SetBill alone = price_set(pinned, budget);
   if (!alone.fits) {
     plan.diagnostics.push_back({config::Severity::error, join(alone.profiles, "+"),
                                 "pinned profiles need " + format_mib(alone.total_gpu) + " MiB together, more than the " +
                                     format_mib(budget) + " MiB budget; unpin one or lower its ctx/ngl", true});
     return;
   }
-  const auto found = search(plan, gpu_costs(units), pins, budget, !largest, "pin");
-  std::vector<bool> covered(units.size(), false);
+  const auto found = search(plan, gpu_costs(children), pins, budget, !largest, "pin");
+  std::vector<bool> covered(children.size(), false);
   for (const auto& idx : found.sets)
     for (const auto i : idx) covered[i] = true;
-  for (std::size_t i = 0; i < units.size(); ++i) {
+  for (std::size_t i = 0; i < children.size(); ++i) {
     if (covered[i]) continue;
-    std::vector<const Unit*> with = pinned;
-    with.push_back(&units[i]);
-    const SetBill s = price_set(with, in, budget);
-    plan.diagnostics.push_back({config::Severity::error, in[units[i].members.front()].name,
+    std::vector<const ChildSpec*> with = pinned;
+    with.push_back(&children[i]);
+    const SetBill s = price_set(with, budget);
+    plan.diagnostics.push_back({config::Severity::error, children[i].members.front(),
                                 "does not fit beside the pinned " + join(alone.profiles, ", ") + ": together they need " +
                                     format_mib(s.total_gpu) + " MiB of the " + format_mib(budget) +
                                     " MiB budget; unpin, or lower ctx/ngl", true});
   }
-  for (const auto& idx : found.sets) plan.allowed_sets.push_back(names_of(units_at(units, idx), in));
+  for (const auto& idx : found.sets) plan.allowed_sets.push_back(names_of(children_at(children, idx)));
 }
 
-void warn_headroom(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in) {
+void warn_headroom(Plan& plan, const std::vector<ChildSpec>& children) {
   for (const auto& set : plan.allowed_sets) {
     std::uint64_t total = 0;
-    for (const auto& u : units) {
-      if (std::find(set.begin(), set.end(), in[u.members.front()].name) != set.end()) total += u.bill.total_gpu();
+    for (const auto& u : children) {
+      if (std::find(set.begin(), set.end(), u.members.front()) != set.end()) total += u.bill.total_gpu();
     }
     const double left = static_cast<double>(plan.budget) - static_cast<double>(total);
     if (total <= plan.budget && left < kHeadroomWarn * static_cast<double>(plan.budget)) {
@@ -272,16 +270,15 @@ void warn_headroom(Plan& plan, const std::vector<Unit>& units, const std::vector
   }
 }
 
-void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<ProfileInput>& in,
-                 const PlanOptions& opt) {
-  std::vector<const Unit*> all;
-  for (const auto& u : units) all.push_back(&u);
-  const SetBill everything = price_set(all, in, opt.budget);
-  price_combinations(units, in, opt.budget, plan);
-  const bool one_group = units.size() == 1 && units.front().members.size() > 1;
-  if (opt.residency == config::Residency::rotate || units.empty()) {
+void decide_mode(Plan& plan, const std::vector<ChildSpec>& children, const PlanOptions& opt) {
+  std::vector<const ChildSpec*> all;
+  for (const auto& u : children) all.push_back(&u);
+  const SetBill everything = price_set(all, opt.budget);
+  price_combinations(children, opt.budget, plan);
+  const bool one_group = children.size() == 1 && children.front().shared();
+  if (opt.residency == config::Residency::rotate || children.empty()) {
     plan.mode = one_group ? Mode::shared_base : Mode::rotate;  // grouping applies in every residency
-    for (const auto& u : units) plan.allowed_sets.push_back(names_of({&u}, in));
+    for (const auto& u : children) plan.allowed_sets.push_back(u.members);
     return;
   }
   if (opt.residency == config::Residency::co_resident || everything.fits) {
@@ -295,7 +292,7 @@ void decide_mode(Plan& plan, const std::vector<Unit>& units, const std::vector<P
     return;
   }
   plan.mode = Mode::rotate;
-  rotate_sets(units, in, opt.budget, plan);
+  rotate_sets(children, opt.budget, plan);
 }
 
 }  // namespace
@@ -314,16 +311,26 @@ bool Plan::ok() const {
                       [](const PlanDiagnostic& d) { return d.severity == config::Severity::error; });
 }
 
-const ChildSpec* Plan::group_of(const std::string& profile) const {
-  for (const auto& g : groups) {
-    if (std::find(g.members.begin(), g.members.end(), profile) != g.members.end()) return &g;
+const ChildSpec* Plan::child_spec(const std::string& profile) const {
+  for (const auto& c : children) {
+    if (std::find(c.members.begin(), c.members.end(), profile) != c.members.end()) return &c;
   }
   return nullptr;
 }
 
 std::string Plan::child_of(const std::string& profile) const {
-  const auto* g = group_of(profile);
-  return g ? g->name : profile;
+  const auto* c = child_spec(profile);
+  return c ? c->name : profile;
+}
+
+ChildSpec child_alone(const ProfileInput& p, const ProfileBill& b) {
+  return ChildSpec{p.name, {p.name}, p.adapters, {}, b.effective, host_bytes(p), host_part(b.effective)};
+}
+
+std::vector<ChildSpec> Plan::shared_children() const {
+  std::vector<ChildSpec> out;
+  std::copy_if(children.begin(), children.end(), std::back_inserter(out), [](const ChildSpec& c) { return c.shared(); });
+  return out;
 }
 
 std::string share_key(const config::Profile& p) {
@@ -376,15 +383,9 @@ std::uint64_t host_part(const Bill& b) { return b.weights_cpu + b.kv_cpu + b.com
 
 std::string shared_child_name(const std::vector<std::string>& members) { return join(members, "+"); }
 
-std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu) {
+std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, bool gpu) {
   std::map<std::string, std::uint64_t> out;
-  for (const auto& p : in) {
-    std::uint64_t bytes = gpu ? 0 : host_bytes(p);
-    for (const auto& b : plan.profiles)
-      if (gpu && b.name == p.name) bytes = host_part(b.effective);
-    auto& slot = out[plan.child_of(p.name)];
-    slot = std::max(slot, bytes);
-  }
+  for (const auto& c : plan.children) out[c.name] = gpu ? c.host_beside : c.host_alone;
   return out;
 }
 
@@ -517,7 +518,7 @@ void cut_to_fit(Plan& plan, const ChildMembers& children, const std::vector<Prof
 void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                   config::Residency residency) {
   if (!budget) return;
-  const auto host = child_host_bytes(plan, in, true);
+  const auto host = child_host_bytes(plan, true);
   std::vector<std::vector<std::string>> kept;
   bool split = false;
   for (const auto& set : plan.allowed_sets) {
@@ -547,7 +548,7 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
 
 void fit_sets_to_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                           bool largest) {
-  const auto host = child_host_bytes(plan, in, false);
+  const auto host = child_host_bytes(plan, false);
   std::vector<std::vector<std::string>> kept;
   for (const auto& set : plan.allowed_sets) cut_to_fit(plan, children_of(plan, set), in, host, budget, largest, kept);
   plan.allowed_sets = maximal_sets(kept);
@@ -565,27 +566,25 @@ Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
   }
   // Shared-base grouping applies whatever the residency (unless a profile opts out): one child
   // serving several profiles is never worse than rotating children of the same base.
-  auto units = form_units(in, plan.profiles, true);
+  auto children = form_children(in, plan.profiles, true);
   const auto price = [&] {
-    for (auto& u : units) u.bill = effective_bill(in[u.members.front()], u.adapters, opt.overhead);
+    for (auto& u : children) finish(u, in, plan.profiles, opt.overhead);
   };
   price();
-  const bool group_too_big = std::any_of(units.begin(), units.end(), [&](const Unit& u) {
+  const bool group_too_big = std::any_of(children.begin(), children.end(), [&](const ChildSpec& u) {
     return u.members.size() > 1 && u.bill.total_gpu() > opt.budget;
   });
   if (group_too_big) {  // every adapter at once does not fit: separate children instead
     plan.diagnostics.push_back({config::Severity::warning, "shared-base",
                                 "the shared base with every adapter loaded does not fit; profiles keep separate children"});
-    units = form_units(in, plan.profiles, false);
+    children = form_children(in, plan.profiles, false);
     price();
   }
-  for (const auto& u : units) {
-    if (u.members.size() > 1) plan.groups.push_back(make_group(u, in));
-  }
-  decide_mode(plan, units, in, opt);
+  decide_mode(plan, children, opt);
   const bool pinned = std::any_of(in.begin(), in.end(), [](const ProfileInput& p) { return p.pin; });
-  if (pinned && plan.mode != Mode::co_resident && plan.allowed_sets.size() > 1) pinned_sets(units, in, opt.budget, opt.residency != config::Residency::rotate, plan);
-  warn_headroom(plan, units, in);
+  if (pinned && plan.mode != Mode::co_resident && plan.allowed_sets.size() > 1) pinned_sets(children, in, opt.budget, opt.residency != config::Residency::rotate, plan);
+  warn_headroom(plan, children);
+  plan.children = std::move(children);
   return plan;
 }
 

@@ -31,14 +31,18 @@ struct LoraScale {
   bool operator==(const LoraScale&) const = default;
 };
 
-// A child serving several profiles, made once by the plan and run as it is by the supervisor: one
-// base model loading every member's adapters at scale 0 (ids = argv order); each member's requests
-// select its own through the `lora` field. A profile in none has a child of its own, of its name.
+// One child the plan runs, made once by the plan and run as it is by the supervisor: a profile
+// alone, or several profiles sharing one base model (every member's adapters loaded at scale 0,
+// ids = argv order; each member's requests select its own through the `lora` field).
 struct ChildSpec {
-  std::string name;                                        // shared_child_name(members)
-  std::vector<std::string> members;                        // profile names, config order
-  std::vector<AdapterInput> adapters;                      // union, in id order
-  std::map<std::string, std::vector<LoraScale>> scales;    // member -> its requests' `lora` field
+  std::string name;                                      // its profile's, or shared_child_name(members)
+  std::vector<std::string> members;                      // profile names, config order
+  std::vector<AdapterInput> adapters;                    // union, in id order
+  std::map<std::string, std::vector<LoraScale>> scales;  // shared: member -> its requests' `lora` field
+  Bill bill;                                             // GPU bill with every adapter loaded (effective)
+  std::uint64_t host_alone = 0;   // host RAM without a GPU: its largest member's host_bytes
+  std::uint64_t host_beside = 0;  // host RAM beside a GPU: its largest member's host_part
+  bool shared() const { return members.size() > 1; }
 };
 
 // A verdict on one profile, priced as if alone (with its own adapters).
@@ -52,6 +56,9 @@ struct ProfileBill {
   std::optional<int> suggest_ctx;       // largest ctx (multiple of 256) that fits at this ngl
   std::optional<int> suggest_ngl;       // largest ngl that fits at this ctx
 };
+
+// The child of `p` alone, priced by its verdict `b` (what the placement splits over devices).
+ChildSpec child_alone(const ProfileInput& p, const ProfileBill& b);
 
 // A set of children alive together.
 struct SetBill {
@@ -73,14 +80,15 @@ struct Plan {
   Mode mode = Mode::rotate;
   std::uint64_t budget = 0;
   std::vector<ProfileBill> profiles;
-  std::vector<ChildSpec> groups;                         // the children serving several profiles
+  std::vector<ChildSpec> children;                       // every child; a refused profile has none
   std::vector<SetBill> sets;                             // priced: every combination up to 6 children, else the allowed sets
   std::size_t sets_examined = 0;                         // steps of every subset search (ledger/subsets.hpp): the work bound
   std::vector<std::vector<std::string>> allowed_sets;    // what the supervisor may keep alive together
   std::vector<PlanDiagnostic> diagnostics;
   bool ok() const;                                       // no error diagnostic (nothing refused)
-  const ChildSpec* group_of(const std::string& profile) const;  // nullptr = own child
-  std::string child_of(const std::string& profile) const;      // its group's name, or the profile's
+  const ChildSpec* child_spec(const std::string& profile) const;  // nullptr = refused or unknown
+  std::string child_of(const std::string& profile) const;        // its child's name, or the profile's
+  std::vector<ChildSpec> shared_children() const;                // the children serving several profiles
 };
 
 // Decides the plan. Profiles that cannot fit alone are refused (error + suggestions) and left
@@ -113,10 +121,9 @@ std::uint64_t host_part(const Bill& b);
 // records, logs, allowed sets and the ledger's per-child figures all use it.
 std::string shared_child_name(const std::vector<std::string>& members);
 
-// Host RAM each child of `plan` takes, by child name (a shared base's child, named by its members
-// joined with '+', counts once: its largest member): without a GPU (`gpu` false) the whole bill at
-// ngl 0 (host_bytes), beside one its host_part. What fit_host_ram sums and the supervisor checks.
-std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, const std::vector<ProfileInput>& in, bool gpu);
+// Host RAM each child of `plan` takes, by child name: without a GPU (`gpu` false) host_alone,
+// beside one host_beside. What fit_host_ram sums and the supervisor checks.
+std::map<std::string, std::uint64_t> child_host_bytes(const Plan& plan, bool gpu);
 
 // `sets` without duplicates and without sets contained in another (the first of equal sets kept).
 std::vector<std::vector<std::string>> maximal_sets(const std::vector<std::vector<std::string>>& sets);

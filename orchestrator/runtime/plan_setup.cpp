@@ -43,7 +43,7 @@ std::string read_tail(const fs::path& file) {
 std::string describe(const ledger::Plan& plan, const std::string& why) {
   std::string s = "residency: " + ledger::to_string(plan.mode) + (why.empty() ? "" : " (" + why + ")");
   std::vector<std::vector<std::string>> groups;
-  for (const auto& g : plan.groups) groups.push_back(g.members);
+  for (const auto& c : plan.shared_children()) groups.push_back(c.members);
   return s + "; resident sets: " + ledger::format_sets(plan.allowed_sets) + "; shared base: " + ledger::format_sets(groups);
 }
 
@@ -55,13 +55,10 @@ std::map<std::string, std::pair<std::vector<std::string>, bool>> calibration_key
     if (!g.keys[i].empty()) key_of[g.profiles[i].name] = g.keys[i];
   }
   std::map<std::string, std::pair<std::vector<std::string>, bool>> out;
-  for (const auto& [name, key] : key_of) {
-    if (!plan.group_of(name)) out[name] = {{key}, false};
-  }
-  for (const auto& gr : plan.groups) {
-    auto& entry = out[gr.name];
-    entry.second = true;
-    for (const auto& m : gr.members) {
+  for (const auto& c : plan.children) {
+    auto& entry = out[c.name];
+    entry.second = c.shared();
+    for (const auto& m : c.members) {
       if (key_of.count(m)) entry.first.push_back(key_of[m]);
     }
   }
@@ -151,7 +148,7 @@ supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
     }
     o.allowed_sets.push_back(std::move(children));
   }
-  o.shared_bases = plan.groups;
+  o.shared_bases = plan.shared_children();
   return o;
 }
 
@@ -279,7 +276,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   const auto [placed, why, ram_warning] = plan_machine(cfg, setup.devices, *gathered);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
-  setup.options.host_bytes = ledger::child_host_bytes(plan, gathered->profiles, !setup.devices.empty());
+  setup.options.host_bytes = ledger::child_host_bytes(plan, !setup.devices.empty());
   for (const auto& d : setup.devices)
     setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
   for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);

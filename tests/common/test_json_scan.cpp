@@ -152,7 +152,7 @@ TEST_CASE("json scan: a model call's fields read from the scan as from a parsed 
   auto call = kevlaya::http::parse_model_call(cfg, body);
   REQUIRE(call.ok());
   CHECK(call->requested == "laya");
-  CHECK(call->profile == "laya");
+  CHECK(call->profile() == "laya");
   CHECK(call->stream);
   CHECK_FALSE(call->keep_alive_field);
   CHECK(kevlaya::http::child_body(*call, body, "laya", {}) == body);  // byte for byte

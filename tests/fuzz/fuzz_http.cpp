@@ -73,11 +73,11 @@ void route_body(kh::Route route, const std::string& body) {
       __builtin_trap();
     auto call = kh::parse_model_call(config(), body);
     if (!call) return;
-    const auto out = kh::child_body(*call, body, call->profile, call->requested.size() % 2 ? lora
+    const auto out = kh::child_body(*call, body, call->profile(), call->requested.size() % 2 ? lora
                                                                                            : decltype(lora){});
     if (out != body) {
       auto back = kevlaya::parse_json_bounded(out);
-      if (!back || !back->is_object() || (*back)["model"] != call->profile) __builtin_trap();
+      if (!back || !back->is_object() || (*back)["model"] != call->profile()) __builtin_trap();
     }
   } else if (route == kh::Route::pipeline_runs) {
     auto task = kh::parse_run_body(body);

@@ -200,6 +200,23 @@ TEST_CASE("placement: 4x8 GB: a model no card holds is split over two, the other
   CHECK(spawn_placement(pp.placement.at("kev"), devs).split.empty());
 }
 
+// Issue 35: the placed plan lists every child once as a ChildSpec (a split one is in no device's
+// plan), and the host figures the supervisor checks come from those specs.
+TEST_CASE("placement: every placed child has one spec, a split one included, with its host figures") {
+  const std::vector<Device> devs = {gpu(0, 8192), gpu(1, 8192), gpu(2, 8192), gpu(3, 8192)};
+  const auto pp = place({kev(), laya(), big()}, devs, opts());
+  std::vector<std::string> names;
+  for (const auto& c : pp.plan.children) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"big", "kev", "laya"});
+  REQUIRE(pp.plan.child_spec("big") != nullptr);
+  CHECK(pp.plan.child_spec("big")->bill.total_gpu() == alone(big()));
+  const auto host = child_host_bytes(pp.plan, false);
+  CHECK(host.size() == 3);
+  CHECK(host.at("big") == host_bytes(big()));
+  CHECK(host.at("kev") == host_bytes(kev()));
+}
+
 TEST_CASE("placement: a split child rotates alone on its devices, others there take turns with it") {
   const std::vector<Device> devs = {gpu(0, 6144), gpu(1, 6144)};
   const auto pp = place({big(), kev()}, devs, opts());

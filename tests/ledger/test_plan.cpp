@@ -93,8 +93,8 @@ TEST_CASE("plan: same base, different adapters -> one shared-base child with per
   b.adapters = {{"laya-lora", "/l/laya.gguf", 30 * kMiB, 0.5}};
   const auto plan = make_plan({a, b}, budget(6 * 1024 * kMiB));
   CHECK(plan.mode == Mode::shared_base);
-  REQUIRE(plan.groups.size() == 1);
-  const auto& g = plan.groups[0];
+  REQUIRE(plan.shared_children().size() == 1);
+  const auto& g = plan.children[0];
   CHECK(g.members == std::vector<std::string>{"kev", "laya"});
   REQUIRE(g.adapters.size() == 2);
   CHECK(g.adapters[0].path == "/l/kev.gguf");
@@ -106,7 +106,8 @@ TEST_CASE("plan: same base, different adapters -> one shared-base child with per
   CHECK(g.scales.at("laya")[1].id == 1);
   CHECK(g.scales.at("laya")[1].scale == 0.5);
   CHECK(plan.allowed_sets == Sets{{"kev", "laya"}});
-  CHECK(plan.group_of("laya") == &plan.groups[0]);
+  CHECK(plan.child_spec("laya") == &plan.children[0]);
+  CHECK(g.name == "kev+laya");
   CHECK(plan.sets.empty());  // one child: nothing to combine
 }
 
@@ -120,8 +121,8 @@ TEST_CASE("plan: shared-base grouping applies under residency rotate too") {
   other.name = "judge";
   const auto plan = make_plan({a, b, other}, budget(24 * 1024 * kMiB, config::Residency::rotate));
   CHECK(plan.mode == Mode::rotate);
-  REQUIRE(plan.groups.size() == 1);
-  CHECK(plan.groups[0].members == std::vector<std::string>{"kev", "laya"});
+  REQUIRE(plan.shared_children().size() == 1);
+  CHECK(plan.shared_children()[0].members == std::vector<std::string>{"kev", "laya"});
   CHECK(plan.allowed_sets == Sets{{"kev", "laya"}, {"judge"}});
   const auto alone_group = make_plan({a, b}, budget(24 * 1024 * kMiB, config::Residency::rotate));
   CHECK(alone_group.mode == Mode::shared_base);
@@ -133,9 +134,11 @@ TEST_CASE("plan: shared_base false opts a profile out of the group") {
   b.name = "laya";
   b.shared_base = false;
   const auto plan = make_plan({a, b}, budget(24 * 1024 * kMiB));
-  CHECK(plan.groups.empty());
+  CHECK(plan.shared_children().empty());
   CHECK(plan.mode == Mode::co_resident);
-  CHECK(plan.group_of("kev") == nullptr);
+  REQUIRE(plan.child_spec("kev") != nullptr);
+  CHECK(plan.child_spec("kev")->members == std::vector<std::string>{"kev"});  // a child of its own
+  CHECK(plan.child_of("kev") == "kev");
 }
 
 TEST_CASE("plan: different flags on the same model do not share a child") {
@@ -145,7 +148,7 @@ TEST_CASE("plan: different flags on the same model do not share a child") {
   b.flags.ctx = 4096;
   b.share_key = "ngl=32 c=4096";
   CHECK_FALSE(can_share(a, b));
-  CHECK(make_plan({a, b}, budget(24 * 1024 * kMiB)).groups.empty());
+  CHECK(make_plan({a, b}, budget(24 * 1024 * kMiB)).shared_children().empty());
 }
 
 TEST_CASE("plan: a profile too big even alone is refused with the ngl that would fit") {

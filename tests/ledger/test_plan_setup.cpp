@@ -32,7 +32,7 @@ constexpr const char* kLoad =
 
 TEST_CASE("plan setup: a shared-base plan hands the supervisor its ChildSpec and allowed sets in child names") {
   const auto plan = make_plan({shared("kev", "a", 1.0), shared("laya", "b", 0.5)}, PlanOptions{8192 * kMiB, 0, {}});
-  REQUIRE(plan.groups.size() == 1);
+  REQUIRE(plan.shared_children().size() == 1);
   const auto o = runtime::options_from_plan(plan);
   CHECK(plan.allowed_sets == std::vector<std::vector<std::string>>{{"kev", "laya"}});
   CHECK(o.allowed_sets == std::vector<std::vector<std::string>>{{"kev+laya"}});  // one child

@@ -145,7 +145,7 @@ TEST_CASE("ram with a GPU: a pin whose partners do not fit host RAM together kee
   opt.budget = 24576 * kMiB;
   const Plan base = make_plan(in, opt);
   REQUIRE(base.allowed_sets == Sets{{"kev", "laya", "x"}});  // the GPU alone keeps all three
-  const auto host = child_host_bytes(base, in, true);
+  const auto host = child_host_bytes(base, true);
   Plan plan = base;  // room for kev and one partner, not two
   fit_host_ram(plan, in, host.at("kev") + host.at("laya") + kMiB, R::auto_);
   CHECK(plan.ok());
@@ -231,7 +231,7 @@ TEST_CASE("ram with a GPU: CPU children over host RAM together keep the largest 
   opt.budget = 24576 * kMiB;
   Plan plan = make_plan(in, opt);
   REQUIRE(plan.allowed_sets == Sets{{"kev", "laya", "x"}});
-  const auto host = child_host_bytes(plan, in, true);
+  const auto host = child_host_bytes(plan, true);
   fit_host_ram(plan, in, host.at("kev") + host.at("laya") + kMiB, R::auto_);
   CHECK(plan.ok());
   CHECK(plan.mode == Mode::rotate);

@@ -64,7 +64,7 @@ TEST_CASE("share key: two profiles on one tiny base with different LoRA files pl
   const auto g = gather(cfg);
   REQUIRE(g.ok());
   const auto plan = make_plan(g->profiles, PlanOptions{8192 * kMiB, 0, {}});
-  REQUIRE(plan.groups.size() == 1);
-  CHECK(plan.groups[0].members == std::vector<std::string>{"kev", "laya"});
-  CHECK(plan.groups[0].adapters.size() == 2);
+  REQUIRE(plan.shared_children().size() == 1);
+  CHECK(plan.children[0].members == std::vector<std::string>{"kev", "laya"});
+  CHECK(plan.children[0].adapters.size() == 2);
 }

@@ -133,7 +133,7 @@ TEST_CASE("backend command: the ledger plans with the declared vram_mib", "[back
   CHECK(both.mode == lg::Mode::co_resident);
   CHECK(both.allowed_sets == std::vector<std::vector<std::string>>{{"a", "b"}});
   CHECK(both.profiles[0].effective.total_gpu() == 3100 * lg::kMiB);
-  CHECK(both.groups.empty());  // no shared base between command servers
+  CHECK(both.shared_children().empty());  // no shared base between command servers
   opt.budget = 5000 * lg::kMiB;
   const auto one = lg::make_plan(g->profiles, opt);
   CHECK(one.mode == lg::Mode::rotate);
