@@ -79,7 +79,7 @@ bool health_ok(int port);
 std::vector<double> orchestrator_shares(const std::string& bin, int n, const std::string& tmp) {
   auto cfg = two_profiles(bin, tmp);
   asio::io_context ioc;
-  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg.orch));
+  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg));
   std::vector<double> shares;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (int i = 0; i <= n; ++i) {
@@ -110,7 +110,7 @@ kevlaya::config::Config two_profiles(const std::string& bin, const std::string& 
 std::vector<double> orchestrator_calls(const std::string& bin, int n, const std::string& tmp) {
   auto cfg = two_profiles(bin, tmp);
   asio::io_context ioc;
-  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg.orch));
+  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg));
   std::vector<double> calls;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (int i = 0; i <= n; ++i) {

@@ -63,12 +63,12 @@ kevlaya::config::Profile profile(const std::string& bin, const fs::path& model, 
   return p;
 }
 
-kevlaya::config::OrchestratorCfg orch(const fs::path& dir) {
-  kevlaya::config::OrchestratorCfg o;
-  o.state_dir = dir / "state";
-  o.log_dir = dir / "logs";
-  o.prefetch.enabled = false;  // the benchmark drives the prefetcher itself, to time it apart
-  return o;
+kevlaya::config::Config config_in(const fs::path& dir) {
+  kevlaya::config::Config c;
+  c.orch.state_dir = dir / "state";
+  c.orch.log_dir = dir / "logs";
+  c.orch.prefetch.enabled = false;  // the benchmark drives the prefetcher itself, to time it apart
+  return c;
 }
 
 // Starts `p` (returns start-to-ready ms and the endpoint), stops it when `stop` is true.
@@ -118,7 +118,8 @@ double request_ms(asio::io_context& ioc, const kevlaya::upstream::Endpoint& ep, 
 void bench_prefetch(const std::string& bin, const fs::path& model, int runs) {
   asio::io_context ioc;
   fs::path dir = fs::temp_directory_path() / "kevlaya-bench-warm-a";
-  sv::ProcessEffects fx(ioc, orch(dir));
+  const auto cfg = config_in(dir);
+  sv::ProcessEffects fx(ioc, cfg);
   auto p = profile(bin, model, 512);
   std::vector<double> cold, pre, cached, pre_ms;
   warm::Prefetcher pf({0, 16ULL << 20, true, {}});
@@ -157,7 +158,8 @@ void bench_restore(const std::string& label, const std::string& bin, const fs::p
   asio::io_context ioc;
   fs::path dir = fs::temp_directory_path() / "kevlaya-bench-warm-b";
   fs::remove_all(dir);
-  sv::ProcessEffects fx(ioc, orch(dir));
+  const auto cfg = config_in(dir);
+  sv::ProcessEffects fx(ioc, cfg);
   std::string prefix;
   for (int i = 0; i < words; ++i) prefix += "once upon a time " + std::to_string(i) + " ";
   std::vector<double> cold, restored, save, restore;

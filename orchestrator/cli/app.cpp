@@ -1,10 +1,18 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/commands.hpp"
+#include "common/error.hpp"
 
 namespace kevlaya::cli {
+
+int fail_with(const char* cmd, const Error& e) {
+  std::cerr << "kevlaya-orch " << cmd << ": " << e.message << "\n";
+  if (!e.hint.empty()) std::cerr << "  hint: " << e.hint << "\n";
+  return kExitFailure;
+}
 
 int run_cli(int argc, const char* const* argv) {
   CLI::App app{"kevlaya-orch: run two local LLMs (Kev decides, Laya verifies) on one small GPU"};

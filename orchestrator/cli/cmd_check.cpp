@@ -5,8 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
-#include <optional>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "config/config.hpp"

@@ -172,13 +172,13 @@ int activity(const ActivityArgs& a) {
   return kExitOk;
 }
 
-void common_options(CLI::App* sub, ClientArgs& a, bool with_json) {
+void common_options(CLI::App* sub, ClientArgs& a) {
   sub->add_option("--url", a.url, "the door, http://HOST:PORT (default: $KEVLAYA_URL, --config's listen, "
                                   "http://127.0.0.1:8080)");
   sub->add_option("--api-key", a.api_key, "API key (default: $KEVLAYA_API_KEY, --config's first key)");
   sub->add_option("-c,--config", a.config, "kevlaya.yaml whose listen address and key to use");
   sub->add_option("--timeout", a.timeout_s, "seconds to wait for the answer")->check(CLI::Range(1, 86400));
-  if (with_json) sub->add_flag("--json", a.json, "print the door's JSON as is");
+  sub->add_flag("--json", a.json, "print the door's JSON as is");
 }
 
 }  // namespace
@@ -200,14 +200,14 @@ void add_client(CLI::App& app, Globals& g) {
   for (const auto& c : kCmds) {
     auto args = std::make_shared<ClientArgs>();
     auto* sub = app.add_subcommand(c.name, c.help);
-    common_options(sub, *args, true);
+    common_options(sub, *args);
     if (c.model == 1) sub->add_option("MODEL", args->model, "model (profile or alias)")->required();
     if (c.model == 2) sub->add_option("MODEL", args->model, "model (profile or alias); default: every one");
     sub->callback([&g, args, fn = c.fn] { g.exit_code = fn(*args); });
   }
   auto act = std::make_shared<ActivityArgs>();
   auto* sub = app.add_subcommand("activity", "show a running door's recent requests from its history (GET /activity)");
-  common_options(sub, act->client, true);
+  common_options(sub, act->client);
   sub->add_option("--model", act->client.model, "only this model (profile name)");
   sub->add_option("--since", act->since, "only after this: 30s, 15m, 1h, 2d ago, or a unix time in ms");
   sub->add_option("--until", act->until, "only before this (same forms as --since)");

@@ -216,16 +216,9 @@ void print_scores(std::ostream& out, const std::vector<ProfileResult>& results) 
 int run_eval(const EvalArgs& a) {
   std::ostream& out = a.json ? std::cerr : std::cout;
   auto lp = load_pipeline(a.pipeline, a.config, std::cerr);
-  if (!lp) {
-    std::cerr << "kevlaya-orch eval: " << lp.error().message << "\n";
-    if (!lp.error().hint.empty()) std::cerr << "  hint: " << lp.error().hint << "\n";
-    return kExitFailure;
-  }
+  if (!lp) return fail_with("eval", lp.error());
   auto variants = plan_variants(a, lp->config, lp->pipeline);
-  if (!variants) {
-    std::cerr << "kevlaya-orch eval: " << variants.error().message << "\n";
-    return kExitFailure;
-  }
+  if (!variants) return fail_with("eval", variants.error());
   std::vector<config::Stage> all_stages;
   for (const auto& v : *variants) all_stages.insert(all_stages.end(), v.pipeline.stages.begin(), v.pipeline.stages.end());
   print_binaries(lp->config, all_stages, out);
@@ -241,11 +234,7 @@ int run_eval(const EvalArgs& a) {
   }
 
   auto rt = runtime::Runtime::open(lp->config);
-  if (!rt) {
-    std::cerr << "kevlaya-orch eval: " << rt.error().message << "\n";
-    if (!rt.error().hint.empty()) std::cerr << "  hint: " << rt.error().hint << "\n";
-    return kExitFailure;
-  }
+  if (!rt) return fail_with("eval", rt.error());
   auto& session = **rt;
   std::vector<ProfileResult> results;
   pl::Executor* current = nullptr;

@@ -2,7 +2,6 @@
 // `serve --models-dir M` would use (DIR/kevlaya.yaml and one DIR/profiles/NAME.yaml per model, with
 // the ledger's ngl/ctx/parallel and why), so a user starts from it and edits.
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>

@@ -288,11 +288,7 @@ int run_plan(const PlanArgs& a) {
     }
     return kExitFailure;
   }
-  if (!gathered) {
-    std::cerr << "kevlaya-orch plan: " << gathered.error().message << '\n';
-    if (!gathered.error().hint.empty()) std::cerr << "  hint: " << gathered.error().hint << '\n';
-    return kExitFailure;
-  }
+  if (!gathered) return fail_with("plan", gathered.error());
   const auto pp = runtime::place_on_gpus(cfg, *gathered, devices, ledger::plan_options(cfg.orch, 0));
   const auto& plan = pp.plan;
   if (a.json) {

@@ -43,14 +43,10 @@ struct TaskLine {
   int rounds = 0;
 };
 
-void print_error(const Error& e) {  // messages may quote task lines or child output
+int fail(const Error& e) {  // messages may quote task lines or child output
   std::cerr << "kevlaya-orch run: " << printable(e.message) << "\n";
   if (!e.hint.empty()) std::cerr << "  hint: " << printable(e.hint) << "\n";
   for (const auto& l : e.detail) std::cerr << "  | " << printable(l) << "\n";
-}
-
-int fail(const Error& e) {
-  print_error(e);
   return kExitFailure;
 }
 

@@ -79,18 +79,14 @@ int serve(const ServeArgs& args) {
                  cfg.orch.listen.host);
 
   auto rt = runtime::Runtime::open(cfg);
-  if (!rt) {
-    std::cerr << "kevlaya-orch serve: " << rt.error().message << "\n";
-    if (!rt.error().hint.empty()) std::cerr << "  hint: " << rt.error().hint << "\n";
-    return kExitFailure;
-  }
+  if (!rt) return fail_with("serve", rt.error());
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
   const config::Config& served = (*rt)->config();  // with the peers' models imported
   const auto opt = door_options(served, (*rt)->residency().plan);
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
   auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
-  http::Server door(ioc, sup, served, opt, runner);
+  http::Server door(sup, served, opt, runner);
   // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
   runtime::Reloader reloader(**rt, source, overrides, [&door, runner](const runtime::Snapshot& s) {
     door.set_config(s.config, door_options(s.config, s.plan));
@@ -104,11 +100,7 @@ int serve(const ServeArgs& args) {
   });
   if (args.watch_config) reloader.watch(kWatchInterval);
   auto port = door.listen();
-  if (!port) {
-    std::cerr << "kevlaya-orch serve: " << port.error().message << "\n";
-    if (!port.error().hint.empty()) std::cerr << "  hint: " << port.error().hint << "\n";
-    return kExitFailure;
-  }
+  if (!port) return fail_with("serve", port.error());
   std::fprintf(stderr, "kevlaya: listening on http://%s:%u\n", opt.host.c_str(),
                static_cast<unsigned>(*port));
   std::fflush(stderr);

@@ -6,6 +6,7 @@
 #include "runtime/exit_codes.hpp"
 
 namespace CLI { class App; }
+namespace kevlaya { struct Error; }
 
 namespace kevlaya::cli {
 
@@ -33,6 +34,9 @@ void add_init(CLI::App& app, Globals& g);     // init [DIR] --models-dir M
 void add_import(CLI::App& app, Globals& g);   // import llama-swap CONFIG [--out DIR]
 void add_client(CLI::App& app, Globals& g);   // status, load, unload, reload, events (a running door)
 void add_schema(CLI::App& app, Globals& g);   // schema [orchestrator|profile|pipeline]
+
+// Prints "kevlaya-orch CMD: message" and the hint, if any, on stderr; returns kExitFailure.
+int fail_with(const char* cmd, const Error& e);
 
 // Entry point used by main.cpp (and tests): parses argv, runs the subcommand, returns exit code.
 int run_cli(int argc, const char* const* argv);

@@ -16,12 +16,8 @@ std::string output_of(const json& attempt) {
   return attempt.contains("output") && attempt["output"].is_string() ? attempt["output"].get<std::string>() : "";
 }
 
-}  // namespace
-
-json Ratio::to_json() const {
-  return {{"hit", hit}, {"of", of}, {"rate", of ? json(rate()) : json(nullptr)}};
-}
-
+// The decision under review in a verify attempt: the decide output of the same round, else the
+// task's `proposed` field (verify-only pipelines); "" when neither exists.
 std::string reviewed_decision(const json& record, const json& verify_attempt) {
   const auto round = verify_attempt.value("round", 0);
   std::string decided;
@@ -29,6 +25,12 @@ std::string reviewed_decision(const json& record, const json& verify_attempt) {
     if (a.value("role", "") == "decide" && a.value("round", -1) == round && a.value("valid", false))
       decided = output_of(a);  // the last valid one of that round is what the verifier saw
   return decided.empty() ? var(record, "proposed") : decided;
+}
+
+}  // namespace
+
+json Ratio::to_json() const {
+  return {{"hit", hit}, {"of", of}, {"rate", of ? json(rate()) : json(nullptr)}};
 }
 
 void DecisionScores::add(const std::string& scenario, const json& record) {

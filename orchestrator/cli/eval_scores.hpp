@@ -33,8 +33,4 @@ struct DecisionScores {
   std::map<std::string, std::map<std::string, int>> first_answers_;  // scenario -> answer -> count
 };
 
-// The decision under review in a verify attempt: the decide output of the same round, else the
-// task's `proposed` field (verify-only pipelines); "" when neither exists.
-std::string reviewed_decision(const nlohmann::json& record, const nlohmann::json& verify_attempt);
-
 }  // namespace kevlaya::cli

@@ -5,27 +5,15 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/process/search_path.hpp>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <set>
 #include <sstream>
 
-#include "cli/commands.hpp"
-#include "supervisor/process_effects.hpp"
-
 namespace kevlaya::cli {
 namespace {
 
-namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
 constexpr auto kPlainProgressEvery = std::chrono::seconds(5);

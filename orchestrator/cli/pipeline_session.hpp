@@ -1,13 +1,7 @@
 // Shared by `run` and `eval`: load config + pipeline, say which server binaries will be used, and
 // a progress display. The supervisor and signal handling come from runtime::Runtime.
 #pragma once
-#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
-
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
-#include <functional>
-#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -15,7 +9,6 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "pipeline/executor.hpp"
-#include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
 

@@ -1,6 +1,5 @@
 // Profile -> child argv. Pure: the same profile and spawn words always give the same vector, in a
 // fixed order, so it can be golden-tested and shown by `kevlaya-orch args`.
-#include <algorithm>
 #include <sstream>
 
 #include "config/config.hpp"

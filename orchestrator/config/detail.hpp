@@ -122,6 +122,9 @@ void read_stop(Doc& d, const YAML::Node& n, StopCfg& s, BackendNodes& nodes);
 void read_command(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
 void read_vram(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
 void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes);
+// api_key_file (profiles, peers): the file's first non-empty line, trimmed ("" after its error), or
+// nullopt after an error. `warn_shared`: warn when other users may read the file.
+std::optional<std::string> read_key_file(Doc& d, const YAML::Node& n, bool warn_shared);
 void check_backend(Doc& d, Profile& p, const YAML::Node& at, const BackendNodes& nodes);
 void read_peers(Doc& d, const YAML::Node& n, std::vector<PeerCfg>& out);  // peers.cpp
 

@@ -1,5 +1,4 @@
 // Reading one YAML file: bytes -> UTF-8 check -> yaml-cpp parse, every failure as file:line:col.
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 

@@ -4,7 +4,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 
 #include "common/bounded_file.hpp"
 #include "config/detail.hpp"
@@ -63,36 +62,30 @@ void add_keys_from(std::string_view text, std::vector<std::string>& keys, bool l
   }
 }
 
+// A list compared without case: each item lower-cased, one that is not `valid` reported by index.
+void read_lower_list(Doc& d, const std::string& key, const YAML::Node& n, bool (*valid)(std::string_view),
+                     const std::string& expected, std::vector<std::string>& out) {
+  auto list = read_string_list(d, key, n, false);
+  if (!list) return;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto item = lower((*list)[i]);
+    if (valid(item)) out.push_back(std::move(item));
+    else d.error(n[i], key + "[" + std::to_string(i) + "]: expected " + expected + ", got '" + (*list)[i] + "'");
+  }
+}
+
 }  // namespace
 
 void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& out) {
-  auto list = read_string_list(d, "allowed_hosts", n, false);
-  if (!list) return;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    auto h = lower((*list)[i]);
-    if (!valid_host(h)) {
-      d.error(n[i], "allowed_hosts[" + std::to_string(i) + "]: expected a host name or address "
-                    "without scheme or port (e.g. kev.lan), got '" + (*list)[i] + "'");
-      continue;
-    }
-    out.push_back(std::move(h));
-  }
+  read_lower_list(d, "allowed_hosts", n, valid_host,
+                  "a host name or address without scheme or port (e.g. kev.lan)", out);
 }
 
 void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c) {
   walk_map(d, "cors", n, {{"allowed_origins", [&](const YAML::Node& v) {
-    auto list = read_string_list(d, "cors.allowed_origins", v, false);
-    if (!list) return;
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      auto o = lower((*list)[i]);
-      if (!valid_origin(o)) {
-        d.error(v[i], "cors.allowed_origins[" + std::to_string(i) + "]: expected an origin like "
-                      "http://localhost:3000 (scheme://host[:port], no path, no wildcard), got '" +
-                      (*list)[i] + "'");
-        continue;
-      }
-      c.allowed_origins.push_back(std::move(o));
-    }
+    read_lower_list(d, "cors.allowed_origins", v, valid_origin,
+                    "an origin like http://localhost:3000 (scheme://host[:port], no path, no wildcard)",
+                    c.allowed_origins);
   }}});
 }
 

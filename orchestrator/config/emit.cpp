@@ -86,7 +86,6 @@ void llama_keys(YAML::Emitter& e, const Profile& p) {
 }  // namespace
 
 std::string profile_yaml(const Profile& p, const std::string& header) {
-  const Profile d;
   YAML::Emitter e;
   e << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p.name;
   backend_keys(e, p);

@@ -14,8 +14,6 @@ namespace {
 
 using detail::Doc;
 
-int to_int(const std::string& s, int def);
-
 struct Importer {
   Doc& d;
   SwapImport& out;
@@ -61,7 +59,7 @@ struct Importer {
         for (std::size_t at = 0; at < value.size();) {  // the placement owns the variable: `gpu:` says the same
           auto end = value.find(',', at);
           if (end == std::string::npos) end = value.size();
-          p.gpu.push_back(to_int(value.substr(at, end - at), 0));
+          p.gpu.push_back(swap::parse_int(value.substr(at, end - at)).value_or(0));
           at = end + 1;
         }
         std::sort(p.gpu.begin(), p.gpu.end());
@@ -93,7 +91,7 @@ struct Importer {
     if (!std::regex_match(s, m, re) || !m[3].matched)
       return note(n, "proxy '" + s + "': only a local http://127.0.0.1:PORT maps (kevlaya-orch starts the server "
                      "itself); for a server elsewhere write a backend: remote profile");
-    if (p.backend == Backend::command) p.port = to_int(m[3].str(), 0);
+    if (p.backend == Backend::command) p.port = swap::parse_int(m[3].str()).value_or(0);
   }
 
   void model(const YAML::Node& key, const YAML::Node& n);
@@ -124,7 +122,7 @@ void Importer::model(const YAML::Node& key, const YAML::Node& n) {
     else if (k == "aliases") read_aliases(v, p);
     else if (k == "proxy") read_proxy(v, p);
     else if (k == "ttl") {
-      const int ttl = to_int(scalar(v), -2);
+      const int ttl = swap::parse_int(scalar(v)).value_or(-2);
       if (ttl >= 0) p.idle_unload_s = ttl;  // -1: the global value (idle_unload_s in kevlaya.yaml)
       else if (ttl != -1) note(v, "ttl: expected a whole number of seconds; ignored");
     } else if (k == "checkEndpoint") {
@@ -194,12 +192,6 @@ void Importer::peer(const std::string& id, const YAML::Node& n) {
     if (n[k]) note(n[k], "peer '" + id + "': " + k + " is not mapped");
 }
 
-// A whole number, or `def` (llama-swap's own loader refuses anything else; the report says so).
-int to_int(const std::string& s, int def) {
-  static const std::regex re("-?[0-9]{1,9}");
-  return std::regex_match(s, re) ? std::stoi(s) : def;
-}
-
 std::string flow_list(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + yaml_scalar(x);
@@ -219,7 +211,7 @@ void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml,
     for (const auto& kv : v)
       if (is_map(kv.second)) peer(kv.first.Scalar(), kv.second);
   } else if (k == "globalTTL") {
-    const int ttl = to_int(scalar(v), -1);
+    const int ttl = swap::parse_int(scalar(v)).value_or(-1);
     if (ttl >= 0) yaml += "idle_unload_s: " + std::to_string(ttl) + "\n";
     else note(v, "globalTTL: expected a whole number of seconds >= 0; idle_unload_s left at kevlaya-orch's 600");
   } else if (k == "apiKeys") {
@@ -266,7 +258,7 @@ SwapImport import_llama_swap(const fs::path& file) {
   if (!d.root()["globalTTL"]) yaml += "idle_unload_s: 0  # llama-swap's default: never unload when idle\n";
   if (const auto m = d.root()["macros"]) im.read_macros(m, im.macros, "");
   if (const auto h = d.root()["healthCheckTimeout"])
-    im.startup_timeout_s = std::max(15, to_int(im.scalar(h), 120));
+    im.startup_timeout_s = std::max(15, swap::parse_int(im.scalar(h)).value_or(120));
   std::vector<bool> rotate;
   im.top("models", d.root()["models"], yaml, rotate);  // first: groups pin their members
   for (const auto& kv : d.root()) {

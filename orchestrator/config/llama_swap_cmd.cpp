@@ -56,14 +56,14 @@ std::string profile_name_from_id(const std::string& id) {
 }
 
 namespace swap {
-namespace {
 
-bool parse_int(const std::string& s, int& out) {
+std::optional<int> parse_int(const std::string& s) {
   static const std::regex re("-?[0-9]{1,9}");
-  if (!std::regex_match(s, re)) return false;
-  out = std::stoi(s);
-  return true;
+  if (!std::regex_match(s, re)) return std::nullopt;
+  return std::stoi(s);
 }
+
+namespace {
 
 fs::path resolve(const std::string& path, const fs::path& base) {
   fs::path p(path);
@@ -92,19 +92,19 @@ bool add_scaled(const std::string& v, const fs::path& base, Profile& p) {
 // One flag of the table with its value -> a profile key. False: not understood (kept in extra_args).
 bool set_key(const LlamaFlag& f, const std::string& v, const fs::path& base, Profile& p, std::vector<std::string>& notes) {
   const std::string_view k = f.key;
-  int n = 0;
+  const auto n = parse_int(v);
   if (k == "model") p.model = resolve(v, base);
   else if (k == "ngl") {
     if (v == "all" || v == "auto") p.ngl = -1;
-    else if (parse_int(v, n) && n >= 0) p.ngl = n;
+    else if (n && *n >= 0) p.ngl = *n;
     else return false;
   } else if (k == "ctx") {
-    if (!parse_int(v, n)) return false;
-    if (n < 256) return notes.push_back(std::string(f.name) + " " + v + ": kevlaya-orch needs a context of 256 or more; ctx left at 2048"), true;
-    p.ctx = n;
+    if (!n) return false;
+    if (*n < 256) return notes.push_back(std::string(f.name) + " " + v + ": kevlaya-orch needs a context of 256 or more; ctx left at 2048"), true;
+    p.ctx = *n;
   } else if (k == "parallel" || k == "batch") {
-    if (!parse_int(v, n) || n < 1) return false;
-    (k == "parallel" ? p.parallel : p.batch) = n;
+    if (!n || *n < 1) return false;
+    (k == "parallel" ? p.parallel : p.batch) = *n;
   } else if (k == "cache_type_k" || k == "cache_type_v") {
     const auto& t = kv_cache_types();
     if (std::find(t.begin(), t.end(), v) == t.end()) return false;

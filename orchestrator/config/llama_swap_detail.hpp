@@ -1,6 +1,7 @@
 // Internals of the llama-swap import shared by its two files; not for other modules.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,9 @@ using Macros = std::vector<std::pair<std::string, std::string>>;
 // value; `${PORT}` and `${PID}` stay (the caller maps them). Each unknown or unset one is added to `bad`.
 std::string expand(const std::string& text, const Macros& macros, const std::string& model_id,
                    std::vector<std::string>& bad);
+
+// A whole number (llama-swap's own loader refuses anything else; the report says so), or nullopt.
+std::optional<int> parse_int(const std::string& s);
 
 // Fills `p` from the words of a model's cmd: llama-server's flags through the flag table (the
 // other words to extra_args), any other program as a `command` profile. `notes`: each word that

@@ -2,7 +2,6 @@
 #include "config/models_dir.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -10,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "config/llama_swap.hpp"
 #include "gguf/gguf.hpp"
 
 namespace kevlaya::config {
@@ -120,14 +120,9 @@ Profile base_profile(const std::string& name, const fs::path& model, const std::
 }  // namespace
 
 std::string model_name_from_file(const fs::path& file) {
-  std::string s = file.filename().string();
+  const std::string s = file.filename().string();
   std::smatch m;
-  if (std::regex_match(s, m, split_re())) s = m[1].str();
-  else s = file.stem().string();
-  for (auto& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '-';
-  const auto first = s.find_first_not_of("._-");
-  return first == std::string::npos ? std::string() : s.substr(first);
+  return profile_name_from_id(std::regex_match(s, m, split_re()) ? m[1].str() : file.stem().string());
 }
 
 std::vector<GgufFacts> scan_models_dir(const fs::path& dir) {

@@ -356,13 +356,15 @@ void check_lifecycle(LoadResult& r, const Loaded& l) {
   }
 }
 
+void load_file(LoadResult& r, Loaded& l, const fs::path& file, bool profile) {
+  Doc d(file, r.diagnostics);
+  if (!d.load()) return;
+  if (profile) detail::parse_profile(d, r.config.profiles, l.profile_locs);
+  else detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
+}
+
 void load_dir(LoadResult& r, Loaded& l, const fs::path& dir, bool profiles) {
-  for (const auto& f : yaml_files(dir, &r.diagnostics)) {
-    Doc d(f, r.diagnostics);
-    if (!d.load()) continue;
-    if (profiles) detail::parse_profile(d, r.config.profiles, l.profile_locs);
-    else detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
-  }
+  for (const auto& f : yaml_files(dir, &r.diagnostics)) load_file(r, l, f, profiles);
 }
 
 // A profile per model of models_dir, unless an explicit profile has its name (or alias).
@@ -401,6 +403,17 @@ void sort_diagnostics(LoadResult& r) {
                      return std::tie(a.loc.file, a.loc.line, a.loc.col) <
                             std::tie(b.loc.file, b.loc.line, b.loc.col);
                    });
+}
+
+// One profile or pipeline file on its own, with the default directories of its folder.
+LoadResult load_single(const fs::path& file, bool profile) {
+  LoadResult r;
+  Loaded l;
+  detail::default_dirs(r.config.orch, fs::absolute(file).parent_path());
+  load_file(r, l, file, profile);
+  check_profile_names(r, l);  // nothing to check in a pipeline file
+  sort_diagnostics(r);
+  return r;
 }
 
 }  // namespace
@@ -447,26 +460,9 @@ LoadResult load(const Source& source) {
 
 LoadResult load(const fs::path& orchestrator_file) { return load(Source{orchestrator_file}); }
 
-LoadResult load_profile_file(const fs::path& file) {
-  LoadResult r;
-  Loaded l;
-  detail::default_dirs(r.config.orch, fs::absolute(file).parent_path());
-  Doc d(file, r.diagnostics);
-  if (d.load()) detail::parse_profile(d, r.config.profiles, l.profile_locs);
-  check_profile_names(r, l);
-  sort_diagnostics(r);
-  return r;
-}
+LoadResult load_profile_file(const fs::path& file) { return load_single(file, true); }
 
-LoadResult load_pipeline_file(const fs::path& file) {
-  LoadResult r;
-  Loaded l;
-  detail::default_dirs(r.config.orch, fs::absolute(file).parent_path());
-  Doc d(file, r.diagnostics);
-  if (d.load()) detail::parse_pipeline(d, r.config.pipelines, l.pipeline_locs);
-  sort_diagnostics(r);
-  return r;
-}
+LoadResult load_pipeline_file(const fs::path& file) { return load_single(file, false); }
 
 std::optional<std::string> listen_host_problem(const std::string& host) {
   in6_addr buf{};

@@ -1,36 +1,8 @@
 // `peers:` in kevlaya.yaml: other kevlaya-orch doors whose models are imported as remote profiles
 // when the door starts (remote/peers.hpp). Only the keys are read here: no network at load.
-#include <fstream>
-#include <sstream>
-
-#include "common/bounded_file.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
-
-namespace {
-
-void read_peer_key_file(Doc& d, const YAML::Node& n, PeerCfg& peer) {
-  const auto path = read_path(d, "api_key_file", n);
-  if (!path) return;
-  const auto read = read_bounded_file(*path, kMaxConfigFileBytes, "a key file");
-  if (!read) {
-    d.error(n, "api_key_file: cannot read " + display_path(*path) + ": " + read.error().message);
-    return;
-  }
-  std::istringstream in(read.value());
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
-    if (b != std::string::npos) {
-      peer.api_key = line.substr(b, e - b + 1);
-      return;
-    }
-  }
-  d.error(n, "api_key_file: no key in " + display_path(*path));
-}
-
-}  // namespace
 
 void read_peers(Doc& d, const YAML::Node& n, std::vector<PeerCfg>& out) {
   if (!n.IsSequence()) {
@@ -48,7 +20,9 @@ void read_peers(Doc& d, const YAML::Node& n, std::vector<PeerCfg>& out) {
            set_string(d, key + ".url", v, peer.url);
          }},
         {"api_key", [&](const YAML::Node& v) { set_string(d, key + ".api_key", v, peer.api_key); }},
-        {"api_key_file", [&](const YAML::Node& v) { read_peer_key_file(d, v, peer); }},
+        {"api_key_file", [&](const YAML::Node& v) {
+           if (auto k = read_key_file(d, v, false); k && !k->empty()) peer.api_key = *k;
+         }},
     });
     if (!n[i].IsMap()) continue;
     if (!url) {

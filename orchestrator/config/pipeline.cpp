@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "common/bytes.hpp"
+#include "common/strings.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -232,9 +233,7 @@ std::optional<StageBuild> read_stage(Doc& d, const YAML::Node& n, std::size_t in
   else if (st.name == "input" || st.name == "candidates" || st.name == "feedback" || st.name == "vars")
     d.error(*name_node, "stage name '" + st.name + "' is reserved for a placeholder");
   if (st.model.empty()) d.error(n, "stage '" + st.name + "': missing required key 'model'");
-  st.role = role ? (*role == "decide" ? StageRole::decide
-                    : *role == "verify" ? StageRole::verify : StageRole::other)
-                 : role_from_name(st.name);
+  st.role = role_from_name(role ? *role : st.name);
   if (messages && (system || user))
     d.error(*messages, "stage '" + st.name + "': use either 'messages' or the 'system'/'user' shorthand, not both");
   if (messages) read_messages(d, key + ".messages", *messages, b);
@@ -285,14 +284,9 @@ std::string placeholder_problem(const std::string& name, std::size_t i,
     allowed.push_back(stages[k].stage.name + ".output");
     allowed.push_back(stages[k].stage.name + ".reason");
   }
-  std::string hint = did_you_mean(name, allowed);
-  if (hint.empty()) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + ("{{" + a + "}}");
-    hint = " (allowed here: " + list + ", {{vars.NAME}})";
-  } else {
-    hint = " (did you mean '{{" + *suggest(name, allowed) + "}}'?)";
-  }
+  const auto guess = suggest(name, allowed);
+  const std::string hint = guess ? " (did you mean '{{" + *guess + "}}'?)"
+                                 : " (allowed here: {{" + join(allowed, "}}, {{") + "}}, {{vars.NAME}})";
   return "unknown placeholder '{{" + name + "}}' in stage '" + here + "'" + hint;
 }
 

@@ -2,7 +2,6 @@
 // fields (backend vs url/command) are checked once the whole document is read.
 #include <algorithm>
 #include <regex>
-#include <set>
 
 #include "common/bytes.hpp"
 #include "config/detail.hpp"

@@ -4,10 +4,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
 
 #include "common/bounded_file.hpp"
+#include "common/strings.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -43,12 +43,7 @@ void check_placeholders(Doc& d, const std::string& key, const YAML::Node& n,
       std::vector<std::string> allowed;
       for (const auto& k : known)
         if (pid_ok || k != "{pid}") allowed.push_back(k);
-      d.error(at, key + ": unknown placeholder " + ph + did_you_mean(ph, allowed) + "; known: " +
-                      [&] {
-                        std::string s;
-                        for (const auto& a : allowed) s += (s.empty() ? "" : " ") + a;
-                        return s;
-                      }());
+      d.error(at, key + ": unknown placeholder " + ph + did_you_mean(ph, allowed) + "; known: " + join(allowed, " "));
     }
   }
 }
@@ -91,20 +86,25 @@ void read_vram(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) {
   if (auto v = read_int(d, "vram_mib", n)) p.vram_mib = *v;
 }
 
-void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) {
-  nodes.api_key.emplace(n);
+std::optional<std::string> read_key_file(Doc& d, const YAML::Node& n, bool warn_shared) {
   const auto path = read_path(d, "api_key_file", n);
-  if (!path) return;
+  if (!path) return std::nullopt;
   const auto read = read_bounded_file(*path, kMaxConfigFileBytes, "a key file");
   if (!read) {
     d.error(n, "api_key_file: cannot read " + display_path(*path) + ": " + read.error().message);
-    return;
+    return std::nullopt;
   }
-  p.api_key = first_line(read.value());
-  if (p.api_key.empty()) d.error(n, "api_key_file: no key in " + display_path(*path));
+  std::string key = first_line(read.value());
+  if (key.empty()) d.error(n, "api_key_file: no key in " + display_path(*path));
   struct stat st {};
-  if (::stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+  if (warn_shared && ::stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0)
     d.warn(n, "api_key_file " + display_path(*path) + " is readable by other users (chmod 600 it)");
+  return key;
+}
+
+void read_api_key_file(Doc& d, const YAML::Node& n, Profile& p, BackendNodes& nodes) {
+  nodes.api_key.emplace(n);
+  if (auto key = read_key_file(d, n, true)) p.api_key = *key;
 }
 
 // Conflicts between fields, checked once the whole document is read.

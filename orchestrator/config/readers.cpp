@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <stdexcept>
 
+#include "common/strings.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -198,9 +198,7 @@ std::optional<std::string> read_enum(Doc& d, const std::string& key, const YAML:
   auto s = read_string(d, key, n);
   if (!s) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), *s) != allowed.end()) return s;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  d.error(n, key + " must be one of " + list + ", got '" + *s + "'" + did_you_mean(*s, allowed));
+  d.error(n, key + " must be one of " + join(allowed, ", ") + ", got '" + *s + "'" + did_you_mean(*s, allowed));
   return std::nullopt;
 }
 

@@ -71,14 +71,10 @@ int status_of_code(const std::string& code) {
   return 500;
 }
 
-std::int64_t count_of(const json& timings, const char* key) {
+template <class T>
+T number_of(const json& timings, const char* key) {
   const auto it = timings.find(key);
-  return it != timings.end() && it->is_number() ? it->get<std::int64_t>() : -1;
-}
-
-double speed_of(const json& timings, const char* key) {
-  const auto it = timings.find(key);
-  return it != timings.end() && it->is_number() ? it->get<double>() : -1;
+  return it != timings.end() && it->is_number() ? it->get<T>() : -1;
 }
 
 // One pipeline attempt (the executor's journal entry) as a request record.
@@ -98,11 +94,11 @@ RequestNote attempt_note(const json& a, const std::string& run_id, const std::st
   n.status = err != a.end() && err->is_object() ? status_of_code(err->value("code", "internal")) : 200;
   if (n.status != 200) n.error = err->value("code", "internal");
   if (const auto t = a.find("timings"); t != a.end() && t->is_object()) {
-    n.prompt_tokens = count_of(*t, "prompt_n");
-    n.generated_tokens = count_of(*t, "predicted_n");
-    n.cached_tokens = count_of(*t, "cache_n");
-    n.prefill_tps = speed_of(*t, "prompt_per_second");
-    n.decode_tps = speed_of(*t, "predicted_per_second");
+    n.prompt_tokens = number_of<std::int64_t>(*t, "prompt_n");
+    n.generated_tokens = number_of<std::int64_t>(*t, "predicted_n");
+    n.cached_tokens = number_of<std::int64_t>(*t, "cache_n");
+    n.prefill_tps = number_of<double>(*t, "prompt_per_second");
+    n.decode_tps = number_of<double>(*t, "predicted_per_second");
   }
   return n;
 }

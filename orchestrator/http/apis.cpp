@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/bounded_json.hpp"
+#include "common/bytes.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -66,10 +67,8 @@ std::string message_of(const json& body) {
     if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"];
     if (e.is_string()) return e;
   }
-  return body.is_discarded() ? "error" : body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return body.is_discarded() ? "error" : dump_json(body);
 }
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json anthropic_error(int status, const json& openai_body) {
   json err = {{"type", anthropic_type(status)}, {"message", message_of(openai_body)}};
@@ -79,10 +78,6 @@ json anthropic_error(int status, const json& openai_body) {
       if (k != "type" && k != "message") err[k] = v;
   return {{"type", "error"}, {"error", std::move(err)}};
 }
-
-}  // namespace
-
-namespace {
 
 int hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -123,25 +118,25 @@ ApiShape shape_of_path(std::string_view path) {
 Reply reshape_error(Reply r, ApiShape shape) {
   if (shape == ApiShape::openai || shape == ApiShape::responses) return r;
   const json body = json::parse(r.body, nullptr, false);  // our own serialization: bounded
-  if (shape == ApiShape::anthropic) r.body = dump(anthropic_error(r.status, body));
-  else r.body = dump(json{{"error", message_of(body)}});
+  if (shape == ApiShape::anthropic) r.body = dump_json(anthropic_error(r.status, body));
+  else r.body = dump_json(json{{"error", message_of(body)}});
   r.content_type = "application/json";
   return r;
 }
 
 std::string error_event(ApiShape shape, int status, const json& body) {
   switch (shape) {
-    case ApiShape::openai: return "data: " + dump(body) + "\n\n";
+    case ApiShape::openai: return "data: " + dump_json(body) + "\n\n";
     case ApiShape::responses: {
       json e = {{"type", "error"}, {"message", message_of(body)}, {"param", nullptr}, {"code", nullptr}};
       if (body.is_object() && body.contains("error") && body["error"].is_object() &&
           body["error"].contains("code"))
-        e["code"] = body["error"]["code"].is_string() ? body["error"]["code"] : json(dump(body["error"]["code"]));
-      return "event: error\ndata: " + dump(e) + "\n\n";
+        e["code"] = body["error"]["code"].is_string() ? body["error"]["code"] : json(dump_json(body["error"]["code"]));
+      return "event: error\ndata: " + dump_json(e) + "\n\n";
     }
     case ApiShape::anthropic:
-      return "event: error\ndata: " + dump(anthropic_error(status, body)) + "\n\n";
-    case ApiShape::ollama: return dump(json{{"error", message_of(body)}}) + "\n";
+      return "event: error\ndata: " + dump_json(anthropic_error(status, body)) + "\n\n";
+    case ApiShape::ollama: return dump_json(json{{"error", message_of(body)}}) + "\n";
   }
   return {};
 }

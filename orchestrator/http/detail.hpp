@@ -85,13 +85,11 @@ struct Feed {
 // The door's shared state (owned by Server, kept alive by every connection).
 class Door {
  public:
-  Door(asio::io_context& ioc, supervisor::Supervisor& s, const config::Config& c, ServerOptions o,
-       std::shared_ptr<PipelineRunner> r);
+  Door(supervisor::Supervisor& s, const config::Config& c, ServerOptions o, std::shared_ptr<PipelineRunner> r);
   ~Door();
 
   void request_done();  // in_flight--, wakes a drain waiting for zero
 
-  asio::io_context& ioc;
   Strand strand;
   supervisor::Supervisor& sup;
   const config::Config* cfg;  // the current version (Server::set_config); older ones stay alive
@@ -218,9 +216,7 @@ nlohmann::json failure_json(const supervisor::ChildFailure& f);
 // Removes every `log_tail` member, at any depth (for a caller that may not read them: sees_logs).
 void drop_log_tails(nlohmann::json& j);
 nlohmann::json switch_json(const supervisor::SwitchRecord& s);
-nlohmann::json event_json(const supervisor::Event& e);
 nlohmann::json remote_json(const remote::Health& st);  // /status profiles[].remote
-nlohmann::json remote_event_json(const std::string& model, const remote::Health& st, std::int64_t at_ms);
 void on_event(const std::shared_ptr<Door>& d, const supervisor::Event& e);  // on the door strand
 void end_event_streams(Door& d);  // shutdown: every /events stream ends now
 void publish(Door& d, const nlohmann::json& event);  // one event to every /events client
@@ -250,6 +246,7 @@ std::string_view api_of(const ProxyCall& call);  // api_name, or "llama-server" 
 asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
 // Queue, lease (swap), forward and relay one call; errors in call.shape. `t0`: request arrival.
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0);
+bool swap_in_progress(const Door& d);  // a child is starting, draining or stopping (Door::phases)
 
 // ollama.cpp: /api/* (Ollama's API, translated onto the child's OpenAI endpoints).
 asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m);

@@ -69,11 +69,9 @@ Reply upstream_error_reply(int status, const std::string& body) {
   json j = parsed ? std::move(parsed.value()) : json();
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     j["error"]["src"] = "upstream";
-  } else if (j.is_object() && j.contains("error")) {
-    j = json{{"error", {{"message", j["error"]}, {"type", error_type(status)}, {"code", status},
-                        {"src", "upstream"}}}};
-  } else {
-    j = json{{"error", {{"message", body}, {"type", error_type(status)}, {"code", status},
+  } else {  // a non-object `error` becomes the message; else the whole body does
+    json message = j.is_object() && j.contains("error") ? j["error"] : json(body);
+    j = json{{"error", {{"message", std::move(message)}, {"type", error_type(status)}, {"code", status},
                         {"src", "upstream"}}}};
   }
   Reply r;

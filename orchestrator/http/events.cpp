@@ -25,6 +25,10 @@ struct EventClient {
   bool ended = false;              // the client left, or the door shuts down
   asio::steady_timer wake;         // cancelled when there is something to do
   bool sees_logs = false;          // its key may read log tails (auth.hpp: sees_logs)
+  void end() {
+    ended = true;
+    wake.cancel();
+  }
 };
 
 void drop_log_tails(json& j) {
@@ -137,10 +141,7 @@ void publish(Door& d, const json& event) {
 }
 
 void end_event_streams(Door& d) {
-  for (const auto& cl : d.event_clients) {
-    cl->ended = true;
-    cl->wake.cancel();
-  }
+  for (const auto& cl : d.event_clients) cl->end();
 }
 
 namespace {
@@ -173,10 +174,7 @@ asio::awaitable<void> events(Door& d, Connection& c) {
   auto cl = std::make_shared<EventClient>(d.strand, c.sees_logs());
   d.event_clients.insert(cl);
   auto gone = std::make_shared<upstream::CancelToken>();
-  gone->set_hook([cl] {  // runs on the door strand (the disconnect watcher's)
-    cl->ended = true;
-    cl->wake.cancel();
-  });
+  gone->set_hook([cl] { cl->end(); });  // runs on the door strand (the disconnect watcher's)
   HeaderList h = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   if (co_await c.start_stream(200, "text/event-stream", std::move(h)) && co_await c.chunk(kRetryHint)) {
     c.watch_disconnect(gone);

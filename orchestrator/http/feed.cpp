@@ -26,16 +26,11 @@ void push_bounded(std::deque<T>& ring, T item) {
   while (ring.size() > kRecent) ring.pop_front();
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 json queue_json(const Door& d) {
   json by_model = json::object();
   for (const auto& [m, l] : d.feed.load) by_model[m] = {{"waiting", l.waiting}, {"in_flight", l.in_flight}};
   return {{"type", "queue"}, {"waiting", d.waiting}, {"in_flight", d.in_flight}, {"by_model", by_model},
-          {"at_ms", now_ms()}};
+          {"at_ms", activity::unix_ms()}};
 }
 
 // Arms the tick that publishes the load as it is then (one event for any burst of changes).
@@ -119,7 +114,7 @@ json request_json(const RequestNote& n) {
 // On every model call: the record is kept as a struct, and made JSON only for /status and for
 // /events subscribers (none, usually).
 void note_request(Door& d, RequestNote n) {
-  n.at_ms = now_ms();
+  n.at_ms = activity::unix_ms();
   if (d.history) d.history->submit(n);  // a copy handed to the writer thread: no disk here
   push_bounded(d.feed.recent_requests, std::move(n));
   if (d.event_clients.empty()) return;
@@ -129,7 +124,7 @@ void note_request(Door& d, RequestNote n) {
 }
 
 void note_run(Door& d, json run) {
-  run["at_ms"] = now_ms();
+  run["at_ms"] = activity::unix_ms();
   push_bounded(d.feed.recent_runs, run);
   run["type"] = "run";
   publish(d, run);

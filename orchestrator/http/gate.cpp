@@ -10,13 +10,8 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 bool iequal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
+  return boost::beast::iequals({a.data(), a.size()}, {b.data(), b.size()});
 }
 
 bool istarts(std::string_view s, std::string_view prefix) {

@@ -17,10 +17,7 @@ using nlohmann::json;
 // queued (waiting for a lease), switching (waiting while a child starts or stops), generating.
 std::string_view phase_of(const Door& d, const InFlight& f) {
   if (f.leased) return "generating";
-  using supervisor::Phase;
-  for (const auto& [child, phase] : d.phases)
-    if (phase == Phase::starting || phase == Phase::draining || phase == Phase::stopping) return "switching";
-  return "queued";
+  return swap_in_progress(d) ? "switching" : "queued";
 }
 
 // (A plain function: GCC 12 rejects braced string-literal initialisers inside coroutines.)

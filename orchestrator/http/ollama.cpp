@@ -20,12 +20,7 @@ namespace fs = std::filesystem;
 constexpr const char* kOllamaVersion = "0.6.0";  // the API level the translation follows
 constexpr const char* kForever = "2262-04-11T23:47:16Z";  // Ollama's "never expires"
 
-Reply ollama_error(int status, const std::string& message) {
-  Reply r;
-  r.status = status;
-  r.body = json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
+Reply ollama_error(int status, const std::string& message) { return json_reply(status, {{"error", message}}); }
 
 Reply ollama_error(const Error& e) { return reshape_error(error_reply(e), ApiShape::ollama); }
 

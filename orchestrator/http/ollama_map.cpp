@@ -15,8 +15,6 @@ using nlohmann::json;
 
 Error bad(std::string m) { return make_error(Errc::bad_request, std::move(m)); }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 // options -> OpenAI/llama-server sampling fields, each of Ollama's type (a wrong one: 400 naming it).
 Result<json> map_options(const json& opts, int ctx, json out) {
   if (opts.is_null()) return out;
@@ -69,7 +67,7 @@ Result<json> map_tool_call(const json& tc, std::size_t n, const std::string& whe
   const auto args = fn.find("arguments");
   if (args != fn.end() && !args->is_null() && !args->is_object() && !args->is_string())
     return bad("\"" + where + ".function.arguments\" must be an object");
-  const std::string text = args == fn.end() || args->is_null() ? "{}" : args->is_string() ? args->get<std::string>() : dump(*args);
+  const std::string text = args == fn.end() || args->is_null() ? "{}" : args->is_string() ? args->get<std::string>() : dump_json(*args);
   return json{{"type", "function"}, {"id", "call_" + std::to_string(n)},
               {"function", {{"name", *name ? **name : json("")}, {"arguments", text}}}};
 }
@@ -249,9 +247,9 @@ Result<json> ollama_to_openai(OllamaKind kind, const json& body, const std::stri
 std::string ollama_request_text(const json& mapped, std::string_view raw_body) {
   // Only a schema (format) or tools carry an order that matters: other bodies are not parsed again.
   const bool schema = mapped.contains("response_format") && mapped["response_format"].contains("json_schema");
-  if (!schema && !mapped.contains("tools")) return dump(mapped);
+  if (!schema && !mapped.contains("tools")) return dump_json(mapped);
   auto raw = parse_ordered_json_bounded(raw_body);  // checked already by the door's parse
-  if (!raw || !raw->is_object()) return dump(mapped);
+  if (!raw || !raw->is_object()) return dump_json(mapped);
   nlohmann::ordered_json out = mapped;  // the door's own fields: their order does not matter
   if (const auto f = raw->find("format"); schema && f != raw->end() && f->is_object())
     out["response_format"]["json_schema"]["schema"] = *f;
@@ -271,13 +269,13 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
       const auto& e = member(data[i], "embedding");
       vecs.push_back(e.is_array() ? e : json::array());
     }
-    if (kind == OllamaKind::embeddings) return dump({{"embedding", vecs.empty() ? json::array() : vecs[0]}});
+    if (kind == OllamaKind::embeddings) return dump_json(json{{"embedding", vecs.empty() ? json::array() : vecs[0]}});
     out["embeddings"] = std::move(vecs);
     add_counts(out, member(a, "usage"), json(), times);
     out.erase("eval_count");  // an embedding generates nothing
     out.erase("eval_duration");
     out.erase("prompt_eval_duration");
-    return dump(out);
+    return dump_json(out);
   }
   const auto& choice = first(member(a, "choices"));
   if (const auto& m = member(choice, "message"); m.is_object()) {
@@ -294,14 +292,14 @@ std::string ollama_answer(OllamaKind kind, const std::string& openai_body, const
   out["done"] = true;
   out["done_reason"] = done_reason(member(choice, "finish_reason"));
   add_counts(out, member(a, "usage"), member(a, "timings"), times);
-  return dump(out);
+  return dump_json(out);
 }
 
 std::string OllamaStream::event(const json& j) {
   if (j.contains("error")) {
     const auto& e = j["error"];
     const auto& m = member(e, "message");
-    return dump({{"error", m.is_string() ? m.get<std::string>() : dump(e)}}) + "\n";
+    return dump_json(json{{"error", m.is_string() ? m.get<std::string>() : dump_json(e)}}) + "\n";
   }
   if (j.contains("usage") && j["usage"].is_object()) usage_ = j["usage"];
   if (j.contains("timings")) timings_ = j["timings"];
@@ -325,7 +323,7 @@ std::string OllamaStream::event(const json& j) {
   } else {
     out["response"] = piece;
   }
-  return dump(out) + "\n";
+  return dump_json(out) + "\n";
 }
 
 std::string OllamaStream::thinking_line(const std::string& text) const {
@@ -335,7 +333,7 @@ std::string OllamaStream::thinking_line(const std::string& text) const {
     out["response"] = "";
     out["thinking"] = text + "\n";
   }
-  return dump(out) + "\n";
+  return dump_json(out) + "\n";
 }
 
 std::string OllamaStream::final_line() {
@@ -344,7 +342,7 @@ std::string OllamaStream::final_line() {
   if (kind_ == OllamaKind::chat) out["message"] = {{"role", "assistant"}, {"content", ""}};
   else out["response"] = "";
   add_counts(out, usage_, timings_, times_.get());
-  return dump(out) + "\n";
+  return dump_json(out) + "\n";
 }
 
 std::string OllamaStream::feed(std::string_view sse) {

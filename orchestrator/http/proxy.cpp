@@ -185,14 +185,6 @@ Reply missing_route_reply(const Call& call, const std::string& body) {
                                 "which builds lack which endpoints)"));
 }
 
-// From the supervisor's event stream (Door::phases): no polling.
-bool swap_in_progress(const Door& d) {
-  using supervisor::Phase;
-  for (const auto& [child, phase] : d.phases)
-    if (phase == Phase::starting || phase == Phase::draining || phase == Phase::stopping) return true;
-  return false;
-}
-
 struct PendingLease {
   explicit PendingLease(Strand s) : timer(std::move(s)) {}
   std::optional<Result<Lease>> result;
@@ -506,6 +498,14 @@ void finish_call(Door& d, const Request& req, const Connection& c, InFlight& me,
 }
 
 }  // namespace
+
+// From the supervisor's event stream (Door::phases): no polling.
+bool swap_in_progress(const Door& d) {
+  using supervisor::Phase;
+  for (const auto& [child, phase] : d.phases)
+    if (phase == Phase::starting || phase == Phase::draining || phase == Phase::stopping) return true;
+  return false;
+}
 
 int retry_after_estimate(const Door& d) {
   // Everyone ahead needs about one request time each; a pending switch adds its usual cost.

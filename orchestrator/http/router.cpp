@@ -32,11 +32,6 @@ const supervisor::ProfileStatus* find_status(const supervisor::Snapshot& snap, c
 
 // (JSON is built in plain functions: GCC 12 rejects some braced string-literal initialisers
 // inside coroutines.)
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // One /v1/models entry: OpenAI's model object, its aliases (as llama-server lists them) and state.
 json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
   const auto* st = find_status(snap, prof.name);
@@ -55,7 +50,7 @@ json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, s
 // Each profile once; aliases are listed in it, not as models of their own.
 json models_json(const Door& d, const supervisor::Snapshot& snap) {
   json data = json::array();
-  const auto created = unix_now();
+  const auto created = activity::unix_ms() / 1000;
   for (const auto& prof : d.cfg->profiles) data.push_back(model_json(prof, snap, created));
   return {{"object", "list"}, {"data", data}};
 }
@@ -80,7 +75,7 @@ asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) 
     co_return;
   }
   const auto snap = co_await d.sup.snapshot();
-  co_await c.send(json_reply(200, model_json(*prof, snap, unix_now())));
+  co_await c.send(json_reply(200, model_json(*prof, snap, activity::unix_ms() / 1000)));
 }
 
 // "0", or "0,1" for a child split over two devices: the `gpu` label of the metrics.
@@ -336,6 +331,7 @@ bool async_query(std::string_view query) {
 asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
+  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
   const auto m = match_route(target.substr(0, q));
   if (auto refusal = gate(d, req, c, m)) {  // in the caller's API shape (Anthropic, Ollama, ...)
     co_await c.send(reshape_error(std::move(*refusal), shape_of_path(target.substr(0, q))));
@@ -354,17 +350,12 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::admin_load: co_return co_await admin_load(d, c, std::string(m.arg));
     case Route::admin_unload: co_return co_await admin_unload(d, c, std::string(m.arg));
     case Route::admin_reload: co_return co_await admin_reload(d, c);
-    case Route::pipeline_runs: {
-      const bool async = q != std::string_view::npos && async_query(target.substr(q + 1));
-      co_return co_await d.runs->post_run(req, c, std::string(m.arg), async);
-    }
+    case Route::pipeline_runs: co_return co_await d.runs->post_run(req, c, std::string(m.arg), async_query(query));
     case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
     case Route::ui: co_await c.send(ui_reply(req, m.arg)); co_return;
     case Route::root: co_await c.send(redirect_to_ui()); co_return;
-    case Route::logs:
-      co_return co_await logs(d, c, std::string(m.arg), q == std::string_view::npos ? "" : target.substr(q + 1));
-    case Route::activity:
-      co_return co_await activity_route(d, req, c, q == std::string_view::npos ? "" : target.substr(q + 1));
+    case Route::logs: co_return co_await logs(d, c, std::string(m.arg), query);
+    case Route::activity: co_return co_await activity_route(d, req, c, query);
     case Route::requests: co_await c.send(json_reply(200, in_flight_json(d))); co_return;
     case Route::admin_cancel: co_return co_await cancel_request(d, c, m.arg);
     case Route::admin_capture: co_return co_await capture_route(d, c, std::string(m.arg));

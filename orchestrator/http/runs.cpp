@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/bounded_json.hpp"
+#include "common/bytes.hpp"
 #include "http/bodies.hpp"
 #include "common/clock.hpp"
 #include "http/detail.hpp"
@@ -39,8 +40,6 @@ Reply record_reply(const std::string& record_text, const std::string& id) {
   r.headers = {{"X-Kevlaya-Run", id}};
   return r;
 }
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void count_verdict(Metrics& m, const std::string& pipeline, const std::string& verdict) {
   m.inc("kevlaya_pipeline_verdicts_total", {{"pipeline", pipeline}, {"verdict", verdict}});
@@ -109,7 +108,7 @@ void finish(Metrics& m, RunQueue::Run& run, Result<json> res) {
     const auto v = res->find("verdict");
     verdict = v != res->end() && v->is_string() ? v->get<std::string>() : "unknown";
     run.verdict = verdict;
-    run.record_text = dump(res.value());
+    run.record_text = dump_json(res.value());
     run.state = RunQueue::Run::State::done;
   } else {
     run.error = res.error();

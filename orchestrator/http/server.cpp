@@ -359,9 +359,8 @@ void Connection::unwatch() {
 
 // ---- Door and Server ----------------------------------------------------------------------
 
-Door::Door(asio::io_context& io, supervisor::Supervisor& s, const config::Config& c,
-           ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : ioc(io), strand(s.strand()), sup(s), cfg(&c), opt(std::move(o)),
+Door::Door(supervisor::Supervisor& s, const config::Config& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
+    : strand(s.strand()), sup(s), cfg(&c), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
@@ -394,9 +393,9 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   return o;
 }
 
-Server::Server(asio::io_context& ioc, supervisor::Supervisor& sup, const config::Config& cfg,
-               ServerOptions opt, std::shared_ptr<PipelineRunner> runner)
-    : door_(std::make_shared<Door>(ioc, sup, cfg, std::move(opt), std::move(runner))) {
+Server::Server(supervisor::Supervisor& sup, const config::Config& cfg, ServerOptions opt,
+               std::shared_ptr<PipelineRunner> runner)
+    : door_(std::make_shared<Door>(sup, cfg, std::move(opt), std::move(runner))) {
   std::weak_ptr<Door> weak = door_;
   door_->events_sub = sup.subscribe([weak](const supervisor::Event& e) {
     if (auto d = weak.lock()) asio::post(d->strand, [d, e] { on_event(d, e); });

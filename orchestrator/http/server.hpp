@@ -2,7 +2,7 @@
 // requests through Supervisor::acquire, streams SSE through unbuffered, runs pipelines, and
 // exposes health, status and Prometheus metrics. Beast stays inside http/*.cpp.
 //
-//   http::Server door(ioc, supervisor, cfg, http::ServerOptions::from(cfg.orch), runner);
+//   http::Server door(supervisor, cfg, http::ServerOptions::from(cfg.orch), runner);
 //   auto port = door.listen();   // Result<uint16_t>; port 0 = let the OS pick
 //   door.start();
 //   ... on SIGTERM: co_await door.stop(); co_await supervisor.shutdown();
@@ -10,7 +10,6 @@
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -70,8 +69,8 @@ class Door;
 class Server {
  public:
   // `sup` and `cfg` must outlive the server; `runner` may be null (pipeline routes answer 503).
-  Server(boost::asio::io_context& ioc, supervisor::Supervisor& sup, const config::Config& cfg,
-         ServerOptions opt, std::shared_ptr<PipelineRunner> runner = nullptr);
+  Server(supervisor::Supervisor& sup, const config::Config& cfg, ServerOptions opt,
+         std::shared_ptr<PipelineRunner> runner = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -142,8 +142,6 @@ void Monitor::stop() {
   }
 }
 
-bool Monitor::knows(const std::string& profile) const { return impl_->remotes.count(profile) > 0; }
-
 const Health* Monitor::status(const std::string& profile) const {
   const auto it = impl_->remotes.find(profile);
   return it == impl_->remotes.end() ? nullptr : &it->second->status;

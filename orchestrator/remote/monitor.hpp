@@ -29,7 +29,6 @@ class Monitor {
 
   void start();  // one checking coroutine per remote
   void stop();   // ends every check loop (idempotent); a probe in flight ends within its timeout
-  bool knows(const std::string& profile) const;
   const Health* status(const std::string& profile) const;  // nullptr when not a remote profile
   // Where calls to the remote go: host, port, base path, key and a keep-alive pool.
   upstream::Endpoint endpoint(const std::string& profile) const;

@@ -91,12 +91,6 @@ void attach_calibration(ResidencySetup& setup, const config::Config& cfg, const 
 
 }  // namespace
 
-const config::Profile* pinned_profile(const config::Config& cfg) {
-  for (const auto& p : cfg.profiles)
-    if (p.pin) return &p;
-  return nullptr;
-}
-
 std::optional<std::uint64_t> host_ram_budget() {
   // Read once, before this process started any child: a reload plans with the same budget, not with
   // what the running children left (which would flip co-resident to rotate on every reload).
@@ -131,7 +125,8 @@ RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gath
   // (budget known), and around a pin under `rotate` or with RAM unknown (pins plus each other).
   const auto budget = host_ram_budget();
   const bool cut = out.verdict.residency == config::Residency::rotate &&
-                   (pinned_profile(cfg) || (budget && cfg.orch.residency == config::Residency::auto_));
+                   (std::any_of(cfg.profiles.begin(), cfg.profiles.end(), [](const auto& p) { return p.pin; }) ||
+                    (budget && cfg.orch.residency == config::Residency::auto_));
   opt.residency = cut ? config::Residency::co_resident : out.verdict.residency;
   out.plan = ledger::make_plan(gathered.profiles, opt);
   if (cut) ledger::fit_sets_to_host_ram(out.plan, gathered.profiles, budget, cfg.orch.residency != config::Residency::rotate);
@@ -178,12 +173,6 @@ std::vector<ledger::Device> gpu_devices(const config::Config& cfg, std::optional
       detected.push_back(ledger::Device{static_cast<int>(d.index), d.name, d.uuid, d.memory.total, 0});
   }
   return ledger::plan_devices(cfg.orch.gpu, override_mib, std::move(detected));
-}
-
-std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib) {
-  std::optional<std::uint64_t> best;
-  for (const auto& d : gpu_devices(cfg, override_mib)) best = std::max(best.value_or(0), d.budget);
-  return best;
 }
 
 namespace {

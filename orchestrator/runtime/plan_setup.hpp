@@ -1,7 +1,7 @@
 // The VRAM ledger wired into the running product: from a loaded Config to the supervisor's
 // allowed resident sets and shared-base groups, plus calibration of every child's load.
 // Used by runtime::Runtime, so `serve`, `up`, `run` and `eval` all follow the plan `kevlaya-orch
-// plan` prints; gpu_budget() is the one place the GPU budget is computed (plan and check too).
+// plan` prints; gpu_devices() is the one place the GPUs planned for are found (plan and check too).
 #pragma once
 #include <filesystem>
 #include <map>
@@ -39,10 +39,7 @@ std::map<std::string, config::DevicePlacement> placements(const config::Config& 
 // child follow it. Profiles without one keep an empty placement.
 void apply_placements(config::Config& cfg, const ResidencySetup& setup);
 
-// The GPU memory budget in bytes of the largest device of gpu_devices(); nullopt when none is known.
-std::optional<std::uint64_t> gpu_budget(const config::Config& cfg, std::optional<std::int64_t> override_mib = {});
-
-// Plans residency for `cfg` (budget: gpu_budget(); unknown = one child at a time, shared-base
+// Plans residency for `cfg` (budgets: gpu_devices(); none known = one child at a time, shared-base
 // groups still apply) and records each child's load for calibration (the child logs its buffer
 // sizes at -lv 4, see build_argv). A ledger error other than a refusal falls back to rotate; a
 // refusal (an adapter incompatible with its base) is `refused`: nothing may be spawned.
@@ -52,8 +49,6 @@ ResidencySetup setup_residency(const config::Config& cfg);
 // reload. Errors: the plan's refusal (nothing may be spawned).
 Result<ResidencySetup> plan_and_place(config::Config& cfg);
 
-// The first pinned profile (nullptr: none).
-const config::Profile* pinned_profile(const config::Config& cfg);
 // Host RAM the children may take: MemAvailable (cgroup limit included) at the first call, less
 // ledger::kRamReserveMiB; nullopt when unknown.
 std::optional<std::uint64_t> host_ram_budget();

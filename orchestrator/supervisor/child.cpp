@@ -337,9 +337,7 @@ asio::awaitable<void> Child::Impl::watch_exit() {
   drain_logs();
   if (serving_ && !stop_requested_) {  // the process is gone: its owner hears of it once
     // Until the pipes close (bounded), so the failure carries the last lines the child wrote.
-    const auto until = SClock::now() + kPipeDrainWait;
-    while (open_pipes_ > 0 && SClock::now() < until) co_await sleep_until(until);
-    auto f = classify_exit(exit_code_, signal_, tail());
+    auto f = co_await exit_failure();
     f.message = "child exited unexpectedly: " + f.message;
     spdlog::warn("{}: {}", opts_.profile.name, f.message);
     if (on_exit_) on_exit_(std::move(f));
@@ -443,11 +441,7 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     auto stall_at = last_line_at_ + std::chrono::seconds(h.stall_timeout_s);
     co_await sleep_until(std::min(std::min(next_probe, deadline), stall_at));
   }
-  if (reaped_) {
-    auto f = co_await exit_failure();
-    co_return StartOutcome{std::nullopt, std::move(f)};
-  }
-  if (stop_requested_) {  // stop() ran meanwhile
+  if (reaped_ || stop_requested_) {  // exited, or stop() ran meanwhile
     auto f = co_await exit_failure();
     co_return StartOutcome{std::nullopt, std::move(f)};
   }

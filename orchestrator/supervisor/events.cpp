@@ -25,7 +25,8 @@ void EventHub::remove(const std::shared_ptr<Subscription::Sub>& s) {
   subs_.erase(std::remove(subs_.begin(), subs_.end(), s), subs_.end());
 }
 
-void EventHub::publish(const Event& e) {
+void EventHub::publish(Event e) {
+  e.at = std::chrono::system_clock::now();
   std::vector<std::shared_ptr<Subscription::Sub>> subs;
   {
     std::lock_guard lock(mu_);
@@ -72,7 +73,6 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
   if (ps.phase == to) return;
   Event e;
   e.type = Event::Type::phase;
-  e.at = std::chrono::system_clock::now();
   e.child = name;
   e.from = ps.phase;
   e.to = checked_transition(ps.phase, to, name);
@@ -83,8 +83,9 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
     e.expected_load_s = expected_load_s(ps);
   }
   ps.phase = to;
-  if (to != Phase::draining) ps.draining_since.reset();
-  events_->publish(e);
+  if (to == Phase::draining) ps.draining_since = Clock::now();
+  else ps.draining_since.reset();
+  events_->publish(std::move(e));
 }
 
 // ---- switch records ------------------------------------------------------------------------
@@ -137,10 +138,9 @@ void SupervisorImpl::finish_switch(const std::string& to, const StartOutcome& ou
   while (switches_.size() > opts_.switch_history) switches_.pop_front();
   Event e;
   e.type = Event::Type::switch_done;
-  e.at = std::chrono::system_clock::now();
   e.child = rec.to;
   e.record = std::move(rec);
-  events_->publish(e);
+  events_->publish(std::move(e));
 }
 
 }  // namespace kevlaya::supervisor

@@ -20,7 +20,7 @@ class EventHub {
   // Registers `fn`; the returned Sub is the subscription's handle.
   std::shared_ptr<Subscription::Sub> add(std::function<void(const Event&)> fn);
   void remove(const std::shared_ptr<Subscription::Sub>& s);  // no-op when unknown
-  void publish(const Event& e);  // calls every subscriber in subscription order
+  void publish(Event e);  // stamps e.at now, then calls every subscriber in subscription order
 
  private:
   std::mutex mu_;  // guards subs_ only (never held while a callback runs)

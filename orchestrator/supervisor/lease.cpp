@@ -145,15 +145,12 @@ asio::awaitable<bool> Supervisor::check_alive(const Lease& lease) {
   constexpr int kAliveChecks = 25;
   constexpr auto kAliveCheckGap = std::chrono::milliseconds(20);
   if (!lease.valid()) co_return false;
-  if (lease.remote()) {  // no process to look at: the remote is checked again at once
-    auto task = [impl = impl_, s = lease.shared()]() -> asio::awaitable<bool> { co_return impl->check_alive(*s); };
-    co_return co_await asio::co_spawn(impl_->strand_, std::move(task), asio::use_awaitable);
-  }
   asio::steady_timer gap(co_await asio::this_coro::executor);
   for (int i = 1;; ++i) {
     auto task = [impl = impl_, s = lease.shared()]() -> asio::awaitable<bool> { co_return impl->check_alive(*s); };
     const bool crashed = co_await asio::co_spawn(impl_->strand_, std::move(task), asio::use_awaitable);
-    if (crashed || i >= kAliveChecks) co_return crashed;
+    // A remote has no process to look at: it was checked again at once, once.
+    if (crashed || lease.remote() || i >= kAliveChecks) co_return crashed;
     gap.expires_after(kAliveCheckGap);
     boost::system::error_code ec;
     co_await gap.async_wait(asio::redirect_error(asio::use_awaitable, ec));

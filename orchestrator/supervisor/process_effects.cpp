@@ -46,19 +46,14 @@ int pick_free_port(const std::string& host) {
   return acc.local_endpoint().port();
 }
 
-ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch)
-    : ioc_(ioc), orch_(orch) {
+ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
+    : ioc_(ioc), orch_(cfg.orch), cfg_(&cfg) {
   if (!orch_.state_dir.empty()) stale_killed_ = reap_stale(orch_.state_dir);
   if (orch_.prefetch.enabled) {
     warm::PrefetchOptions po;
     po.min_available_mib = orch_.prefetch.min_available_mib;
     prefetcher_ = std::make_unique<warm::Prefetcher>(std::move(po));
   }
-}
-
-ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
-    : ProcessEffects(ioc, cfg.orch) {
-  configure(cfg);
 }
 
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
@@ -70,7 +65,6 @@ asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, Ex
     bug.failure.message = p.name + " is a remote profile: there is nothing to start";
     co_return bug;
   }
-  seen_[p.name] = p;
   auto run = std::make_shared<Running>();  // registered before the first suspension: stop() finds it
   running_[p.name] = run;
   // Reading another model now would compete with this child's own load for the disk.
@@ -157,12 +151,8 @@ std::optional<std::uint64_t> ProcessEffects::host_ram_available() {
 
 void ProcessEffects::likely_next(const std::string& profile) {
   if (!prefetcher_ || running_.count(profile) || prefetching_ == profile) return;
-  if (cfg_) {  // the version in force: a reload may have moved the model
-    if (const auto* p = cfg_->find_profile(profile)) prefetch(*p);
-    return;
-  }
-  auto it = seen_.find(profile);
-  if (it != seen_.end()) prefetch(it->second);
+  // The version in force: a reload may have moved the model.
+  if (const auto* p = cfg_->find_profile(profile)) prefetch(*p);
 }
 
 bool ProcessEffects::exited(const std::string& profile) {
@@ -201,10 +191,7 @@ void ProcessEffects::prefetch_after_start(const std::string& started) {
   std::string previous = last_started_ == started ? std::string() : last_started_;
   last_started_ = started;
   if (!prefetcher_) return;
-  config::Config seen;
-  if (!cfg_)
-    for (const auto& [name, p] : seen_) seen.profiles.push_back(p);
-  for (const auto& name : warm::likely_next(cfg_ ? *cfg_ : seen, started, previous)) {
+  for (const auto& name : warm::likely_next(*cfg_, started, previous)) {
     if (running_.count(name)) continue;  // already resident (co-resident sets)
     likely_next(name);
     return;

@@ -23,12 +23,11 @@ namespace kevlaya::supervisor {
 
 class ProcessEffects : public Effects {
  public:
-  // Kills leftover children recorded in orch.state_dir by a previous run (checked via /proc).
-  // Prefetch prediction then knows only the profiles it has started (two-model rotation).
-  ProcessEffects(asio::io_context& ioc, const config::OrchestratorCfg& orch);
-  // Same, and predicts the next profile from the pipelines (the stage after the one now serving).
+  // Kills leftover children recorded in cfg.orch.state_dir by a previous run (checked via /proc),
+  // and predicts the next profile from the pipelines (the stage after the one now serving).
   // `cfg` must outlive the effects (until configure() names another).
   ProcessEffects(asio::io_context& ioc, const config::Config& cfg);
+  ProcessEffects(asio::io_context& ioc, const config::Config&& cfg) = delete;  // would dangle
   ~ProcessEffects() override;
 
   asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override;
@@ -82,8 +81,7 @@ class ProcessEffects : public Effects {
 
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
-  const config::Config* cfg_ = nullptr;                      // in force (configure); null: unknown
-  std::map<std::string, config::Profile> seen_;              // started so far (when cfg_ is null)
+  const config::Config* cfg_;                                // in force (configure); never null
   std::map<std::string, std::shared_ptr<Running>> running_;  // by child name; shared: a start may outlive its entry
   std::unique_ptr<warm::Prefetcher> prefetcher_;             // null when prefetch is disabled
   std::string prefetching_;                                  // profile last handed to the prefetcher

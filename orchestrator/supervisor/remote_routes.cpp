@@ -16,10 +16,9 @@ void SupervisorImpl::start_remotes() {
   remotes_ = std::make_unique<remote::Monitor>(strand_, remotes, [this](const std::string& name, const remote::Health& st) {
     Event e;  // on strand_ (the monitor runs there)
     e.type = Event::Type::remote;
-    e.at = std::chrono::system_clock::now();
     e.child = name;
     e.remote = st;
-    events_->publish(e);
+    events_->publish(std::move(e));
   });
   remotes_->start();
 }

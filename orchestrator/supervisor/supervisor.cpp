@@ -214,7 +214,6 @@ void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
         sw.drain_start = now;
       }
       set_phase(a.child, ps, Phase::draining);
-      ps.draining_since = now;
       break;
     case Action::Kind::stop:
       // An unload (admin, reload, idle) is not a switch: the next start is a cold one, from nothing.
@@ -335,7 +334,6 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
     if (opts_.on_ready) opts_.on_ready(*ps.profile, *out.report);
     if (std::exchange(ps.stale, false) || ps.removed) {  // reloaded while it started: replace it
       set_phase(name, ps, Phase::draining);
-      ps.draining_since = now;
       ps.unload_reason = "reload";
     }
   } else {

@@ -29,7 +29,7 @@ struct ProfState {
   int pid = 0;
   int in_flight = 0;
   Clock::time_point ready_since{};
-  std::optional<Clock::time_point> draining_since;  // while phase == draining
+  std::optional<Clock::time_point> draining_since;  // while phase == draining (set_phase)
   std::map<std::uint64_t, std::weak_ptr<LeaseShared>> leases;  // held now
   std::uint64_t gen = 0;                 // bumps on every start: stale exit events are ignored
   std::deque<Clock::time_point> failures;  // crashes + failed starts within restart.window_s

@@ -70,13 +70,12 @@ void SupervisorImpl::publish_unload(const std::string& name, ProfState& ps, cons
   if (ps.unload_reason.empty()) return;
   Event e;
   e.type = Event::Type::unload;
-  e.at = std::chrono::system_clock::now();
   e.child = name;
   e.reason = std::exchange(ps.unload_reason, {});
   e.stop = rep;
   spdlog::info("{}: unloaded ({}) in {} ms (stop {} ms, vram wait {} ms)", name, e.reason,
                rep.stop_ms + rep.vram_wait_ms, rep.stop_ms, rep.vram_wait_ms);
-  events_->publish(e);
+  events_->publish(std::move(e));
 }
 
 void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now) {
@@ -108,14 +107,10 @@ asio::awaitable<Status> SupervisorImpl::unload(std::optional<std::string> model)
                            "remove 'pin: true' from its profile and reload the configuration");
     only = child_of(p->name);
   }
-  const auto now = Clock::now();
   std::vector<std::string> mine;  // the children this call stops
   for (auto& [name, ps] : profs_) {
     if (ps.profile->pin || ps.removed || (only && name != *only)) continue;
-    if (ps.phase == Phase::ready) {
-      set_phase(name, ps, Phase::draining);
-      ps.draining_since = now;
-    }
+    if (ps.phase == Phase::ready) set_phase(name, ps, Phase::draining);
     if (ps.phase == Phase::draining || ps.phase == Phase::stopping) {
       if (ps.unload_reason.empty()) ps.unload_reason = "admin";
       mine.push_back(name);

@@ -50,7 +50,6 @@ std::string join(const std::vector<std::string>& v) {
 void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* reason) {
   if (ps.phase == Phase::ready) {
     set_phase(name, ps, Phase::draining);
-    ps.draining_since = Clock::now();
   } else if (ps.phase == Phase::starting) {
     ps.stale = true;  // do_start drains it as soon as it is ready
   }
@@ -123,11 +122,10 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
                join(diff.removed), join(diff.unchanged));
   Event e;
   e.type = Event::Type::reload;
-  e.at = std::chrono::system_clock::now();
   e.changed = diff.changed;
   e.added = diff.added;
   e.removed = diff.removed;
-  events_->publish(e);
+  events_->publish(std::move(e));
   notify_watchers();
   reschedule();
   co_return diff;

@@ -16,7 +16,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <limits>
 #include <optional>
@@ -71,14 +70,13 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
   s.expires_at(deadline);
   if (!ec) {
     co_await s.async_connect(tcp::endpoint(addr, ep.port), ec_token(ec));
-    if (!ec) set_cloexec(s.socket().native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
-    co_return ec;
+  } else {
+    tcp::resolver resolver(s.get_executor());
+    auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), ec_token(ec));
+    if (ec) co_return ec;
+    co_await s.async_connect(results, ec_token(ec));
   }
-  tcp::resolver resolver(s.get_executor());
-  auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), ec_token(ec));
-  if (ec) co_return ec;
-  co_await s.async_connect(results, ec_token(ec));
-  if (!ec) set_cloexec(s.socket().native_handle());
+  if (!ec) set_cloexec(s.socket().native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
   co_return ec;
 }
 
@@ -211,14 +209,8 @@ std::uint64_t ConnectionPool::reused() const { return impl_->reused.load(); }
 std::string Endpoint::to_string() const { return host + ":" + std::to_string(port); }
 
 std::string Response::header(const std::string& name) const {
-  auto eq = [](const std::string& a, const std::string& b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
-             return std::tolower(x) == std::tolower(y);
-           });
-  };
   for (const auto& [k, v] : headers)
-    if (eq(k, name)) return v;
+    if (beast::iequals(k, name)) return v;
   return {};
 }
 

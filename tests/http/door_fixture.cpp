@@ -242,7 +242,7 @@ Door::Door(DoorOptions o) {
   auto so = http::ServerOptions::from(cfg_.orch);
   so.events_keepalive = o.events_keepalive;
   so.events_buffer = o.events_buffer;
-  server_ = std::make_unique<http::Server>(ioc_, *sup_, cfg_, so, o.runner);
+  server_ = std::make_unique<http::Server>(*sup_, cfg_, so, o.runner);
   auto port = server_->listen();
   if (!port) throw std::runtime_error(port.error().message);
   port_ = *port;

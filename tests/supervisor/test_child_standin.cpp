@@ -134,7 +134,7 @@ TEST_CASE("supervisor: port in use is classified, allocated ports are retried") 
   }
   SECTION("bind failures on allocated ports: three attempts, then port_in_use") {
     auto cfg = test::fast_config({standin("port", {"--fake-bind-fail"})}, dir.path());
-    ProcessEffects fx(ioc, cfg.orch);
+    ProcessEffects fx(ioc, cfg);
     StartOutcome out;
     run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(cfg.profiles[0], nullptr); });
     REQUIRE_FALSE(out.ok());
@@ -215,7 +215,7 @@ TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed, nex
   test::TempDir dir("sup-crash");
   asio::io_context ioc;
   auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
@@ -241,7 +241,7 @@ TEST_CASE("supervisor: a reset from a child whose process is gone is a crash at 
   test::TempDir dir("sup-notice");
   asio::io_context ioc;
   auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
@@ -266,7 +266,7 @@ TEST_CASE("supervisor: crash loop at load -> profile failed with cooldown") {
   auto p = standin("loop", {"--fake-exit-before-listen", "1"});
   p.restart.max_restarts = 2;
   auto cfg = test::fast_config({p}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg.orch));
+  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     std::vector<Errc> codes;
     for (int i = 0; i < 4; ++i) {
@@ -307,9 +307,9 @@ TEST_CASE("supervisor: a leftover child started through a loader wrapper is reco
   recorded.insert(recorded.end(), args.begin(), args.end());
   REQUIRE(write_state(dir / "state", ChildRecord{pid, pid, proc_start_time(pid), "stalew", recorded}));
   asio::io_context ioc;
-  config::OrchestratorCfg orch;
-  orch.state_dir = dir / "state";
-  ProcessEffects fx(ioc, orch);
+  config::Config cfg;
+  cfg.orch.state_dir = dir / "state";
+  ProcessEffects fx(ioc, cfg);
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(pid));
 }
@@ -334,9 +334,9 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
   ChildRecord self{::getpid(), ::getpid(), proc_start_time(::getpid()), "self", {"not-this-argv"}};
   REQUIRE(write_state(dir / "state", self));
   asio::io_context ioc;
-  config::OrchestratorCfg orch;
-  orch.state_dir = dir / "state";
-  ProcessEffects fx(ioc, orch);
+  config::Config cfg;
+  cfg.orch.state_dir = dir / "state";
+  ProcessEffects fx(ioc, cfg);
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(pid));
   CHECK(std::filesystem::is_empty(dir / "state"));
@@ -368,9 +368,9 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
   test::write_text(state / "notes-1.json", "[1, 2]");
   {
     asio::io_context ioc;
-    config::OrchestratorCfg orch;
-    orch.state_dir = state;
-    ProcessEffects fx(ioc, orch);
+    config::Config cfg;
+    cfg.orch.state_dir = state;
+    ProcessEffects fx(ioc, cfg);
     CHECK(fx.stale_killed() == 0);
     CHECK(test::alive(child));
     CHECK(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
@@ -378,9 +378,9 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
   ::kill(-owner, SIGKILL);  // the owner dies: its child is now a leftover
   for (int i = 0; i < 200 && test::alive(owner); ++i) usleep(10000);
   asio::io_context ioc;
-  config::OrchestratorCfg orch;
-  orch.state_dir = state;
-  ProcessEffects fx(ioc, orch);
+  config::Config cfg;
+  cfg.orch.state_dir = state;
+  ProcessEffects fx(ioc, cfg);
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(child));
   CHECK_FALSE(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
@@ -393,10 +393,10 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
 TEST_CASE("child api key: the child refuses requests without the per-start key, the door's endpoint sends it") {
   test::TempDir dir("sup-key");
   asio::io_context ioc;
-  config::OrchestratorCfg orch;
-  orch.state_dir = dir / "state";
-  orch.log_dir = dir / "logs";
-  ProcessEffects fx(ioc, orch);
+  config::Config cfg;
+  cfg.orch.state_dir = dir / "state";
+  cfg.orch.log_dir = dir / "logs";
+  ProcessEffects fx(ioc, cfg);
   const auto p = standin("key");
   const Effects::ExitCallback ignore = [](ChildFailure) {};
   StartOutcome out;

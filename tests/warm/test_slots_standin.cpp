@@ -20,7 +20,7 @@ constexpr int kPromptWords = 300;
 
 struct Rig {
   explicit Rig(const std::string& tag, const std::string& binary = test::standin_binary().string())
-      : dir(tag), fx(ioc, test::warm_orch(dir.path(), false)) {
+      : dir(tag), cfg{test::warm_orch(dir.path(), false), {}, {}}, fx(ioc, cfg) {
     profile = test::warm_profile("kev", binary, test::tiny_llama());
   }
   fs::path slot_file() const {
@@ -28,6 +28,7 @@ struct Rig {
   }
   TempDir dir;
   asio::io_context ioc;
+  config::Config cfg;  // outlives fx
   ProcessEffects fx;
   config::Profile profile;
 };
