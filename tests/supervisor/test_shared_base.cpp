@@ -132,7 +132,10 @@ TEST_CASE("shared base: a group naming an unknown profile is ignored, members ke
   asio::io_context ioc;
   test::FakeWorld w;
   SupervisorOptions opt;
-  opt.shared_bases = {ledger::ChildSpec{"kev+nobody", {"kev", "nobody"}, {}, {}}};
+  ledger::ChildSpec unknown;
+  unknown.name = "kev+nobody";
+  unknown.members = {"kev", "nobody"};
+  opt.shared_bases = {unknown};
   Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto l = co_await sup.acquire("kev", in(2s));
