@@ -78,6 +78,11 @@ double idle_unload(const std::string& binary) {
   write_config(dir, binary, "idle_unload_s: 1\n");
   Serve serve(dir / "kevlaya.yaml");
   Proc events({orch_binary().string(), "events", "--url", url(serve)}, dir / "events.log");
+  // The follower is listening once it shows a reload (a busy machine may start it after the unload).
+  REQUIRE(eventually([&] {
+    cli("reload --url " + url(serve));
+    return read_text(dir / "events.log").find("reload changed") != std::string::npos;
+  }, 60s));
   REQUIRE(eventually([&] { return post_chat(serve, chat_body("kev")).output == "200"; }, 60s));
   const auto answered = std::chrono::steady_clock::now();
   // Still ready after the answer: not unloaded before idle_unload_s (a status read that itself took
