@@ -3,6 +3,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
@@ -497,7 +498,8 @@ void Server::start() {
 void Server::set_reload(ReloadFn fn) { door_->reload = std::move(fn); }
 
 void Server::set_config(const config::Config& cfg, ServerOptions opt) {
-  asio::post(door_->strand, [d = door_, c = &cfg, opt = std::move(opt)]() mutable {
+  // Inline when called on the door's strand (the supervisor's reload turn), else posted there.
+  asio::dispatch(door_->strand, [d = door_, c = &cfg, opt = std::move(opt)]() mutable {
     opt.host = d->opt.host;  // the socket stays bound where it is (a restart moves it)
     opt.port = d->opt.port;
     opt.keepalive_interval = d->opt.keepalive_interval;

@@ -82,7 +82,8 @@ class Server {
   // POST /admin/reload runs `fn` (on the door's executor); without one it answers 503.
   void set_reload(ReloadFn fn);
   // A reloaded configuration: routes, keys, Host/Origin rules, limits and queues follow it (the
-  // listen address does not: it needs a restart). `cfg` must outlive the server.
+  // listen address does not: it needs a restart). `cfg` must outlive the server. Applied at once
+  // when called on the door's strand (as in Supervisor::reload's `switched`).
   void set_config(const config::Config& cfg, ServerOptions opt);
   // Stops accepting, closes idle connections, waits for in-flight requests (bounded by
   // drain_timeout), then closes what is left. Does not stop the supervisor.

@@ -153,8 +153,11 @@ asio::awaitable<ReloadReport> Reloader::reload() {
     rep.needs_restart = needs_restart(running.orch, next.config.orch);
     for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
     versions_.push_back(Snapshot{std::move(next.config), std::move(next.plan)});
-    rep.diff = co_await rt_.sup().reload(versions_.back().config, std::move(*next.options));
-    if (applied_) applied_(versions_.back());
+    // The door follows in the supervisor's turn: no request is resolved in one version and
+    // admitted in the other.
+    rep.diff = co_await rt_.sup().reload(versions_.back().config, std::move(*next.options), [this] {
+      if (applied_) applied_(versions_.back());
+    });
     rep.ok = true;
   }
   if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");

@@ -43,8 +43,8 @@ class Reloader {
   // `source`: kevlaya.yaml as given to serve (empty = defaults in the current directory) and any
   // --models-dir (each reload rescans it);
   // `overrides`: command-line settings applied to every version (e.g. --host/--port);
-  // `applied`: called on the runtime's thread with each new snapshot (it stays alive as long as
-  // the Reloader).
+  // `applied`: called with each new snapshot in the supervisor's reload turn, on its strand (the
+  // snapshot stays alive as long as the Reloader).
   Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
            std::function<void(const Snapshot&)> applied);
   ~Reloader();

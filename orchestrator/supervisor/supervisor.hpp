@@ -253,8 +253,10 @@ class Supervisor {
   // changed ones are drained (in-flight requests finish) and restarted with the new profile when
   // next needed; removed ones are drained and stopped, and requests queued for them fail with
   // not_found; new ones become routable. Every version is kept (children of an old version may
-  // still be draining; a version is a few KB). Publishes a `reload` event.
-  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);
+  // still be draining; a version is a few KB). Publishes a `reload` event. `switched` runs on the
+  // strand in the turn the new version takes effect, before any request is admitted against it:
+  // a front door switches its own version there, so both resolve a model in the same one.
+  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts, std::function<void()> switched = {});
 
   // Every phase change and every completed switch, to any number of subscribers. `fn` runs on the
   // supervisor's strand, in order, and must not block (post to your own executor). Thread-safe.

@@ -97,7 +97,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<Result<Lease>> wait(std::shared_ptr<Waiter> w, std::shared_ptr<upstream::CancelToken> cancel);
   void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
   asio::awaitable<Status> unload(std::optional<std::string> model);
-  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts);
+  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts, std::function<void()> switched);
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
   void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s, Context ctx);

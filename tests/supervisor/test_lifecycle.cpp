@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 
 #include "config/fingerprint.hpp"
 #include "ledger/calibration.hpp"
@@ -308,6 +309,39 @@ TEST_CASE("lifecycle: a request in flight across a reload resolves once") {
   });
   CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start laya") == 0);
   CHECK(std::count(f.world.events.begin(), f.world.events.end(), "start verifier") == 1);
+}
+
+// Issue 35: the door and the supervisor switch versions in one strand turn. reload's `switched`
+// (where serve switches the door) runs in the turn the new version takes effect, so a handler
+// queued behind the reload (a request being resolved) never finds the door in one version and
+// admission in the other. Before, the door switched after reload returned: a turn later.
+TEST_CASE("lifecycle: a reload hands its new version over before any handler queued behind it runs") {
+  auto cfg = lifecycle_config(600);
+  Fixture f(cfg);
+  int switched = 0;
+  std::optional<int> seen;  // `switched` as a handler queued behind the reload finds it
+  ReloadDiff diff;
+  auto next = cfg;
+  next.profiles[1].name = "judge";
+  bool done = false;
+  run_co(f.ioc, [&]() -> asio::awaitable<void> {
+    const auto& strand = f.sup.strand();
+    asio::co_spawn(strand, [&]() -> asio::awaitable<void> {
+      diff = co_await f.sup.reload(next, {}, [&] { ++switched; });
+      done = true;
+    }, asio::detached);
+    asio::co_spawn(strand, [&]() -> asio::awaitable<void> {  // runs once the reload is queued
+      asio::post(strand, [&] { seen = switched; });
+      co_return;
+    }, asio::detached);
+    for (int i = 0; i < 500 && !done; ++i) co_await sleep_for(2ms);
+    co_await f.sup.shutdown();
+  });
+  REQUIRE(seen.has_value());
+  CHECK(*seen == 1);
+  CHECK(switched == 1);
+  CHECK(diff.added == std::vector<std::string>{"judge"});
+  CHECK(diff.removed == std::vector<std::string>{"laya"});
 }
 
 // Issue 35: a child's load times have one owner, the supervisor. They are stored in state_dir by
