@@ -312,10 +312,10 @@ TEST_CASE("lifecycle: a request in flight across a reload resolves once") {
 }
 
 // Issue 35: the door and the supervisor switch versions in one strand turn. reload's `switched`
-// (where serve switches the door) runs in the turn the new version takes effect, so a handler
-// queued behind the reload (a request being resolved) never finds the door in one version and
-// admission in the other. Before, the door switched after reload returned: a turn later.
-TEST_CASE("lifecycle: a reload hands its new version over before any handler queued behind it runs") {
+// (where serve switches the door, whose set_config applies at once on the strand) runs in the turn
+// the new version takes effect, so a handler queued behind the reload (a request being resolved)
+// never finds the door in one version and admission in the other. The contract: once, in that turn.
+TEST_CASE("lifecycle: a reload's switched callback runs once, before any handler queued behind the reload") {
   auto cfg = lifecycle_config(600);
   Fixture f(cfg);
   int switched = 0;
