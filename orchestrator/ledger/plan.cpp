@@ -14,10 +14,13 @@ namespace {
 constexpr std::size_t kMaxPricedChildren = 6;  // `plan` lists every combination up to 2^6 (57 rows)
 constexpr int kCtxStep = 256;            // llama_context pads n_ctx to 256
 
-// The input of a profile the plan knows (names are unique in a configuration).
-const ProfileInput& input(const std::vector<ProfileInput>& in, const std::string& name) {
-  return *std::find_if(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name; });
+// The position of a profile the plan knows in its inputs and bills (names are unique).
+std::size_t at(const std::vector<ProfileInput>& in, const std::string& name) {
+  return static_cast<std::size_t>(
+      std::find_if(in.begin(), in.end(), [&](const ProfileInput& p) { return p.name == name; }) - in.begin());
 }
+
+const ProfileInput& input(const std::vector<ProfileInput>& in, const std::string& name) { return in[at(in, name)]; }
 
 // A command server's bill is what its profile declares, plus the usual per-child overhead.
 Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
@@ -123,16 +126,21 @@ std::vector<ChildSpec> form_children(const std::vector<ProfileInput>& in, const 
   return children;
 }
 
-// The rest of a child's spec: its name, bill, host figures and (shared) each member's scales.
+// The rest of a child's spec. A lone profile's child is child_alone's; a shared one gets its name,
+// its bill with every adapter, its largest member's host figures and each member's scales.
 void finish(ChildSpec& u, const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills, std::uint64_t overhead) {
-  u.name = u.shared() ? shared_child_name(u.members) : u.members.front();
-  u.bill = effective_bill(input(in, u.members.front()), u.adapters, overhead);
+  const auto& first = u.members.front();
+  if (!u.shared()) {
+    u = child_alone(input(in, first), bills[at(in, first)]);
+    return;
+  }
+  u.name = shared_child_name(u.members);
+  u.bill = effective_bill(input(in, first), u.adapters, overhead);
   for (const auto& m : u.members) {
     const auto& p = input(in, m);
-    u.host_alone = std::max(u.host_alone, host_bytes(p));
-    for (const auto& b : bills)
-      if (b.name == m) u.host_beside = std::max(u.host_beside, host_part(b.effective));
-    if (!u.shared()) continue;
+    const auto alone = child_alone(p, bills[at(in, m)]);
+    u.host_alone = std::max(u.host_alone, alone.host_alone);
+    u.host_beside = std::max(u.host_beside, alone.host_beside);
     auto& scales = u.scales[m];
     for (std::size_t id = 0; id < u.adapters.size(); ++id) {
       double s = 0;  // every other adapter is sent explicitly at 0 so none leaks between profiles
