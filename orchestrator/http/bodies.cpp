@@ -107,14 +107,14 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<ledger::LoraScale>& lora) {
-  const bool rename = !profile.empty() && !call.requested.empty() && call.requested != profile;
-  if (lora.empty() && !rename && !call.keep_alive_field) return raw;
+  const std::string model = supervisor::child_model(call.requested, profile);
+  if (lora.empty() && model.empty() && !call.keep_alive_field) return raw;
   // Built only to be rewritten; `raw` was checked already (parse_model_call, or a translation's dump).
   auto parsed = parse_ordered_json_bounded(raw);  // in the caller's member order
   if (!parsed || !parsed->is_object()) return raw;
   nlohmann::ordered_json b = std::move(parsed.value());
   b.erase("keep_alive");
-  supervisor::set_child_fields(b, rename ? profile : std::string(), lora);
+  supervisor::set_child_fields(b, model, lora);
   return dump_json(b);
 }
 

@@ -32,15 +32,15 @@ Error http_error(int status, const std::string& body, const std::string& profile
 }
 
 // Shared-base mode: the lease's adapter scales go into the body's `lora` field (the child loads
-// every adapter of its group at scale 0; this selects the profile's own). A remote profile: the
-// body names the model as the remote knows it.
-std::string with_lora(const std::string& body, const supervisor::Lease& lease) {
+// every adapter of its group at scale 0; this selects the profile's own). A stage that names its
+// model otherwise than the child's server knows it (an alias; a remote's own name): renamed.
+std::string with_lora(const std::string& body, const std::string& model, const supervisor::Lease& lease) {
   const auto& lora = lease.lora_scales();
-  const bool rename = lease.remote();  // an alias or our name may mean nothing there
-  if (lora.empty() && !rename) return body;
+  const std::string renamed = supervisor::child_model(model, lease.upstream_model());  // the door's rule
+  if (lora.empty() && renamed.empty()) return body;
   auto j = nlohmann::ordered_json::parse(body, nullptr, false);  // the schema's property order stays
   if (j.is_discarded() || !j.is_object()) return body;
-  supervisor::set_child_fields(j, rename ? lease.upstream_model() : std::string(), lora);
+  supervisor::set_child_fields(j, renamed, lora);
   return dump_json(j);
 }
 
@@ -91,7 +91,7 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
   if (env.on_lease) env.on_lease(lease->profile());
   if (env.stopping) co_return make_error(Errc::unavailable, "call abandoned: the run was interrupted");
   const auto t0 = Clock::now();
-  auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, *lease), env.sup->liveness_probe(*lease));
+  auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, model, *lease), env.sup->liveness_probe(*lease));
   const double call_ms = fractional_ms_since(t0);
   if (!ex) {
     if (ex.error().code == Errc::upstream_error && !env.stopping && co_await env.sup->check_alive(*lease)) {

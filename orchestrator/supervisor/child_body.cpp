@@ -11,4 +11,8 @@ void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
   body["lora"] = std::move(arr);
 }
 
+std::string child_model(const std::string& requested, const std::string& upstream) {
+  return !upstream.empty() && !requested.empty() && requested != upstream ? upstream : std::string();
+}
+
 }  // namespace kevlaya::supervisor

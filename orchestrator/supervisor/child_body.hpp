@@ -17,4 +17,9 @@ namespace kevlaya::supervisor {
 void set_child_fields(nlohmann::ordered_json& body, const std::string& model,
                       const std::vector<ledger::LoraScale>& lora);
 
+// The `model` to send a child for a request that named `requested`: `upstream` (the name its
+// server knows: Lease::upstream_model) when the request named something else (an alias, the
+// profile's name for a remote's own), else "" (the body's stays, or there is none).
+std::string child_model(const std::string& requested, const std::string& upstream);
+
 }  // namespace kevlaya::supervisor
