@@ -53,6 +53,7 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
   }
   auto profile = resolve_model(cfg, call.requested);
   if (!profile) return profile.error();
+  call.cfg = &cfg;
   call.prof = *profile;
   if (!keep_alive.empty()) {
     call.keep_alive_field = true;

@@ -18,7 +18,9 @@ namespace kevlaya::http {
 
 struct ModelCall {
   std::string requested;  // `model` as sent ("" when absent)
-  // The profile it names, resolved once in the door's configuration (kept alive across reloads).
+  // The profile it names, resolved once in the door's configuration of that moment, which the call
+  // keeps reading (every version stays alive across reloads).
+  const config::Config* cfg = nullptr;
   const config::Profile* prof = nullptr;
   const std::string& profile() const { return prof->name; }
   bool stream = false;

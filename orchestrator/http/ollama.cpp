@@ -127,6 +127,7 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, st
   if (!mapped) return mapped.error();
   ProxyCall call;
   call.requested = prof->name;  // the translated body names the profile already
+  call.cfg = d.cfg;
   call.prof = prof;
   call.stream = ollama_streams(kind, body);
   call.target = ollama_target(kind, body);

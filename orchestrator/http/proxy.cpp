@@ -55,6 +55,7 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
   call.requested = std::string(arg.substr(0, slash));
   auto profile = resolve_model(*d.cfg, call.requested);
   if (!profile) return profile.error();
+  call.cfg = d.cfg;
   call.prof = *profile;
   call.raw = true;
   call.method = req.method() == bhttp::verb::get ? "GET" : "POST";
@@ -79,6 +80,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
     call.requested = query_param(query_of(target), "model");
     auto profile = resolve_model(*d.cfg, call.requested);
     if (!profile) return profile.error();
+    call.cfg = d.cfg;
     call.prof = *profile;
     call.method = "GET";
     call.raw = true;
@@ -90,7 +92,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));
   if (call.shape == ApiShape::anthropic && call.stream && call.target == "/v1/messages" &&
-      d.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {  // a wait as a thinking block
+      call.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {  // a wait as a thinking block
     auto s = std::make_shared<AnthropicWait>(call.requested.empty() ? call.profile() : call.requested);
     call.stream_map = [s](std::string_view bytes) { return s->feed(bytes); };
     call.wait_map = [s](const std::string& text) { return s->thinking(text); };
@@ -211,10 +213,10 @@ std::string wait_text(const supervisor::Snapshot& snap, const std::string& model
   return {};
 }
 
-// The chat-visible form of a wait for this call (OpenAI chat: reasoning_content; Ollama: thinking),
-// or "" when its API has none (then SSE comments, as with loading_messages: comments).
-std::string wait_event(const Door& d, const Call& call, const std::string& text) {
-  if (d.cfg->loading_messages(*call.prof) != config::LoadingMessages::reasoning || text.empty()) return {};
+// The chat-visible form of a wait for a call with loading_messages: reasoning (OpenAI chat:
+// reasoning_content; Ollama: thinking), or "" when its API has none (then SSE comments).
+std::string wait_event(const Call& call, const std::string& text) {
+  if (text.empty()) return {};
   if (call.wait_map) return call.wait_map(text);
   if (call.shape == ApiShape::openai && call.target.rfind("/v1/chat/completions", 0) == 0)
     return reasoning_event(call.profile(), text);
@@ -245,11 +247,11 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const C
     co_await p->timer.async_wait(ec_token(ec));
     if (p->result) continue;
     std::string event;
-    if (d.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {
+    if (call.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {
       const auto snap = co_await d.sup.snapshot();
       if (p->result) continue;
       const auto text = wait_text(snap, call.profile());
-      if (text != said) event = wait_event(d, call, text);
+      if (text != said) event = wait_event(call, text);
       if (!event.empty()) said = text;
     }
     if (event.empty() && (comment.empty() || !swap_in_progress(d))) continue;

@@ -92,3 +92,20 @@ TEST_CASE("child body: a rewritten body keeps the caller's member order (a schem
   CHECK(j["lora"].size() == 1);
   CHECK_FALSE(j.contains("keep_alive"));
 }
+
+// Issue 35: a model call is resolved once, and keeps the configuration it was resolved in (the
+// door reads loading_messages and health timeouts from it, whatever a reload does meanwhile).
+TEST_CASE("model call: resolved once, in the configuration it keeps") {
+  kevlaya::config::Config cfg;
+  kevlaya::config::Profile kev, laya;
+  kev.name = "kev";
+  laya.name = "laya";
+  laya.alias = {"verifier"};
+  cfg.profiles = {kev, laya};
+  auto call = kevlaya::http::parse_model_call(cfg, R"({"model":"verifier","messages":[]})");
+  REQUIRE(call.ok());
+  CHECK(call->cfg == &cfg);
+  CHECK(call->prof == &cfg.profiles[1]);
+  CHECK(call->profile() == "laya");
+  CHECK(call->requested == "verifier");
+}
