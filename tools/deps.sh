@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages kevlaya-orch builds with, only those that are missing
-# (dpkg-dev and lintian: the Debian package's test, tools/package_test.sh).
+# (dpkg-dev and lintian: the Debian package's test, tools/package_test.sh; python3-yaml: the Kubernetes
+# chart's render test and the scale-out simulation, tools/k8s/).
 # Also Debian's chromium, used only by the status page's browser tests (tests/e2e/ui/): optional, when
 # it cannot be installed those tests report Skipped with the reason and everything else goes on.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libzstd-dev curl ccache dpkg-dev lintian)
+      libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libsqlite3-dev libzstd-dev curl ccache dpkg-dev lintian
+      python3-yaml)
 missing() {
   local out=() p
   for p in "$@"; do

@@ -14,12 +14,17 @@ json or_null(std::int64_t v) { return v >= 0 ? json(v) : json(nullptr); }
 json or_null(double v) { return v >= 0 ? json(v) : json(nullptr); }
 json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// A cell a spreadsheet would evaluate: OWASP's list of formula triggers.
+bool formula_like(std::string_view s) { return !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos; }
+
 void csv_field(std::string& out, std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+  const bool formula = formula_like(s);
+  if (!formula && s.find_first_of(",\"\r\n") == std::string_view::npos) {
     out += s;
     return;
   }
   out += '"';
+  if (formula) out += '\'';  // shown as text, never run
   for (const char c : s) {
     if (c == '"') out += '"';
     out += c;
@@ -90,17 +95,27 @@ std::string csv_row(const Record& r) {
   return o;
 }
 
+std::string clip_field(std::string_view s) {
+  if (s.size() <= kMaxFieldBytes) return std::string(s);
+  constexpr std::string_view kMark = "\u2026";  // "…": the value was longer
+  std::size_t end = kMaxFieldBytes - kMark.size();
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;  // not inside a character
+  return std::string(s.substr(0, end)) + std::string(kMark);
+}
+
 Result<std::int64_t> parse_time(std::string_view text, std::int64_t now_ms) {
+  const auto bad = [&](const std::string& why) { return make_error(Errc::bad_request, "'" + std::string(text) + "' " + why); };
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
-  if (r.ec != std::errc() || v < 0)
-    return make_error(Errc::bad_request, "'" + std::string(text) + "' is not a time (a unix time in ms, or 30s, 15m, 1h, 2d ago)");
+  if (r.ec == std::errc::result_out_of_range) return bad("is out of range");
+  if (r.ec != std::errc() || v < 0) return bad("is not a time (a unix time in ms, or 30s, 15m, 1h, 2d ago)");
   if (r.ptr == end) return v;
   const std::string_view unit(r.ptr, static_cast<std::size_t>(end - r.ptr));
   const std::int64_t scale = unit == "s" ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : unit == "d" ? 86'400'000 : 0;
-  if (scale == 0)
-    return make_error(Errc::bad_request, "'" + std::string(text) + "': unknown unit (use s, m, h or d)");
+  if (scale == 0) return bad("has an unknown unit (use s, m, h or d)");
+  // Checked before multiplying: a wrapped product would select nothing (or everything) silently.
+  if (v > now_ms / scale) return bad("is out of range (before 1970)");
   return now_ms - v * scale;
 }
 

@@ -37,7 +37,14 @@ struct Record {
 
 nlohmann::json to_json(const Record& r);
 std::string_view csv_header();       // one line, ending in \n
-std::string csv_row(const Record& r);  // one line, ending in \n (RFC 4180 quoting)
+// One line, ending in \n: RFC 4180 quoting, and a cell that a spreadsheet would run as a formula
+// (starting with =, +, -, @, tab or CR) prefixed with ' and quoted (OWASP's CSV injection advice).
+std::string csv_row(const Record& r);
+
+// What one record may keep of a text the client chose (user agent, session, path, ...).
+constexpr std::size_t kMaxFieldBytes = 256;
+// `s` cut to kMaxFieldBytes on a UTF-8 boundary, ending in "…" when it was cut.
+std::string clip_field(std::string_view s);
 
 // GET /activity and `kevlaya-orch activity`: which records, newest first.
 struct Query {
@@ -50,7 +57,8 @@ struct Query {
 };
 constexpr int kMaxPage = 1000;
 
-// `1h`, `30m`, `2d`, `45s` (ago, from `now_ms`) or a unix time in ms; error for anything else.
+// `1h`, `30m`, `2d`, `45s` (ago, from `now_ms`) or a unix time in ms; bad_request for anything
+// else, including a number too large to compute or a time before 1970.
 Result<std::int64_t> parse_time(std::string_view text, std::int64_t now_ms);
 // A status filter: "200" (exact), "2xx", "4xx", "5xx" or "error" (>= 400); false when none of those.
 bool parse_status(std::string_view text, Query& q);

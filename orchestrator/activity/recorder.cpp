@@ -67,8 +67,13 @@ void Recorder::ensure_store() {
   if (!store_ && (!tried_open_ || now - *tried_open_ >= kReopenEvery)) {
     tried_open_ = now;
     auto s = Store::open(opt_.path);
-    if (s) store_ = std::move(s.value());
-    else set_error(s.error().message);
+    if (!s) return set_error(s.error().message);
+    store_ = std::move(s.value());
+    if (const auto& r = store_->repaired(); !r.empty()) {
+      spdlog::warn("activity history: {}", r);
+      std::lock_guard lk(mu_);
+      stats_.repaired = r;
+    }
   }
 }
 
@@ -78,6 +83,10 @@ void Recorder::write(std::vector<Record>& batch) {
                      : Status(make_error(Errc::io_error, "activity history unavailable"));
   if (st) set_error("");
   else if (store_) set_error(st.error().message);
+  if (!st && store_ && store_->damaged()) {  // corrupt under us: the next write reopens, moving it aside
+    store_.reset();
+    tried_open_.reset();
+  }
   std::lock_guard lk(mu_);
   (st ? stats_.written : stats_.dropped) += batch.size();
 }
@@ -100,8 +109,13 @@ void Recorder::run() {
     }
     if (!batch.empty() || (!store_ && !queries.empty())) write(batch);
     for (auto& [q, done] : queries) {
-      if (store_) done(store_->query(q));
-      else done(make_error(Errc::unavailable, stats().error.empty() ? "activity history unavailable" : stats().error));
+      if (!store_) {
+        done(make_error(Errc::unavailable, stats().error.empty() ? "activity history unavailable" : stats().error));
+        continue;
+      }
+      auto rows = store_->query(q);
+      if (!rows) set_error(rows.error().message);  // /status shows what /activity answered
+      done(std::move(rows));
     }
     if (stopping) return;
   }

@@ -30,7 +30,8 @@ struct RecorderStats {
   std::string path;
   std::uint64_t written = 0, dropped = 0;
   std::size_t queued = 0;
-  std::string error;  // the last failure, "" once writes succeed again
+  std::string error;     // the last failure, "" once writes succeed again
+  std::string repaired;  // a damaged file found at open and moved aside ("" = none)
 };
 
 class Recorder {
@@ -43,6 +44,7 @@ class Recorder {
 
   void submit(Record r);  // never blocks on the disk; drops (counted) when the queue is full
   // Runs `q` on the writer thread (after the records queued before it); `done` is called there.
+  // A failure is an io_error or unavailable error, also shown in stats().error.
   void query(Query q, QueryDone done);
   RecorderStats stats() const;
 

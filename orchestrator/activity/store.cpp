@@ -1,10 +1,12 @@
 // SQLite behind the Store: prepared statements, NULL for unknown figures, WAL with
-// synchronous=NORMAL (a killed process loses no committed row and never corrupts the file).
+// synchronous=NORMAL (a killed process loses no committed row and never corrupts the file), a
+// check at open that moves a damaged or foreign file aside, and the byte budget.
 #include "activity/store.hpp"
 
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace kevlaya::activity {
@@ -24,16 +26,33 @@ constexpr const char* kColumns =
     "id,at_ms,client,user_agent,session,api,model,child,endpoint,status,error,bytes_in,bytes_out,queue_ms,"
     "swap_ms,ttft_ms,total_ms,prompt_tokens,cached_tokens,generated_tokens,prefill_tps,decode_tps,run,stage,capture";
 constexpr int kBusyMs = 2000;  // a second reader (sqlite3 CLI) holding a lock
+// The setup of every connection: freed pages can be given back (new files only: SQLite fixes this
+// at creation), and the WAL is cut back to 4 MiB after each checkpoint.
+constexpr const char* kPragmas[] = {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL",
+                                    "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=4194304"};
 
-// A prepared statement, finalized on scope exit.
+// A prepared statement, finalized on scope exit. It keeps SQLite's message of its own failure
+// (the connection's message is overwritten by the next statement, even a successful one).
 class Stmt {
  public:
-  Stmt(sqlite3* db, const std::string& sql) { rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr); }
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr);
+    if (rc_ != SQLITE_OK) why_ = sqlite3_errmsg(db);
+  }
   ~Stmt() { sqlite3_finalize(s_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
   bool ok() const { return rc_ == SQLITE_OK; }
+  int rc() const { return rc_; }
+  const std::string& why() const { return why_; }
   sqlite3_stmt* get() { return s_; }
+  // One step: SQLITE_ROW, SQLITE_DONE, or the failure (kept in rc() and why()).
+  int step() {
+    if (!s_) return rc_;
+    const int rc = sqlite3_step(s_);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) rc_ = sqlite3_extended_errcode(db_), why_ = sqlite3_errmsg(db_);
+    return rc;
+  }
   void text(int i, const std::string& v) {
     if (v.empty()) sqlite3_bind_null(s_, i);
     else sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -48,12 +67,16 @@ class Stmt {
   }
 
  private:
+  sqlite3* db_;
   sqlite3_stmt* s_ = nullptr;
   int rc_ = SQLITE_ERROR;
+  std::string why_;
 };
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return make_error(Errc::io_error, "activity history: " + what + ": " + sqlite3_errmsg(db));
+// SQLite's verdicts that the file is not a sound history (rather than one it cannot reach now).
+bool is_damage(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
 }
 
 std::int64_t col_int(sqlite3_stmt* s, int i) {
@@ -87,15 +110,82 @@ Record read_row(sqlite3_stmt* s) {
 void bind_row(Stmt& st, const Record& r) {
   int i = 1;
   st.num(i++, r.at_ms);
+  // Each text clipped: what one record keeps is bounded whatever the client sent.
   for (const auto* f : {&r.client, &r.user_agent, &r.session, &r.api, &r.model, &r.child, &r.endpoint})
-    st.text(i++, *f);
+    st.text(i++, clip_field(*f));
   st.num(i++, r.status);
-  st.text(i++, r.error);
+  st.text(i++, clip_field(r.error));
   for (const auto v : {r.bytes_in, r.bytes_out, r.queue_ms, r.swap_ms, r.ttft_ms, r.total_ms, r.prompt_tokens,
                        r.cached_tokens, r.generated_tokens})
     st.num(i++, v);
   st.real(i++, r.prefill_tps), st.real(i++, r.decode_tps);
-  st.text(i++, r.run), st.text(i++, r.stage), st.text(i++, r.capture);
+  st.text(i++, clip_field(r.run)), st.text(i++, clip_field(r.stage)), st.text(i++, clip_field(r.capture));
+}
+
+// Why the existing table cannot hold this build's records (a column missing), or "" (also when
+// there is no table yet).
+std::string schema_problem(sqlite3* db) {
+  Stmt st(db, "PRAGMA table_info(requests)");
+  std::string have = ",";
+  while (st.step() == SQLITE_ROW) have += col_text(st.get(), 1) + ",";
+  if (have == ",") return "";
+  const std::string want = std::string(kColumns) + ",";
+  for (std::size_t at = 0, end = 0; (end = want.find(',', at)) != std::string::npos; at = end + 1)
+    if (const auto col = want.substr(at, end - at); have.find("," + col + ",") == std::string::npos)
+      return "its table has no column '" + col + "' (an older or foreign schema)";
+  return "";
+}
+
+struct Opening {
+  sqlite3* db = nullptr;
+  std::string why;       // when db is null
+  bool damaged = false;  // the file is there but is not a sound history of this schema
+};
+
+// Opens, sets up and checks `path`; on failure closes it and says why.
+Opening open_checked(const std::filesystem::path& path) {
+  Opening o;
+  const auto fail = [&o](std::string why, int rc) {
+    o.why = std::move(why), o.damaged = is_damage(rc);
+    sqlite3_close_v2(o.db);  // a zombie until a live statement is finalized
+    o.db = nullptr;
+    return o;
+  };
+  const int rc = sqlite3_open_v2(path.c_str(), &o.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) return fail("cannot open " + path.string() + ": " + sqlite3_errmsg(o.db), rc);
+  sqlite3_busy_timeout(o.db, kBusyMs);
+  // The schema first: an older file is moved aside as it was, not converted to WAL.
+  if (auto why = schema_problem(o.db); !why.empty()) return fail(path.string() + ": " + why, SQLITE_CORRUPT);
+  for (const char* sql : kPragmas)
+    if (sqlite3_exec(o.db, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+      return fail(path.string() + ": " + sql + ": " + sqlite3_errmsg(o.db), sqlite3_extended_errcode(o.db));
+  if (sqlite3_exec(o.db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
+    return fail(path.string() + ": " + sqlite3_errmsg(o.db), sqlite3_extended_errcode(o.db));
+  Stmt check(o.db, "PRAGMA quick_check");
+  if (check.step() != SQLITE_ROW) return fail(path.string() + ": quick_check: " + check.why(), check.rc());
+  if (const auto v = col_text(check.get(), 0); v != "ok") return fail(path.string() + ": corrupt: " + v, SQLITE_CORRUPT);
+  return o;
+}
+
+// Renames a damaged history (and its WAL and shared-memory files) to PATH.damaged-<unix ms>.
+Result<std::string> move_aside(const std::filesystem::path& path) {
+  const std::string to = path.string() + ".damaged-" + std::to_string(unix_ms());
+  std::error_code ec;
+  std::filesystem::rename(path, to, ec);
+  if (ec) return make_error(Errc::io_error, "cannot move it aside: " + ec.message());
+  for (const char* side : {"-wal", "-shm"}) std::filesystem::rename(path.string() + side, to + side, ec);  // may be absent
+  return to;
+}
+
+// Bytes of the pages in use (the file less its free pages), or -1.
+std::int64_t used_bytes(sqlite3* db) {
+  const auto value = [db](const char* sql) {
+    Stmt st(db, sql);
+    return st.step() == SQLITE_ROW ? sqlite3_column_int64(st.get(), 0) : std::int64_t{-1};
+  };
+  const auto pages = value("PRAGMA page_count"), free = value("PRAGMA freelist_count"), size = value("PRAGMA page_size");
+  return pages < 0 || free < 0 || size < 0 ? -1 : (pages - free) * size;
 }
 
 }  // namespace
@@ -103,50 +193,99 @@ void bind_row(Stmt& st, const Record& r) {
 Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
-  std::unique_ptr<Store> s(new Store(db));  // closes `db` on every path below
-  if (rc != SQLITE_OK) return db_error(db, "cannot open " + path.string());
-  sqlite3_busy_timeout(db, kBusyMs);
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", kSchema})
-    if (auto st = s->exec(sql); !st) return make_error(Errc::io_error, st.error().message + " (" + path.string() + ")");
+  auto o = open_checked(path);
+  std::string repaired;
+  // Only a regular file is moved: a link to a device (/dev/full) or a folder stays an error.
+  if (!o.db && o.damaged && std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) {
+    auto aside = move_aside(path);
+    if (!aside) return make_error(Errc::io_error, "activity history: " + o.why + "; " + aside.error().message);
+    repaired = o.why + "; moved aside to " + *aside + " and a new history started";
+    o = open_checked(path);
+  }
+  if (!o.db) return make_error(Errc::io_error, "activity history: " + o.why);
+  std::unique_ptr<Store> s(new Store(o.db));
+  s->repaired_ = std::move(repaired);
   return s;
 }
 
 Store::~Store() { sqlite3_close(db_); }
 
 Status Store::exec(const char* sql) {
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return db_error(db_, sql);
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+    return fail(sql, sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));
   return ok_status();
+}
+
+Error Store::fail(const std::string& what, int rc, const std::string& why) {
+  damaged_ = is_damage(rc);
+  return make_error(Errc::io_error, "activity history: " + what + ": " + why);
+}
+
+// Rows are about the same size (each text clipped): drop the oldest share that brings the pages in
+// use to 90% of the budget, then measure again (an index page is freed only once it is empty).
+// Freed pages are reused by the next rows, so the file stays near the budget.
+Status Store::prune_bytes(std::int64_t max_bytes, const std::string& what) {
+  for (int round = 0; round < 8; ++round) {
+    const std::int64_t used = used_bytes(db_);
+    if (used < 0) return fail(what, sqlite3_extended_errcode(db_), "cannot measure the file");
+    if (used <= max_bytes) return ok_status();
+    Stmt n(db_, "SELECT count(*) FROM requests");
+    if (n.step() != SQLITE_ROW) return fail(what, n.rc(), n.why());
+    const std::int64_t rows = sqlite3_column_int64(n.get(), 0);
+    if (rows <= 1) return ok_status();  // a budget below one record: the newest stays
+    const double keep = 0.9 * static_cast<double>(max_bytes) / static_cast<double>(used);
+    const auto drop = std::clamp<std::int64_t>(rows - static_cast<std::int64_t>(static_cast<double>(rows) * keep), 1, rows - 1);
+    Stmt del(db_, "DELETE FROM requests WHERE id IN (SELECT id FROM requests ORDER BY id LIMIT ?)");
+    if (del.ok()) sqlite3_bind_int64(del.get(), 1, drop);
+    if (del.step() != SQLITE_DONE) return fail(what, del.rc(), del.why());
+  }
+  return ok_status();
+}
+
+// Much freed at once (a lowered budget, old rows aged out): the file shrinks (files made with
+// auto_vacuum=INCREMENTAL, i.e. by this build; best effort: the rows are committed already).
+void Store::give_back_free_pages(std::int64_t max_bytes) {
+  Stmt free(db_, "PRAGMA freelist_count"), size(db_, "PRAGMA page_size");
+  if (free.step() != SQLITE_ROW || size.step() != SQLITE_ROW) return;
+  if (sqlite3_column_int64(free.get(), 0) * sqlite3_column_int64(size.get(), 0) > std::max<std::int64_t>(max_bytes / 4, 1 << 20))
+    sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);
 }
 
 Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms) {
   if (auto st = exec("BEGIN IMMEDIATE"); !st) return st;
+  const std::string what = "cannot write " + std::to_string(batch.size()) + " record(s)";
+  std::optional<Error> err;
+  const auto run = [&](Stmt& st) {  // to its end; the first failure is kept, with its own message
+    if (!err && st.step() != SQLITE_DONE) err = fail(what, st.rc(), st.why());
+    sqlite3_reset(st.get());
+  };
   Stmt ins(db_, std::string("INSERT INTO requests(") + (kColumns + 3) +
                     ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  bool ok = ins.ok();
-  for (std::size_t i = 0; ok && i < batch.size(); ++i) {
-    bind_row(ins, batch[i]);
-    ok = sqlite3_step(ins.get()) == SQLITE_DONE;
-    sqlite3_reset(ins.get());
+  for (std::size_t i = 0; !err && i < batch.size(); ++i) {
+    if (ins.ok()) bind_row(ins, batch[i]);
+    run(ins);
   }
   // The bounds: ids grow by one per row, so the newest max_records are the ids above max - max_records.
-  Stmt by_count(db_, "DELETE FROM requests WHERE id <= (SELECT max(id) FROM requests) - ?");
-  Stmt by_age(db_, "DELETE FROM requests WHERE at_ms < ?");
-  if (ok) {
-    sqlite3_bind_int64(by_count.get(), 1, b.max_records);
-    ok = by_count.ok() && sqlite3_step(by_count.get()) == SQLITE_DONE;
+  if (!err) {
+    Stmt by_count(db_, "DELETE FROM requests WHERE id <= (SELECT max(id) FROM requests) - ?");
+    if (by_count.ok()) sqlite3_bind_int64(by_count.get(), 1, b.max_records);
+    run(by_count);
   }
-  if (ok && b.max_age_ms > 0) {
-    sqlite3_bind_int64(by_age.get(), 1, now_ms - b.max_age_ms);
-    ok = by_age.ok() && sqlite3_step(by_age.get()) == SQLITE_DONE;
+  if (!err && b.max_age_ms > 0) {
+    Stmt by_age(db_, "DELETE FROM requests WHERE at_ms < ?");
+    if (by_age.ok()) sqlite3_bind_int64(by_age.get(), 1, now_ms - b.max_age_ms);
+    run(by_age);
   }
-  if (ok) ok = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK;
-  if (ok) return ok_status();
-  Error e = db_error(db_, "cannot write " + std::to_string(batch.size()) + " record(s)");
-  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  return e;
+  if (!err && b.max_bytes > 0)
+    if (auto st = prune_bytes(b.max_bytes, what); !st) err = st.error();
+  if (!err && sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+    err = fail(what, sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));
+  if (err) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return *err;
+  }
+  give_back_free_pages(b.max_bytes);
+  return ok_status();
 }
 
 Result<std::vector<Record>> Store::query(const Query& q) {
@@ -161,7 +300,7 @@ Result<std::vector<Record>> Store::query(const Query& q) {
   if (q.before_id > 0) sql += " AND id < ?7";
   sql += " ORDER BY id DESC LIMIT ?8";
   Stmt st(db_, sql);
-  if (!st.ok()) return db_error(db_, "cannot query");
+  if (!st.ok()) return fail("cannot query", st.rc(), st.why());
   st.text(1, q.model), st.text(2, q.client);
   sqlite3_bind_int(st.get(), 3, q.status.value_or(0));
   sqlite3_bind_int(st.get(), 4, q.status_class);
@@ -170,20 +309,20 @@ Result<std::vector<Record>> Store::query(const Query& q) {
   sqlite3_bind_int(st.get(), 8, std::clamp(q.limit, 1, kMaxPage));
   std::vector<Record> out;
   int rc = SQLITE_ROW;
-  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) out.push_back(read_row(st.get()));
-  if (rc != SQLITE_DONE) return db_error(db_, "cannot query");
+  while ((rc = st.step()) == SQLITE_ROW) out.push_back(read_row(st.get()));
+  if (rc != SQLITE_DONE) return fail("cannot query", st.rc(), st.why());
   return out;
 }
 
 Result<std::int64_t> Store::count() {
   Stmt st(db_, "SELECT count(*) FROM requests");
-  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return db_error(db_, "cannot count");
+  if (st.step() != SQLITE_ROW) return fail("cannot count", st.rc(), st.why());
   return sqlite3_column_int64(st.get(), 0);
 }
 
 Result<std::string> Store::integrity_check() {
   Stmt st(db_, "PRAGMA integrity_check");
-  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return db_error(db_, "cannot check");
+  if (st.step() != SQLITE_ROW) return fail("cannot check", st.rc(), st.why());
   return col_text(st.get(), 0);
 }
 

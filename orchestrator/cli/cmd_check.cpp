@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "common/bounded_file.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
 #include "ledger/placement.hpp"
@@ -26,10 +27,14 @@ constexpr const char* kChildHost = "127.0.0.1";
 
 enum class Kind { orchestrator, profile, pipeline };
 
-// A lone profile or pipeline file may be checked too; its top-level keys say which it is.
+// A lone profile or pipeline file may be checked too; its top-level keys say which it is. Read
+// through the bounded reader: a FIFO, a device or a file over the limit is left to the loader,
+// which refuses it with the same reader's message.
 Kind guess_kind(const std::string& path) {
+  const auto text = read_bounded_file(path, kMaxConfigFileBytes, "a configuration file");
+  if (!text) return Kind::orchestrator;
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    const YAML::Node root = YAML::Load(*text);
     if (!root.IsMap()) return Kind::orchestrator;
     if (root["stages"]) return Kind::pipeline;
     for (const char* k : {"model", "backend", "ngl", "ctx", "url", "command", "binary"})

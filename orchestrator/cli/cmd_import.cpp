@@ -1,6 +1,8 @@
 // `kevlaya-orch import llama-swap CONFIG.yaml [--out DIR] [--force]`: kevlaya.yaml and profiles/
 // from a llama-swap configuration, then the report of what was not mapped (each with its line)
 // and the loader's verdict on the result (docs/from-llama-swap.md).
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -21,14 +23,26 @@ struct ImportArgs {
   bool force = false;
 };
 
+// The files may hold keys the source held in clear (apiKeys, env:): created 0600 in 0700 folders
+// (the umask), and an overwritten file (--force) is made 0600 too.
+bool write_private(const fs::path& dir, const Files& files, bool force) {
+  const mode_t old = ::umask(077);
+  const bool ok = write_files(dir, files, force, "import");
+  ::umask(old);
+  if (!ok) return false;  // refused: the files there are the user's, left as they are
+  std::error_code ec;
+  for (const auto& f : files) fs::permissions(dir / f.first, fs::perms::owner_read | fs::perms::owner_write, ec);
+  return true;
+}
+
 int run_import(const ImportArgs& a) {
   const auto im = config::import_llama_swap(a.config);
   for (const auto& e : im.errors) std::cerr << e.format() << '\n';
   if (!im.errors.empty()) return kExitFailure;
   Files files;
   files.emplace_back("kevlaya.yaml", im.orchestrator_yaml);
-  for (const auto& p : im.profiles) files.emplace_back("profiles/" + p.name + ".yaml", config::profile_yaml(p));
-  if (!write_files(a.out, files, a.force, "import")) return kExitFailure;
+  for (const auto& p : im.profiles) files.emplace_back("profiles/" + p.name + ".yaml", config::imported_profile_yaml(p, im));
+  if (!write_private(a.out, files, a.force)) return kExitFailure;
   std::cout << "\nnot mapped, or mapped approximately (" << im.report.size() << "):\n";
   for (const auto& r : im.report) std::cout << "  " << r.format() << '\n';
   const auto loaded = config::load(fs::path(a.out) / "kevlaya.yaml");  // what `check` will say

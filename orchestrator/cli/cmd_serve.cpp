@@ -5,7 +5,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +14,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "common/loopback.hpp"
 #include "cli/pipeline_runner.hpp"
 #include "config/config.hpp"
 #include "http/server.hpp"
@@ -39,7 +39,7 @@ constexpr std::chrono::milliseconds kWatchInterval{1000};  // --watch-config pol
 
 http::ReloadOutcome to_outcome(const runtime::ReloadReport& r) {
   http::ReloadOutcome o;
-  o.ok = r.ok;
+  o.ok = r.ok || r.deferred;  // deferred is not invalid: nothing changed yet, it runs again by itself
   o.errors = r.errors;
   o.changed = r.diff.changed;
   o.added = r.diff.added;
@@ -57,12 +57,6 @@ http::ServerOptions door_options(const config::Config& cfg, const std::optional<
   return opt;
 }
 
-bool is_loopback(const std::string& host) {
-  boost::system::error_code ec;
-  const auto a = asio::ip::make_address(host, ec);
-  return !ec && a.is_loopback();
-}
-
 int serve(const ServeArgs& args) {
   const config::Source source{args.config, args.models_dir};
   auto loaded = config::load(source);
@@ -74,7 +68,7 @@ int serve(const ServeArgs& args) {
     if (port) c.orch.listen.port = *port;
   };
   overrides(cfg);
-  if (!is_loopback(cfg.orch.listen.host) && cfg.orch.api_keys.empty())
+  if (!is_loopback_host(cfg.orch.listen.host) && cfg.orch.api_keys.empty())
     spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
                  cfg.orch.listen.host);
 

@@ -1,7 +1,13 @@
 #include "common/hash.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
 
 namespace kevlaya {
 
@@ -21,7 +27,48 @@ std::string hex16(std::uint64_t v) {
   return out;
 }
 
+namespace {
+
+// Fingerprints already computed, by the file's identity and version (device, inode, size, mtime):
+// a start and every reload ask again for every model, and each answer hashes 2 MiB (a folder of
+// 2,000 models spent most of its start here). A rewritten file has a new size or mtime.
+using FileVersion = std::tuple<dev_t, ino_t, off_t, std::int64_t, std::int64_t>;
+constexpr std::size_t kMaxRemembered = 1 << 16;
+
+std::optional<FileVersion> version_of(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileVersion{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+}
+
+std::mutex remembered_mu;
+std::map<FileVersion, std::string>& remembered() {
+  static std::map<FileVersion, std::string> m;
+  return m;
+}
+
+Result<std::string> compute_fingerprint(const std::filesystem::path& path);
+
+}  // namespace
+
 Result<std::string> file_fingerprint(const std::filesystem::path& path) {
+  const auto version = version_of(path);
+  if (version) {
+    std::lock_guard<std::mutex> lock(remembered_mu);
+    if (const auto it = remembered().find(*version); it != remembered().end()) return it->second;
+  }
+  auto fp = compute_fingerprint(path);
+  if (fp && version && version == version_of(path)) {  // unchanged while it was read
+    std::lock_guard<std::mutex> lock(remembered_mu);
+    if (remembered().size() >= kMaxRemembered) remembered().clear();
+    remembered().emplace(*version, *fp);
+  }
+  return fp;
+}
+
+namespace {
+
+Result<std::string> compute_fingerprint(const std::filesystem::path& path) {
   constexpr std::uint64_t kEdge = 1 << 20;
   std::error_code ec;
   const std::uint64_t size = std::filesystem::file_size(path, ec);
@@ -38,5 +85,7 @@ Result<std::string> file_fingerprint(const std::filesystem::path& path) {
   h = fnv1a(h, chunk.data(), static_cast<std::size_t>(in.gcount()));
   return hex16(h);
 }
+
+}  // namespace
 
 }  // namespace kevlaya

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace kevlaya::config {
 
 namespace fs = std::filesystem;
@@ -168,7 +170,7 @@ struct ListenCfg {
 std::optional<std::string> listen_host_problem(const std::string& host);
 
 struct QueueCfg {
-  int max_depth = 64;
+  int max_depth = 512;  // waiting model calls, 429 past it (Ollama's OLLAMA_MAX_QUEUE default)
   int max_wait_s = 300;
 };
 
@@ -177,6 +179,7 @@ struct ActivityCfg {
   bool enabled = true;
   std::int64_t max_records = 100000;
   int max_age_days = 30;
+  int max_mib = 64;  // activity.db's budget: the oldest records are deleted past it
   std::vector<std::string> session_headers = {"X-Session-ID"};  // the first one present names the session
 };
 
@@ -263,6 +266,10 @@ struct OrchestratorCfg {
   LoadingMessages loading_messages = LoadingMessages::comments;  // default of every profile
   std::vector<std::string> preload;  // profiles started when the door starts
   SourceLoc preload_loc;
+  // The profile (or alias) a model call goes to when its `model` is absent, null or unknown;
+  // empty = none (with one profile, that one: Config::resolve_model).
+  std::string default_model;
+  SourceLoc default_model_loc;
   // A folder of GGUF files, each served as a profile (docs/configuration.md#models_dir); empty = none.
   fs::path models_dir;
   SourceLoc models_dir_loc;
@@ -316,6 +323,11 @@ struct Config {
   std::vector<Pipeline> pipelines;
 
   const Profile* find_profile(const std::string& name_or_alias) const;
+  // The one resolution of a model call's `model` (every API): a profile, an alias, either with
+  // Ollama's ":latest" tag; "" (absent or null) or an unknown name goes to orch.default_model, else
+  // to the only profile. Errors: 400 ("" with several profiles, no default), 404 (unknown, listing
+  // the known models).
+  Result<const Profile*> resolve_model(std::string_view requested) const;
   // Seconds a child of `p` may stay idle before it is unloaded; 0 = never (pinned, or off).
   int idle_unload_s(const Profile& p) const;
   // How `p`'s streaming callers hear about a wait: the profile's loading_messages, else the orchestrator's.

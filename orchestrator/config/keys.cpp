@@ -77,7 +77,7 @@ Key orchestrator_table() {
                             integer("drain_timeout_s", 0, kDay), k("switch_ahead", T::boolean)}),
       object("prefetch", {k("enabled", T::boolean), integer("min_available_mib", 0, kBig)}),
       object("activity", {k("enabled", T::boolean), integer("max_records", 1, kBig), integer("max_age_days", 0, 36500),
-                          k("session_headers", T::strings)}),
+                          integer("max_mib", 1, 65536), k("session_headers", T::strings)}),
       object("capture", {k("enabled", T::boolean), integer("max_mib", 1, 65536)}),
       object("limits", {integer("max_body_bytes", 1, kBig), integer("max_connections", 1, kMaxCount),
                         integer("reserved_connections", 0, kMaxCount), integer("header_timeout_s", 1, kDay),
@@ -87,6 +87,7 @@ Key orchestrator_table() {
       integer("keep_alive_max_s", -1, kYear),
       word("loading_messages", {"comments", "reasoning"}),
       k("preload", T::strings_or_string),
+      k("default_model", T::string),
   };
   c.insert(c.end(), more.begin(), more.end());
   return object("orchestrator config", std::move(c));

@@ -2,6 +2,8 @@
 #include "config/llama_swap.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <optional>
 #include <regex>
 
@@ -28,13 +30,47 @@ struct Importer {
   static bool is_map(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
   static bool is_seq(const YAML::Node& n) { return n.IsDefined() && n.IsSequence(); }
 
+  std::map<std::string, std::string> names;  // model id -> its profile's name (groups, preload)
+
   // A kevlaya name for a llama-swap id, reported when it had to change.
   std::string name_for(const YAML::Node& at, const std::string& id, const char* what) {
     const std::string n = profile_name_from_id(id);
-    if (n != id)
+    if (n != id && !n.empty())
       note(at, std::string(what) + " '" + id + "' is served as '" + n + "': kevlaya-orch names are letters, digits, "
                "'.', '_' or '-'");
     return n;
+  }
+
+  bool taken(const std::string& n) const {
+    const auto lower = [](std::string s) {
+      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    return std::any_of(out.profiles.begin(), out.profiles.end(), [&](const Profile& p) { return lower(p.name) == lower(n); });
+  }
+
+  // A profile's name, which is also its file's: never empty or hidden (model-N), never an earlier
+  // profile's (-2, -3, ...: one file would overwrite the other).
+  std::string profile_name(const YAML::Node& at, const std::string& id, const char* what) {
+    std::string n = name_for(at, id, what);
+    if (n.empty()) {
+      n = "model-" + std::to_string(out.profiles.size() + 1);
+      note(at, std::string(what) + " '" + id + "' has no letter or digit to name it by: served as '" + n + "'");
+    }
+    if (taken(n)) {
+      std::string next;
+      for (int k = 2; next.empty() || taken(next); ++k) next = n + "-" + std::to_string(k);
+      note(at, std::string(what) + " '" + id + "' is named like an earlier profile ('" + n + "'): served as '" + next + "'");
+      n = next;
+    }
+    names.emplace(id, n);
+    return n;
+  }
+
+  // The profile name a group member or preload entry means (an id of `models`).
+  std::string name_of(const std::string& id) const {
+    const auto it = names.find(id);
+    return it != names.end() ? it->second : profile_name_from_id(id);
   }
 
   void read_macros(const YAML::Node& n, swap::Macros& into, const std::string& model_id) {
@@ -53,7 +89,7 @@ struct Importer {
       const std::string s = scalar(e);
       const auto eq = s.find('=');
       if (eq == std::string::npos) { note(e, "env entry '" + s + "' has no '='; ignored"); continue; }
-      const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+      const std::string key = s.substr(0, eq), value = swap::env_references(s.substr(eq + 1));
       static const std::regex ints("[0-9]+(,[0-9]+)*");
       if (key == "CUDA_VISIBLE_DEVICES" && p.backend == Backend::llama_server && std::regex_match(value, ints)) {
         for (std::size_t at = 0; at < value.size();) {  // the placement owns the variable: `gpu:` says the same
@@ -104,7 +140,7 @@ void Importer::model(const YAML::Node& key, const YAML::Node& n) {
   const std::string id = key.Scalar();
   if (!is_map(n) || !n["cmd"]) return d.error(key, "model '" + id + "': expected a mapping with 'cmd'");
   Profile p;
-  p.name = name_for(key, id, "model");
+  p.name = profile_name(key, id, "model");
   swap::Macros local = macros;
   if (n["macros"]) read_macros(n["macros"], local, id);
   std::vector<std::string> bad, notes;
@@ -157,7 +193,7 @@ void Importer::group(const std::string& id, const YAML::Node& n, std::vector<boo
   rotate.push_back(swap_on && !persistent);
   std::vector<std::string> members;
   if (is_seq(n["members"]))
-    for (const auto& m : n["members"]) members.push_back(profile_name_from_id(scalar(m)));
+    for (const auto& m : n["members"]) members.push_back(name_of(scalar(m)));
   if (persistent) {
     for (auto& p : out.profiles)
       if (std::find(members.begin(), members.end(), p.name) != members.end()) p.pin = true;
@@ -174,14 +210,12 @@ void Importer::peer(const std::string& id, const YAML::Node& n) {
     note(n, "peer '" + id + "': " + url + " is not plain http (kevlaya-orch's remote profiles are http only); not imported");
     return;
   }
-  std::string key = scalar(n["apiKey"]);
-  static const std::regex env_ref(R"(\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\})");
-  key = std::regex_replace(key, env_ref, "$${$1}");  // kept as a reference: read at load, never written
+  const std::string key = swap::env_references(scalar(n["apiKey"]));  // a reference: read at load, never written
   if (is_seq(n["models"])) {
     for (const auto& m : n["models"]) {
       Profile p;
       p.backend = Backend::remote;
-      p.name = name_for(m, scalar(m), "peer model");
+      p.name = profile_name(m, scalar(m), "peer model");
       p.url = url;
       p.remote_model = scalar(m) == p.name ? "" : scalar(m);
       p.api_key = key;
@@ -216,9 +250,8 @@ void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml,
     else note(v, "globalTTL: expected a whole number of seconds >= 0; idle_unload_s left at kevlaya-orch's 600");
   } else if (k == "apiKeys") {
     std::vector<std::string> keys;
-    static const std::regex env_ref(R"(\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\})");
     if (is_seq(v))
-      for (const auto& x : v) keys.push_back(std::regex_replace(scalar(x), env_ref, "$${$1}"));
+      for (const auto& x : v) keys.push_back(swap::env_references(scalar(x)));
     YAML::Emitter e;  // double-quoted, not escaped: a ${VAR} reference is read at load
     e << YAML::Flow << YAML::BeginSeq;
     for (const auto& x : keys) e << YAML::DoubleQuoted << x;
@@ -228,10 +261,10 @@ void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml,
     for (const auto& h : v)
       if (h.first.Scalar() != "on_startup") note(h.first, "hook '" + h.first.Scalar() + "' is not mapped");
     const YAML::Node pre = is_map(v["on_startup"]) ? v["on_startup"]["preload"] : YAML::Node();
-    std::vector<std::string> names;
+    std::vector<std::string> preload;
     if (is_seq(pre))
-      for (const auto& m : pre) names.push_back(profile_name_from_id(scalar(m)));
-    if (!names.empty()) yaml += "preload: " + flow_list(names) + "\n";
+      for (const auto& m : pre) preload.push_back(name_of(scalar(m)));
+    if (!preload.empty()) yaml += "preload: " + flow_list(preload) + "\n";
   } else if (k == "startPort") {
     note(v, "startPort: not needed; kevlaya-orch allocates each child's port (${PORT})");
   } else if (k == "matrix") {
@@ -244,6 +277,15 @@ void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml,
 
 }  // namespace
 
+std::string imported_profile_yaml(const Profile& p, const SwapImport& im) {
+  std::string y = profile_yaml(p);
+  for (const auto& var : im.env_refs) {
+    const std::string escaped = "$${" + var + "}";
+    for (auto at = y.find(escaped); at != std::string::npos; at = y.find(escaped, at)) y.erase(at, 1);
+  }
+  return y;
+}
+
 SwapImport import_llama_swap(const fs::path& file) {
   SwapImport out;
   Doc d(file, out.errors);
@@ -252,7 +294,8 @@ SwapImport import_llama_swap(const fs::path& file) {
     d.error(d.root(), "not a llama-swap configuration: no 'models' mapping");
     return out;
   }
-  Importer im{d, out, {}, {}};
+  Importer im{d, out, {}, {}, {}};
+  (void)swap::env_references(d.text(), &out.env_refs);
   std::string yaml = "# Imported from " + display_path(file) + " by `kevlaya-orch import llama-swap`.\n"
                      "profiles_dir: profiles\n";
   if (!d.root()["globalTTL"]) yaml += "idle_unload_s: 0  # llama-swap's default: never unload when idle\n";

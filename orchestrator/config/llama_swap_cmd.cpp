@@ -57,6 +57,42 @@ std::string profile_name_from_id(const std::string& id) {
 
 namespace swap {
 
+std::string env_references(const std::string& text, std::vector<std::string>* vars) {
+  const auto name_char = [](char c, bool first) {
+    return c == '_' || std::isalpha(static_cast<unsigned char>(c)) || (!first && std::isdigit(static_cast<unsigned char>(c)));
+  };
+  std::string out;
+  std::size_t at = 0;
+  for (auto open = text.find("${env.", at); open != std::string::npos; open = text.find("${env.", at)) {
+    std::size_t end = open + 6;
+    while (end < text.size() && name_char(text[end], end == open + 6)) ++end;
+    if (end == open + 6 || end >= text.size() || text[end] != '}') {  // not a reference: as written
+      out.append(text, at, open + 1 - at);
+      at = open + 1;
+      continue;
+    }
+    const std::string var = text.substr(open + 6, end - open - 6);
+    out.append(text, at, open - at).append("${" + var + "}");
+    if (vars && std::find(vars->begin(), vars->end(), var) == vars->end()) vars->push_back(var);
+    at = end + 1;
+  }
+  return out.append(text, at, std::string::npos);
+}
+
+// The value of each ${VAR} in `text` now (unset: empty), for a typed key that holds no reference.
+std::string env_values(const std::string& text) {
+  std::string out;
+  std::size_t at = 0;
+  for (auto open = text.find("${", at); open != std::string::npos; open = text.find("${", at)) {
+    const auto close = text.find('}', open);
+    if (close == std::string::npos) break;
+    const char* v = std::getenv(text.substr(open + 2, close - open - 2).c_str());
+    out.append(text, at, open - at).append(v ? v : "");
+    at = close + 1;
+  }
+  return out.append(text, at, std::string::npos);
+}
+
 std::optional<int> parse_int(const std::string& s) {
   static const std::regex re("-?[0-9]{1,9}");
   if (!std::regex_match(s, re)) return std::nullopt;
@@ -67,6 +103,7 @@ namespace {
 
 fs::path resolve(const std::string& path, const fs::path& base) {
   fs::path p(path);
+  if (path.rfind("${", 0) == 0) return p;  // a ${VAR} reference: the loader expands it
   return (p.is_absolute() ? p : base / p).lexically_normal();
 }
 
@@ -124,6 +161,16 @@ bool set_key(const LlamaFlag& f, const std::string& v, const fs::path& base, Pro
   return true;
 }
 
+// A flag's value for its typed key: a path keeps its ${VAR} references; a number or a word cannot
+// hold one, so it gets the variable's value now (said, without the value: it is never echoed).
+std::string typed_value(const LlamaFlag& f, const std::string& word, const std::string& value,
+                        std::vector<std::string>& notes) {
+  if (f.key == "model" || f.key == "lora" || value.find("${") == std::string::npos) return value;
+  notes.push_back(word + " " + value + ": the typed key '" + std::string(f.key) +
+                  "' holds no ${VAR}: the variable's value here is written");
+  return env_values(value);
+}
+
 void map_llama_server(const std::vector<std::string>& words, const fs::path& base, Profile& p,
                       std::vector<std::string>& notes) {
   p.binary = words[0];
@@ -155,7 +202,7 @@ void map_llama_server(const std::vector<std::string>& words, const fs::path& bas
       notes.push_back(word + " " + value + ": mapped to slot_cache.enabled (the files go under state_dir/slots)");
     } else if (f->key == "main_gpu" || f->key == "tensor_split" || f->key == "device") {
       notes.push_back(word + " " + value + ": dropped; kevlaya-orch places children on GPUs itself (profile key 'gpu')");
-    } else if (!set_key(*f, value, base, p, notes)) {
+    } else if (!set_key(*f, typed_value(*f, word, value, notes), base, p, notes)) {
       notes.push_back(word + " " + value + ": not a value kevlaya-orch's key '" + std::string(f->key) + "' accepts; dropped");
     }
   }
@@ -179,9 +226,9 @@ std::string expand(const std::string& text, const Macros& macros, const std::str
     } else if (name == "MODEL_ID") {
       out += model_id;
     } else if (name.rfind("env.", 0) == 0) {
-      const char* v = std::getenv(name.substr(4).c_str());
-      if (!v) bad.push_back("${" + name + "} (the variable is not set)");
-      out += v ? v : "";
+      if (!std::getenv(name.substr(4).c_str()))
+        bad.push_back("${" + name + "} (not set here; kevlaya-orch reads ${" + name.substr(4) + "} when it loads the profile)");
+      out += "${" + name.substr(4) + "}";
     } else if (m != macros.rend()) {
       out += m->second;
     } else {

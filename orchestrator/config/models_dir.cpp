@@ -9,6 +9,8 @@
 #include <regex>
 #include <set>
 
+#include "common/bytes.hpp"
+#include "common/hash.hpp"
 #include "config/llama_swap.hpp"
 #include "gguf/gguf.hpp"
 
@@ -60,6 +62,17 @@ GgufFacts read_facts(const fs::path& path) {
   return g;
 }
 
+// A file's path as notes, locations and logs show it: bytes a terminal would obey (a newline, an
+// escape) or that are not UTF-8 are spelled \xNN, so a file name cannot forge a log line.
+std::string shown(const fs::path& p) { return printable(display_path(p)); }
+
+// `name` with "-" and 8 hex digits of `file`'s FNV-1a: distinct files keep distinct names.
+std::string with_file_hash(std::string name, const fs::path& file) {
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a(file.filename().string()) >> 32));
+  return name + "-" + hex;
+}
+
 std::size_t common_prefix(const std::string& a, const std::string& b) {
   std::size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
@@ -100,17 +113,18 @@ std::optional<std::size_t> closest(const std::vector<const GgufFacts*>& candidat
   return best;
 }
 
-bool adapter_fits(const GgufFacts& adapter, const GgufFacts& base) {
+// `base_tensors`: the base's tensor names, sorted (a lookup per adapter tensor, not a scan).
+bool adapter_fits(const GgufFacts& adapter, const GgufFacts& base, const std::vector<std::string>& base_tensors) {
   if (adapter.architecture != base.architecture || adapter.tensors.empty()) return false;
   return std::all_of(adapter.tensors.begin(), adapter.tensors.end(), [&](const std::string& t) {
-    return std::find(base.tensors.begin(), base.tensors.end(), t) != base.tensors.end();
+    return std::binary_search(base_tensors.begin(), base_tensors.end(), t);
   });
 }
 
 Profile base_profile(const std::string& name, const fs::path& model, const std::string& binary) {
   Profile p;
   p.name = name;
-  p.loc = SourceLoc{display_path(model), 0, 0};
+  p.loc = SourceLoc{shown(model), 0, 0};
   p.binary = binary;
   p.model = model;
   p.discovered = true;
@@ -122,7 +136,10 @@ Profile base_profile(const std::string& name, const fs::path& model, const std::
 std::string model_name_from_file(const fs::path& file) {
   const std::string s = file.filename().string();
   std::smatch m;
-  return profile_name_from_id(std::regex_match(s, m, split_re()) ? m[1].str() : file.stem().string());
+  std::string name = profile_name_from_id(std::regex_match(s, m, split_re()) ? m[1].str() : file.stem().string());
+  if (name.size() <= kMaxModelNameBytes) return name;
+  name.resize(kMaxModelNameBytes - 9);  // room for "-" and 8 hex digits
+  return with_file_hash(std::move(name), file);
 }
 
 std::vector<GgufFacts> scan_models_dir(const fs::path& dir) {
@@ -162,9 +179,8 @@ std::vector<GgufFacts> scan_models_dir(const fs::path& dir) {
 Discovery discover(const std::vector<GgufFacts>& files, const std::string& binary,
                    const std::vector<std::string>& taken) {
   Discovery d;
-  const auto note = [&d](const GgufFacts& g, const std::string& why) {
-    d.notes.push_back(display_path(g.path) + ": " + why);
-  };
+  // `why` may quote the path raw (the reader's errors do): every note is printable as a whole.
+  const auto note = [&d](const GgufFacts& g, const std::string& why) { d.notes.push_back(shown(g.path) + ": " + printable(why)); };
   std::vector<const GgufFacts*> bases, extras;
   for (const auto& g : files) {
     if (!g.error.empty()) note(g, "not served: " + g.error);
@@ -174,11 +190,21 @@ Discovery discover(const std::vector<GgufFacts>& files, const std::string& binar
   }
   std::map<std::string, std::size_t> by_name;  // discovered name -> index in d.profiles
   std::map<const GgufFacts*, std::size_t> base_index;
-  const auto add = [&](const std::string& name, Profile p, const GgufFacts& from) -> bool {
+  const std::set<std::string> explicit_names(taken.begin(), taken.end());
+  // Two files whose names clean to the same profile name are both served: the later one (in file
+  // order) gets its file's hash appended, and a note says so.
+  const auto add = [&](std::string name, Profile p, const GgufFacts& from) -> bool {
     if (name.empty()) return note(from, "not served: its file name gives no usable profile name"), false;
-    if (std::find(taken.begin(), taken.end(), name) != taken.end()) return false;  // the explicit profile wins
-    if (const auto it = by_name.find(name); it != by_name.end())
-      return note(from, "not served: its name '" + name + "' is taken by " + display_path(d.profiles[it->second].model)), false;
+    if (explicit_names.count(name)) return false;  // the explicit profile wins
+    if (const auto it = by_name.find(name); it != by_name.end()) {
+      const std::string other = shown(d.profiles[it->second].model);
+      const std::string unique = with_file_hash(name, from.path);
+      if (by_name.count(unique) || explicit_names.count(unique))
+        return note(from, "not served: its name '" + name + "' is taken by " + other), false;
+      note(from, "served as '" + unique + "': its name '" + name + "' is taken by " + other);
+      name = unique;
+      p.name = unique;
+    }
     by_name.emplace(name, d.profiles.size());
     d.profiles.push_back(std::move(p));
     return true;
@@ -188,14 +214,23 @@ Discovery discover(const std::vector<GgufFacts>& files, const std::string& binar
     if (add(name, base_profile(name, b->path, binary), *b)) base_index[b] = d.profiles.size() - 1;
   }
   std::vector<const GgufFacts*> served;
+  std::map<const GgufFacts*, std::vector<std::string>> sorted_tensors;  // filled only when adapters wait
   for (const auto& kv : base_index) served.push_back(kv.first);
+  const bool any_adapter = std::any_of(extras.begin(), extras.end(), [](const GgufFacts* e) { return e->is_adapter(); });
+  for (const auto* b : served) {
+    if (!any_adapter) break;
+    auto& t = sorted_tensors[b];
+    t = b->tensors;
+    std::sort(t.begin(), t.end());
+  }
   std::sort(served.begin(), served.end(), [](auto* x, auto* y) { return x->path < y->path; });
   // Projectors first: an adapter's profile copies its base's --mmproj.
   std::stable_partition(extras.begin(), extras.end(), [](const GgufFacts* e) { return e->is_projector(); });
   for (const auto* e : extras) {
     std::vector<const GgufFacts*> fit;
     for (const auto* b : served) {
-      const bool ok = e->is_adapter() ? adapter_fits(*e, *b) : !e->projection_dim || e->projection_dim == b->n_embd;
+      const bool ok = e->is_adapter() ? adapter_fits(*e, *b, sorted_tensors[b])
+                                      : !e->projection_dim || e->projection_dim == b->n_embd;
       if (ok) fit.push_back(b);
     }
     std::string why;

@@ -30,8 +30,13 @@ struct Discovery {
   std::vector<std::string> notes;  // "FILE: why it is not served"
 };
 
+// The longest profile name a model file gives: names become log fields and parts of file names
+// (state records, child logs, slot caches), which a file system limits to 255 bytes.
+inline constexpr std::size_t kMaxModelNameBytes = 128;
+
 // The profile name a model file gets: its stem without the split suffix, any byte outside
-// [A-Za-z0-9._-] made '-'; empty when nothing usable is left.
+// [A-Za-z0-9._-] made '-'; a longer name than kMaxModelNameBytes is cut and ends in 8 hex digits
+// of the file name's hash; empty when nothing usable is left.
 std::string model_name_from_file(const fs::path& file);
 
 // The model files of `dir` (*.gguf, not recursive, sorted), split shards after the first skipped

@@ -8,6 +8,8 @@
 #include <map>
 
 #include "common/bounded_file.hpp"
+#include "common/credentials.hpp"
+#include "common/loopback.hpp"
 #include "config/detail.hpp"
 #include "config/models_dir.hpp"
 
@@ -56,6 +58,22 @@ void read_gpu(Doc& d, const YAML::Node& n, GpuCfg& g) {
                         "list every device under gpu.devices instead");
 }
 
+// activity.session_headers: a header that carries a credential (common/credentials.hpp) is refused
+// at its position, so that no key reaches the history or GET /activity.
+void read_session_headers(Doc& d, const YAML::Node& n, std::vector<std::string>& out) {
+  auto l = read_string_list(d, "activity.session_headers", n, true);
+  if (!l) return;
+  bool ok = true;
+  for (std::size_t i = 0; i < l->size(); ++i) {
+    if (!is_credential_header((*l)[i])) continue;
+    const std::string key = n.IsSequence() ? "activity.session_headers[" + std::to_string(i) + "]" : "activity.session_headers";
+    d.error(n.IsSequence() ? n[i] : n, key + ": '" + (*l)[i] + "' carries credentials; the request history never "
+            "stores a credential header (name a session header instead, e.g. X-Session-ID)");
+    ok = false;
+  }
+  if (ok) out = std::move(*l);
+}
+
 void read_sections(Doc& d, const std::string& name, const YAML::Node& v, OrchestratorCfg& o) {
   if (name == "listen") {
     walk_map(d, "listen", v, {
@@ -76,9 +94,8 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
         {"enabled", [&](const YAML::Node& x) { set_bool(d, "activity.enabled", x, a.enabled); }},
         {"max_records", [&](const YAML::Node& x) { set_int64(d, "activity.max_records", x, a.max_records); }},
         {"max_age_days", [&](const YAML::Node& x) { set_int(d, "activity.max_age_days", x, a.max_age_days); }},
-        {"session_headers", [&](const YAML::Node& x) {
-           if (auto l = read_string_list(d, "activity.session_headers", x, true)) a.session_headers = *l;
-         }},
+        {"max_mib", [&](const YAML::Node& x) { set_int(d, "activity.max_mib", x, a.max_mib); }},
+        {"session_headers", [&](const YAML::Node& x) { read_session_headers(d, x, a.session_headers); }},
     });
   } else if (name == "capture") {
     walk_map(d, "capture", v, {
@@ -202,12 +219,14 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
          o.preload_loc = d.loc(v);
          if (auto l = read_string_list(d, "preload", v, true)) o.preload = *l;
        }},
+      {"default_model", [&](const YAML::Node& v) {
+         o.default_model_loc = d.loc(v);
+         if (auto s = read_string(d, "default_model", v)) o.default_model = *s;
+       }},
   });
   user.finish();
   admin.finish();
-  const bool loopback = o.listen.host == "127.0.0.1" || o.listen.host == "localhost" ||
-                        o.listen.host == "::1";
-  if (!loopback && o.api_keys.empty())
+  if (!is_loopback_host(o.listen.host) && o.api_keys.empty())
     d.warn(d.root(), "listening on " + o.listen.host + " without api_keys: anyone who can reach "
                      "this address can use the models");
 }
@@ -348,6 +367,9 @@ void check_lifecycle(LoadResult& r, const Loaded& l) {
     if (!r.config.find_profile(name))
       add_error(r, r.config.orch.preload_loc, "preload names unknown model '" + name + "'" +
                                                   detail::did_you_mean(name, known));
+  if (const auto& dm = r.config.orch.default_model; !dm.empty() && !r.config.find_profile(dm))
+    add_error(r, r.config.orch.default_model_loc,
+              "default_model names unknown model '" + dm + "'" + detail::did_you_mean(dm, known));
   for (std::size_t i = 0; i < r.config.profiles.size(); ++i) {
     const auto& p = r.config.profiles[i];
     if (p.pin && p.idle_unload_s && *p.idle_unload_s > 0)

@@ -153,8 +153,11 @@ void check_extra_args(Doc& d, const YAML::Node& n, const std::vector<std::string
     const YAML::Node at = n.IsSequence() && use.index < n.size() ? n[use.index] : n;
     if (f.owner == FlagOwner::orchestrator) {
       d.error(at, "extra_args sets '" + word + "', which kevlaya-orch chooses for each spawn" +
-                      (f.key == "slot_cache" ? "; use the profile's slot_cache.enabled instead"
-                       : f.key == "api_key" ? " (each child gets its own secret key)"
+                      (f.key == "slot_cache" ? "; use the profile's slot_cache.enabled instead (the door "
+                                               "keeps the slot files under state_dir/slots/NAME)"
+                       : f.key == "api_key" ? "; to require a key from clients set api_keys (or api_keys_file, "
+                                              "api_keys_env) in kevlaya.yaml: the door checks it, and each "
+                                              "child gets its own secret key"
                        : f.key == "main_gpu" || f.key == "tensor_split" || f.key == "device"
                            ? " from the GPU placement; use the profile key 'gpu' instead"
                                             : "; use the profile's 'port' or the orchestrator's listen settings instead"));
@@ -302,3 +305,44 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
 }
 
 }  // namespace kevlaya::config::detail
+
+namespace kevlaya::config {
+namespace {
+
+// Every profile and alias, for the message of an unknown or missing model.
+std::string known_models(const Config& cfg) {
+  std::string out;
+  for (const auto& p : cfg.profiles) {
+    out += (out.empty() ? "" : ", ") + p.name;
+    for (const auto& a : p.alias) out += ", " + a + " (alias of " + p.name + ")";
+  }
+  return out.empty() ? "(none configured)" : out;
+}
+
+// A profile or alias, also with Ollama's default tag ("kev:latest" names kev).
+const Profile* find_tagged(const Config& cfg, std::string_view name) {
+  if (const auto* p = cfg.find_profile(std::string(name))) return p;
+  constexpr std::string_view kLatest = ":latest";
+  if (name.size() > kLatest.size() && name.substr(name.size() - kLatest.size()) == kLatest)
+    return cfg.find_profile(std::string(name.substr(0, name.size() - kLatest.size())));
+  return nullptr;
+}
+
+}  // namespace
+
+// A one-model llama-server ignores the name it is sent; the door does the same with one profile
+// (or a default_model), so clients with a fixed name ("gpt-3.5-turbo") work unchanged.
+Result<const Profile*> Config::resolve_model(std::string_view requested) const {
+  if (!requested.empty())
+    if (const auto* p = find_tagged(*this, requested)) return p;
+  if (!orch.default_model.empty())
+    if (const auto* p = find_profile(orch.default_model)) return p;
+  if (profiles.size() == 1) return &profiles.front();
+  if (requested.empty())
+    return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(*this),
+                      "name one of them, or set default_model in kevlaya.yaml");
+  return make_error(Errc::not_found, "unknown model '" + std::string(requested) + "'; known models: " +
+                                         known_models(*this));
+}
+
+}  // namespace kevlaya::config

@@ -2,7 +2,6 @@
 // anything is reserved or copied, so hostile input ends in one precise error, never a crash or
 // a huge allocation. Errors read "<what>, at byte offset N" (Errc::bad_model).
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "common/fd.hpp"
 #include "gguf/gguf.hpp"
@@ -45,9 +46,14 @@ std::string printable(const std::uint8_t* p, std::size_t n) {
   return s;
 }
 
+// Parses from the first `avail` bytes of a file of `size` bytes: counts and offsets are checked
+// against the file size, reads against the bytes in hand. A read past `avail` but inside the file
+// sets more_needed() (the caller reads more and parses again), so only the header is ever held.
 class Parser {
  public:
-  Parser(const std::uint8_t* data, std::size_t size) : d_(data), n_(size) {}
+  Parser(const std::uint8_t* data, std::size_t avail, std::uint64_t size) : d_(data), avail_(avail), n_(size) {}
+
+  bool more_needed() const { return more_; }
 
   // Parses the whole header; on failure the error names the first problem found.
   Result<File> run() {
@@ -72,8 +78,10 @@ class Parser {
 
  private:
   const std::uint8_t* d_;
-  std::size_t n_;
-  std::size_t pos_ = 0;
+  std::size_t avail_;
+  std::uint64_t n_;
+  std::uint64_t pos_ = 0;
+  bool more_ = false;
   std::optional<Error> err_;
   std::uint64_t alignment_at_ = 0;           // where general.alignment's value starts
   std::vector<std::uint64_t> tensor_at_;     // where each tensor info starts
@@ -85,8 +93,15 @@ class Parser {
     return false;
   }
 
+  // The bytes [pos_, pos_ + bytes) are in the file and in hand; past the hand, asks for more.
+  bool in_hand(std::uint64_t bytes) {
+    if (pos_ + bytes <= avail_) return true;
+    more_ = true;
+    return fail("header continues past the " + std::to_string(avail_) + " bytes read", pos_);
+  }
+
   bool need(std::uint64_t bytes, const std::string& what) {
-    if (bytes <= left()) return true;
+    if (bytes <= left()) return in_hand(bytes);
     return fail("truncated " + what + " (need " + std::to_string(bytes) + " bytes, " +
                     std::to_string(left()) + " left)",
                 pos_);
@@ -110,6 +125,7 @@ class Parser {
                       std::to_string(left()) + " bytes left)",
                   at);
     }
+    if (out && !in_hand(len)) return false;
     if (out) out->assign(reinterpret_cast<const char*>(d_ + pos_), len);
     pos_ += len;
     return true;
@@ -258,6 +274,7 @@ class Parser {
   bool skip_strings(const std::string& key, std::uint64_t from, std::uint64_t to) {
     for (std::uint64_t i = from; i < to; ++i) {
       std::uint64_t len = 0;
+      if (left() >= 8 && !in_hand(8)) return false;
       if (left() >= 8) std::memcpy(&len, d_ + pos_, 8);
       if (left() < 8 || len > left() - 8) return string(nullptr, "element " + std::to_string(i) + " of '" + key + "'");
       pos_ += 8 + len;
@@ -356,25 +373,43 @@ class Parser {
   }
 };
 
-// Unmaps on scope exit.
-struct Mapping {
-  void* p = MAP_FAILED;
-  std::size_t n = 0;
-  ~Mapping() {
-    if (p != MAP_FAILED) ::munmap(p, n);
-  }
-};
-
 Error with_path(const std::filesystem::path& path, Error e) {
   e.message = path.string() + ": " + e.message;
   return e;
+}
+
+constexpr std::size_t kFirstRead = 64u << 10;        // small headers in one read; a Llama-3 vocabulary (~10 MB) in four
+constexpr std::size_t kMaxHeaderBytes = 512u << 20;  // no real header comes near; bounds the buffer
+
+bool same_file_state(const struct stat& a, const struct stat& b) {
+  return a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
+Error changed_while_read(const std::filesystem::path& path, const std::string& how) {
+  return make_error(Errc::io_error, path.string() + " changed while it was read (" + how +
+                                        "): it is being written; read it again when the writer is done");
+}
+
+// Reads [0, n) into `buf` with pread (a file shrinking under us gives a short read, never a signal).
+std::optional<Error> read_prefix(int fd, const std::filesystem::path& path, std::vector<std::uint8_t>& buf,
+                                 std::size_t n) {
+  const std::size_t have = buf.size();
+  buf.resize(n);
+  for (std::size_t at = have; at < n;) {
+    const ssize_t got = ::pread(fd, buf.data() + at, n - at, static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return make_error(Errc::io_error, "cannot read " + path.string() + ": " + std::strerror(errno));
+    if (got == 0) return changed_while_read(path, "it ended at byte " + std::to_string(at));
+    at += static_cast<std::size_t>(got);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 Result<File> read_buffer(const std::uint8_t* data, std::size_t size) {
   static const std::uint8_t kEmpty = 0;
-  return Parser(data ? data : &kEmpty, data ? size : 0).run();
+  return Parser(data ? data : &kEmpty, data ? size : 0, data ? size : 0).run();
 }
 
 Result<File> read_file(const std::filesystem::path& path) {
@@ -382,22 +417,34 @@ Result<File> read_file(const std::filesystem::path& path) {
   if (fd.fd < 0) {
     return make_error(Errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno));
   }
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  struct stat before {};
+  if (::fstat(fd.fd, &before) != 0 || !S_ISREG(before.st_mode)) {
     return make_error(Errc::io_error, path.string() + " is not a regular file");
   }
-  const auto size = static_cast<std::size_t>(st.st_size);
+  const auto size = static_cast<std::uint64_t>(before.st_size);
   if (size == 0) return with_path(path, read_buffer(nullptr, 0).error());
-  // Map read-only: the parser touches only the header pages, so multi-GB files cost no RAM.
-  Mapping m;
-  m.n = size;
-  m.p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-  if (m.p == MAP_FAILED) {
-    return make_error(Errc::io_error, "cannot map " + path.string() + ": " + std::strerror(errno));
+  // Owned bytes read with pread, not a mapping: a file truncated by a writer while it is parsed
+  // (cp over it, a re-download, llama-quantize in place) must end in an error, not SIGBUS.
+  std::vector<std::uint8_t> buf;
+  std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size, kFirstRead));
+  for (;;) {
+    if (auto e = read_prefix(fd.fd, path, buf, want)) return *e;
+    Parser parser(buf.data(), buf.size(), size);
+    auto r = parser.run();
+    if (!r && parser.more_needed() && want < size) {
+      if (want >= kMaxHeaderBytes)
+        return make_error(Errc::bad_model, path.string() + ": header is larger than " +
+                                               std::to_string(kMaxHeaderBytes >> 20) + " MiB");
+      want = static_cast<std::size_t>(std::min<std::uint64_t>({size, std::uint64_t{want} * 4, kMaxHeaderBytes}));
+      continue;
+    }
+    // What was parsed must be one version of the file: same size and mtime before and after.
+    struct stat after {};
+    if (::fstat(fd.fd, &after) != 0 || !same_file_state(before, after))
+      return changed_while_read(path, "its size or time changed");
+    if (!r) return with_path(path, r.error());
+    return r;
   }
-  auto r = read_buffer(static_cast<const std::uint8_t*>(m.p), size);
-  if (!r) return with_path(path, r.error());
-  return r;
 }
 
 }  // namespace kevlaya::gguf

@@ -7,6 +7,7 @@
 
 #include <charconv>
 
+#include "common/credentials.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -117,20 +118,24 @@ activity::RecorderOptions history_options(const ServerOptions& opt) {
   o.path = opt.activity_db;
   o.bounds.max_records = opt.activity.max_records;
   o.bounds.max_age_ms = static_cast<std::int64_t>(opt.activity.max_age_days) * 86'400'000;
+  o.bounds.max_bytes = static_cast<std::int64_t>(opt.activity.max_mib) << 20;
   return o;
 }
 
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api) {
   RequestNote r;
   r.client = c.peer();
-  r.user_agent = header(req, bhttp::field::user_agent);
-  for (const auto& h : d.opt.activity.session_headers)
+  r.user_agent = activity::clip_field(header(req, bhttp::field::user_agent));
+  for (const auto& h : d.opt.activity.session_headers) {
+    if (is_credential_header(h)) continue;  // the loader refuses these; a secret is never recorded
     if (const auto v = header(req, h); !v.empty()) {
-      r.session = v;
+      r.session = activity::clip_field(v);
       break;
     }
+  }
   r.api = api;
-  r.endpoint = std::string(req.target().substr(0, req.target().find('?')));
+  const auto target = req.target();
+  r.endpoint = activity::clip_field(std::string_view(target.data(), target.size()).substr(0, target.find('?')));
   r.bytes_in = static_cast<std::int64_t>(req.body().size());
   return r;
 }
@@ -173,8 +178,9 @@ asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c,
     co_await c.send(error_reply(make_error(Errc::timeout, "the request history did not answer in time")));
     co_return;
   }
-  if (!*p->result) {
-    co_await c.send(error_reply(p->result->error()));
+  if (!*p->result) {  // the file failed under the query: the history is unavailable, not a door bug
+    co_await c.send(error_reply(make_error(Errc::unavailable, p->result->error().message,
+                                           "GET /status shows the history's state; the door keeps serving")));
     co_return;
   }
   co_await c.send(records_reply(p->result->value(), *q, wants_csv(req, query)));
@@ -192,7 +198,8 @@ json activity_status_json(const Door& d) {
   if (!d.history) return {{"enabled", false}};
   const auto s = d.history->stats();
   return {{"enabled", true}, {"path", s.path}, {"written", s.written}, {"dropped", s.dropped},
-          {"queued", s.queued}, {"error", s.error.empty() ? json(nullptr) : json(s.error)}};
+          {"queued", s.queued}, {"error", s.error.empty() ? json(nullptr) : json(s.error)},
+          {"repaired", s.repaired.empty() ? json(nullptr) : json(s.repaired)}};
 }
 
 }  // namespace kevlaya::http

@@ -14,8 +14,9 @@ constexpr auto kOpenAI = ApiShape::openai, kResp = ApiShape::responses, kAnth = 
 constexpr auto kBody = ModelFrom::body, kQuery = ModelFrom::query;
 
 // Every model route of llama-server's tools/server/server.cpp the door forwards (docs/http.md).
-// Not here: /health, /metrics, /v1/models (the door's own), /lora-adapters and /slots/{id}
-// actions (the door manages adapters and slot files), /models/* (llama-server's router mode),
+// Not here: /health, /metrics, /v1/models (the door's own), /lora-adapters (the door manages
+// adapters), /slots/{id} actions and /cors-proxy (child_routes.cpp: checked, then forwarded),
+// /models and /models/* (the router API: the door's own, router.cpp and router_api.cpp),
 // /v1/audio/transcriptions (multipart bodies: the door takes JSON only).
 constexpr std::array<ApiRoute, 26> kRoutes = {{
     {"/v1/chat/completions", true, kOpenAI, kBody},

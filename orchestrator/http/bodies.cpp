@@ -14,26 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string known_models(const config::Config& cfg) {
-  std::string out;
-  for (const auto& p : cfg.profiles) {
-    out += (out.empty() ? "" : ", ") + p.name;
-    for (const auto& a : p.alias) out += ", " + a + " (alias of " + p.name + ")";
-  }
-  return out.empty() ? "(none configured)" : out;
-}
-
 }  // namespace
-
-Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested) {
-  if (requested.empty()) {
-    if (cfg.profiles.size() != 1)
-      return make_error(Errc::bad_request, "missing \"model\"; known models: " + known_models(cfg));
-    return &cfg.profiles.front();  // one model: llama-server clients may omit it
-  }
-  if (const auto* p = cfg.find_profile(requested)) return p;
-  return make_error(Errc::not_found, "unknown model '" + requested + "'; known models: " + known_models(cfg));
-}
 
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view text) {
   // Validated without building a tree (the body is forwarded as sent): common/json_scan.hpp.
@@ -47,11 +28,12 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
     else if (m.key == "stream") call.stream = m.value == "true";
     else if (m.key == "keep_alive") keep_alive = m.value;
   }
-  if (!model.empty()) {
+  call.model_null = model == "null";
+  if (!model.empty() && !call.model_null) {  // null is absent, as llama-server reads it
     if (model.front() != '"') return make_error(Errc::bad_request, "\"model\" must be a string");
     call.requested = json_string(model);
   }
-  auto profile = resolve_model(cfg, call.requested);
+  auto profile = cfg.resolve_model(call.requested);
   if (!profile) return profile.error();
   call.cfg = &cfg;
   call.prof = *profile;
@@ -108,7 +90,8 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
 
 std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
                        const std::vector<ledger::LoraScale>& lora) {
-  const std::string model = supervisor::child_model(call.requested, profile);
+  // A null `model` is named for the child: not every server reads null as absent.
+  const std::string model = call.model_null ? profile : supervisor::child_model(call.requested, profile);
   if (lora.empty() && model.empty() && !call.keep_alive_field) return raw;
   // Built only to be rewritten; `raw` was checked already (parse_model_call, or a translation's dump).
   auto parsed = parse_ordered_json_bounded(raw);  // in the caller's member order

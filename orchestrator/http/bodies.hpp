@@ -17,7 +17,8 @@
 namespace kevlaya::http {
 
 struct ModelCall {
-  std::string requested;  // `model` as sent ("" when absent)
+  std::string requested;  // `model` as sent ("" when absent or null)
+  bool model_null = false;  // sent as `"model": null`: the child gets the profile's name instead
   // The profile it names, resolved once in the door's configuration of that moment, which the call
   // keeps reading (every version stays alive across reloads).
   const config::Config* cfg = nullptr;
@@ -34,12 +35,13 @@ struct ModelCall {
 // 0). nullopt for null. Errors: 400 naming the field.
 Result<std::optional<std::int64_t>> parse_keep_alive(const nlohmann::json& v);
 
-// The profile `requested` names (a profile or an alias; "" names the only profile when exactly
-// one exists). Errors: 400 (empty with several profiles), 404 (unknown, listing the known ones).
-Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested);
+// The profile `requested` names: config::Config::resolve_model, the one resolution every API uses.
+inline Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested) {
+  return cfg.resolve_model(requested);
+}
 
-// Parses a model call's body: a JSON object whose `model` names a profile or alias (may be omitted
-// when one profile exists). Errors: 400 (not JSON, too deep, bad `model`), 404 (unknown model).
+// Parses a model call's body: a JSON object whose `model` (absent or null = none) is resolved by
+// Config::resolve_model. Errors: 400 (not JSON, too deep, `model` not a string), 404 (unknown model).
 Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was

@@ -103,9 +103,11 @@ class Door {
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
   std::set<Connection*> conns;
   int evicting = 0;   // connections closed to make room, not yet gone from `conns`
+  int refusing = 0;   // connections past every slot being answered 503 (not counted as open)
   int waiting = 0;    // model requests admitted at the door, not yet holding a lease
   int in_flight = 0;  // requests being handled
   bool draining = false;
+  bool preload_ready = false;  // /health: the preloaded children have started once (router.cpp)
   asio::steady_timer drained;  // cancelled when in_flight reaches 0 while draining
   Ewma request_s;              // lease hold time of recent model calls
   Ewma switch_s;               // recent switch durations
@@ -118,6 +120,9 @@ class Door {
   std::unique_ptr<activity::Recorder> history;  // the persisted request history; null = off
   std::unique_ptr<activity::CaptureRing> captures;  // capture.enabled: recent bodies; null = off
   std::map<std::uint64_t, InFlight*> in_progress;  // model calls now (GET /requests), by id
+  // Where each local child's last lease went (its per-start key included): /metrics reads the
+  // ready ones' own metrics from there, never through a lease (child_metrics.cpp).
+  std::map<std::string, upstream::Endpoint> child_endpoints;
   std::uint64_t next_request_id = 1;
   supervisor::Subscription events_sub;  // last member: unsubscribed first
 };
@@ -128,6 +133,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(std::shared_ptr<Door> door, asio::ip::tcp::socket socket);
   ~Connection();
   asio::awaitable<void> run();  // the request loop, until close, timeout or shutdown
+  // Accepted past every slot: the documented 503 with Retry-After, then a drained close (closing
+  // with the client's request unread would reset the connection before it reads the answer).
+  // `drain` false (too many being refused): closed right after the answer.
+  void refuse(bool drain);
 
   asio::awaitable<bool> send(Reply r);  // a whole response; false when the client is gone
   // Streamed response head (flushed at once), chunked for HTTP/1.1, ended by closing the connection
@@ -148,11 +157,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // A connection accepted past max_connections: it may ask /health or /metrics once, then closes.
   void set_reserve_only() { reserve_only_ = true; }
-  // Under pressure a connection that is not working on a request (not yet sent a whole header,
-  // or kept alive between requests) for `idle` may be closed to make room for a new one.
+  // Under pressure a connection that is not working on an authorised request (not yet sent a
+  // whole header, kept alive between requests, or reading the body of a request sent without a
+  // valid key) for `idle`, or one answered and closing, may be closed to make room for a new one.
   bool evictable(Clock::time_point now, Clock::duration idle) const {
-    return !busy_ && !evicted_ && now - last_active_ >= idle;
+    return !busy_ && !evicted_ && !refusing_ && (closing_ || now - last_active_ >= idle);
   }
+  bool closing() const { return closing_; }
   Clock::time_point last_active() const { return last_active_; }
   void evict();
   bool reserve_only() const { return reserve_only_; }
@@ -165,6 +176,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   asio::awaitable<std::optional<Request>> read_request();
   asio::awaitable<void> linger_close();
+  void peek_for_hangup(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);
   asio::awaitable<bool> write_done(boost::system::error_code ec);
   void add_cors(bhttp::fields& f) const;
 
@@ -196,6 +208,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reserve_only_ = false;
   bool busy_ = false;     // from a complete header to the end of its response
   bool evicted_ = false;
+  bool body_skipped_ = false;  // refused on its header (its key): answered, its body never read
+  bool closing_ = false;       // answered, draining what the client still sends before the close
+  bool refusing_ = false;      // accepted past every slot (Door::refusing)
   Clock::time_point last_active_ = Clock::now();  // accepted, or last response finished
   std::string cors_origin_;  // empty = no CORS headers
   bool sees_logs_ = false;   // of the request being served
@@ -237,6 +252,8 @@ struct ProxyCall : ModelCall {
   std::shared_ptr<CallTimes> times;  // filled when the lease is held (the maps' durations)
   // loading_messages: reasoning: a wait's progress text -> the client's framing (Ollama's thinking).
   std::function<std::string(const std::string&)> wait_map;
+  upstream::Headers headers;   // extra request headers for the child (/cors-proxy's proxied ones)
+  bool relay_headers = false;  // the child's response headers reach the client (/cors-proxy)
 };
 
 std::string_view api_name(ApiShape s);          // the record's `api` (activity.cpp)
@@ -247,6 +264,17 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 // Queue, lease (swap), forward and relay one call; errors in call.shape. `t0`: request arrival.
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0);
 bool swap_in_progress(const Door& d);  // a child is starting, draining or stopping (Door::phases)
+
+// child_routes.cpp: llama-server routes the door checks, then forwards to a model's child.
+// POST /slots/{id}?action=save|restore|erase: the model from ?model= or the body's `model`; a
+// `filename` that could leave the child's slot folder is a 400 in llama-server's shape.
+asio::awaitable<void> slot_action(Door& d, Request& req, Connection& c, const RouteMatch& m);
+// GET/POST /cors-proxy: forwarded when the model's profile runs its child with --ui-mcp-proxy.
+asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c);
+// child_metrics.cpp: the `llamacpp:*` metrics of every ready local child, labelled model="<child>"
+// (Prometheus text; "" when none). Reads Door::child_endpoints with a short timeout: never a lease,
+// so a scrape never starts, wakes or keeps a model.
+asio::awaitable<std::string> child_metrics_text(Door& d);
 
 // ollama.cpp: /api/* (Ollama's API, translated onto the child's OpenAI endpoints).
 asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
@@ -319,7 +347,7 @@ class InFlight {
   RequestNote rec;          // filled in as the call goes; noted when it ends
   bool leased = false;      // holds a lease: the child is generating
   bool cancelled = false;   // by an admin
-  std::optional<std::string> response_capture;  // captures on: the response body as relayed
+  std::unique_ptr<activity::CaptureWriter> capture;  // captures on: the call's bodies, compressed as they pass
   const std::shared_ptr<upstream::CancelToken> cancel = std::make_shared<upstream::CancelToken>();
 
  private:
@@ -340,6 +368,8 @@ void note_pipeline_calls(Door& d, const std::string& run_id, const std::string& 
 // Captures on: keeps the call's request (headers redacted) and response bodies in Door::captures
 // and links the record to them (me.rec.capture).
 void keep_capture(Door& d, const Request& req, InFlight& me, int status);
+// Captures on: the request body into me.capture, a slice per turn of the strand.
+asio::awaitable<void> capture_request(Door& d, const Request& req, InFlight& me);
 asio::awaitable<void> capture_route(Door& d, Connection& c, const std::string& id);
 // ui.cpp: GET /ui[/<asset>] (embedded files, CSP, ETag) and the browser redirect of GET /.
 Reply ui_reply(const Request& req, std::string_view path);

@@ -1,6 +1,7 @@
 #include "http/gate.hpp"
 
-#include <boost/asio/ip/address.hpp>
+#include "common/loopback.hpp"
+
 
 #include <algorithm>
 #include <cctype>
@@ -35,8 +36,11 @@ std::string_view host_name(std::string_view host) {
   return host.substr(0, colon);
 }
 
+// Every spelling of a loopback listen address: 127.0.0.0/8, ::1, and IPv4 loopback inside IPv6
+// (::ffff:127.x.y.z, ::127.x.y.z), which Asio's is_loopback() takes for a public address.
 bool loopback_name(std::string_view name) {
   if (iequal(name, "localhost") || iequal(name, "localhost.") || name == "[::1]") return true;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') return is_loopback_host(name);  // [::ffff:127.0.0.1] too
   if (name.substr(0, 4) != "127.") return false;  // 127.0.0.0/8, dotted quad only
   int dots = 0;
   for (char c : name) {
@@ -59,14 +63,22 @@ RouteMatch match_ollama(std::string_view path) {
   return {Route::ollama, V::post, name, nullptr, true};
 }
 
+// http(s)://NAME[:PORT] where NAME is a loopback name (localhost, 127.x.x.x, [::1]).
+bool loopback_origin(std::string_view origin) {
+  std::string_view rest;
+  if (istarts(origin, "http://")) rest = origin.substr(7);
+  else if (istarts(origin, "https://")) rest = origin.substr(8);
+  else return false;
+  const auto name = host_name(rest);
+  return !name.empty() && name != "localhost." && loopback_name(name);
+}
+
 }  // namespace
 
 GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::string> allowed_hosts,
                             std::vector<std::string> allowed_origins) {
   GatePolicy p;
-  boost::system::error_code ec;
-  const auto addr = boost::asio::ip::make_address(listen_host, ec);
-  const bool loopback = listen_host == "localhost" || (!ec && addr.is_loopback());
+  const bool loopback = is_loopback_host(listen_host);
   p.check_host = loopback || !allowed_hosts.empty();
   p.allowed_hosts = std::move(allowed_hosts);
   p.allowed_origins = std::move(allowed_origins);
@@ -77,14 +89,18 @@ RouteMatch match_route(std::string_view path) {
   using V = bhttp::verb;
   constexpr std::string_view kAdminLoad = "/admin/load/", kAdminUnload = "/admin/unload/", kPipelines = "/v1/pipelines/",
                              kRuns = "/v1/runs/", kRunsTail = "/runs";
-  if (path == "/health") return {Route::health, V::get, {}};
+  if (path == "/health" || path == "/v1/health") return {Route::health, V::get, {}};
+  if (path == "/livez") return {Route::health, V::get, "live"};  // liveness: never a load's 503
+  if (path == "/readyz") return {Route::health, V::get, "ready"};  // which models serve without a switch
   constexpr std::string_view kUpstream = "/upstream/", kModels = "/v1/models/";
   if (const auto* api = find_api_route(path))
     return {Route::model_api, api->post ? V::post : V::get, {}, api};
   if (path.size() > kUpstream.size() && path.substr(0, kUpstream.size()) == kUpstream)
     return {Route::upstream, V::post, path.substr(kUpstream.size()), nullptr, true};
   if (auto m = match_ollama(path); m.route != Route::none) return m;
-  if (path == "/v1/models") return {Route::models, V::get, {}};
+  if (path == "/v1/models" || path == "/models") return {Route::models, V::get, {}};
+  if (path == "/models/load") return {Route::router_load, V::post, {}};  // llama-server's router API
+  if (path == "/models/unload") return {Route::router_unload, V::post, {}};
   if (path.size() > kModels.size() && path.substr(0, kModels.size()) == kModels)
     return {Route::model_info, V::get, path.substr(kModels.size())};
   if (path == "/status") return {Route::status, V::get, {}};
@@ -117,6 +133,10 @@ RouteMatch match_route(std::string_view path) {
             path.substr(kPipelines.size(), path.size() - kPipelines.size() - kRunsTail.size())};
   if (path.size() > kRuns.size() && path.substr(0, kRuns.size()) == kRuns)
     return {Route::run, V::get, path.substr(kRuns.size())};
+  constexpr std::string_view kSlots = "/slots/";  // (GET /slots is a row of apis.cpp's table)
+  if (path.size() > kSlots.size() && path.substr(0, kSlots.size()) == kSlots)
+    return {Route::slot_action, V::post, path.substr(kSlots.size())};
+  if (path == "/cors-proxy") return {Route::cors_proxy, V::get, {}, nullptr, true};
   return {};
 }
 
@@ -127,7 +147,8 @@ std::string_view allow_of(const RouteMatch& m) {
 
 bool is_admin(Route r) {
   return r == Route::admin_load || r == Route::admin_unload || r == Route::admin_reload || r == Route::logs ||
-         r == Route::admin_cancel || r == Route::admin_capture;
+         r == Route::admin_cancel || r == Route::admin_capture || r == Route::router_load ||
+         r == Route::router_unload || r == Route::slot_action;
 }
 
 namespace {
@@ -185,7 +206,7 @@ std::optional<Error> check_host(const GatePolicy& p, const bhttp::fields& f) {
 OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host) {
   if (origin.empty()) return OriginVerdict::none;
   for (const auto& o : p.allowed_origins)
-    if (iequal(origin, o)) return OriginVerdict::allowed;
+    if (iequal(origin, o) || (o == kLoopbackOrigins && loopback_origin(origin))) return OriginVerdict::allowed;
   constexpr std::string_view kHttp = "http://";
   if (istarts(origin, kHttp) && iequal(origin.substr(kHttp.size()), host)) return OriginVerdict::same;
   return OriginVerdict::refused;

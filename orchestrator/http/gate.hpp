@@ -16,6 +16,10 @@
 
 namespace kevlaya::http {
 
+// The cors.allowed_origins keyword for any loopback origin on any port (llama-server's
+// `--cors-origins localhost`): http(s)://localhost, 127.x.x.x or [::1].
+inline constexpr std::string_view kLoopbackOrigins = "localhost";
+
 struct GatePolicy {
   bool check_host = true;                    // only loopback names and allowed_hosts are served
   std::vector<std::string> allowed_hosts;    // lower-case, no port
@@ -31,21 +35,24 @@ struct GatePolicy {
 // GET or POST; ollama: /api/* (ollama.hpp).
 // ui: /ui and /ui/{asset} (open, like /health); root: GET / (a browser is sent to /ui, anything
 // else gets the 404 it always got); logs: /logs/{model}.
+// slot_action: POST /slots/{id} (llama-server's save/restore/erase, forwarded to a model's child);
+// cors_proxy: GET or POST /cors-proxy (llama-server's --ui-mcp-proxy, when the profile enables it).
 enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
                    admin_load, admin_unload, admin_reload, pipeline_runs, run, ui, root, logs, activity,
-                   requests, admin_cancel, admin_capture };
+                   requests, admin_cancel, admin_capture, router_load, router_unload, slot_action, cors_proxy };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;
   std::string_view arg;  // model of /admin/load/{m}, /admin/unload/{m}, /v1/models/{m} and /logs/{m}, pipeline of
-                         // /v1/pipelines/{n}/runs, run id, "{model}/{path}" of /upstream/
+                         // /v1/pipelines/{n}/runs, run id, "{model}/{path}" of /upstream/, slot id of /slots/{id}
   const ApiRoute* api = nullptr;  // model_api only
   bool get_or_post = false;       // upstream: either method
 };
 RouteMatch match_route(std::string_view path);
 // The Allow header value of a route ("GET, OPTIONS" / "POST, OPTIONS").
 std::string_view allow_of(const RouteMatch& m);
-// The routes admin_api_keys guard: /admin/* and /logs.
+// The routes admin_api_keys guard: /admin/*, /logs, the router API's /models/load and /models/unload,
+// and slot actions (they write and read files in the child's slot folder, as under /upstream/).
 bool is_admin(Route r);
 // Also guarded: a POST under /upstream/{model}/ to a child's state-changing admin endpoint
 // (lora-adapters, slots, props, models), matched on the path as the child will read it
@@ -56,7 +63,7 @@ bool is_admin(const RouteMatch& m, boost::beast::http::verb method);
 std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::fields& f);
 
 // An Origin header's verdict: none (not sent), same (the door's own: http://<Host>), allowed
-// (listed in cors.allowed_origins), refused (anything else, including "null").
+// (listed in cors.allowed_origins, or loopback under the "localhost" keyword), refused (anything else, including "null").
 enum class OriginVerdict { none, same, allowed, refused };
 OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host);
 // The verdict on a request's header: refused for more than one Origin (which one a browser sent

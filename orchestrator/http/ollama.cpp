@@ -24,15 +24,6 @@ Reply ollama_error(int status, const std::string& message) { return json_reply(s
 
 Reply ollama_error(const Error& e) { return reshape_error(error_reply(e), ApiShape::ollama); }
 
-// A client's model name: a profile or alias, or one with Ollama's default ":latest" tag.
-const config::Profile* find_model(const config::Config& cfg, const std::string& name) {
-  if (const auto* p = cfg.find_profile(name)) return p;
-  constexpr std::string_view kLatest = ":latest";
-  if (name.size() > kLatest.size() && name.substr(name.size() - kLatest.size()) == kLatest)
-    return cfg.find_profile(name.substr(0, name.size() - kLatest.size()));
-  return nullptr;
-}
-
 json details(const config::Profile& p) {
   return {{"parent_model", ""}, {"format", "gguf"}, {"family", ""}, {"families", json::array()},
           {"parameter_size", ""}, {"quantization_level", p.quant}};
@@ -116,13 +107,9 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, st
   for (const char* k : {"model", "name"})
     if (auto f = typed_field(body, k, JsonKind::string); !f) return f.error();
   const auto name = model_field(body);
-  const auto* prof = find_model(*d.cfg, name);
-  if (!prof && !name.empty()) return make_error(Errc::not_found, "model '" + name + "' not found");
-  if (!prof) {
-    auto only = resolve_model(*d.cfg, "");
-    if (!only) return only.error();
-    prof = *only;
-  }
+  auto resolved = d.cfg->resolve_model(name);  // the one resolution (":latest" included)
+  if (!resolved) return resolved.error();
+  const config::Profile* prof = *resolved;
   auto mapped = ollama_to_openai(kind, body, prof->name, prof->ctx);
   if (!mapped) return mapped.error();
   ProxyCall call;
@@ -161,9 +148,9 @@ std::optional<Reply> local_reply(const Door& d, const std::string& name, const R
   if (name != "show") return std::nullopt;
   for (const char* k : {"model", "name"})
     if (auto f = typed_field(body.value(), k, JsonKind::string); !f) return ollama_error(400, f.error().message);
-  const auto* prof = find_model(*d.cfg, model_field(body.value()));
-  if (!prof) return ollama_error(404, "model '" + model_field(body.value()) + "' not found");
-  return json_reply(200, show_json(*prof));
+  auto prof = d.cfg->resolve_model(model_field(body.value()));
+  if (!prof) return ollama_error(prof.error());
+  return json_reply(200, show_json(**prof));
 }
 
 std::string_view body_of(const Request& req) {

@@ -68,6 +68,7 @@ class OllamaStream {
   std::string done_reason_ = "stop";
   std::shared_ptr<const CallTimes> times_;
   nlohmann::json usage_, timings_;
+  nlohmann::json calls_ = nlohmann::json::array();  // streamed tool-call deltas, joined per index
   bool done_ = false;
 };
 

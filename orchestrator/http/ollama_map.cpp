@@ -138,6 +138,28 @@ json tool_calls_of(const json& message) {
   return calls;
 }
 
+// Joins a streamed tool-call delta into `calls` (OpenAI streams the name first, then the
+// arguments in pieces, each entry naming its call's `index`).
+void join_call_delta(json& calls, const json& d) {
+  const auto& i = member(d, "index");
+  const std::size_t at = i.is_number_unsigned() ? i.get<std::size_t>() : calls.size();
+  if (at > calls.size() || at > 1024) return;  // a gap or a runaway index: not a call of this answer
+  if (at == calls.size()) calls.push_back({{"name", ""}, {"arguments", ""}});
+  const auto& f = member(d, "function");
+  calls[at]["name"] = calls[at]["name"].get<std::string>() + text_of(member(f, "name"));
+  calls[at]["arguments"] = calls[at]["arguments"].get<std::string>() + text_of(member(f, "arguments"));
+}
+
+// Joined calls in Ollama's shape (arguments an object), as Ollama streams them: whole, in one line.
+json whole_calls(const json& calls) {
+  json out = json::array();
+  for (const auto& c : calls) {
+    auto args = parse_json_bounded(c["arguments"].get<std::string>());
+    out.push_back({{"function", {{"name", c["name"]}, {"arguments", args && args->is_object() ? *args : json::object()}}}});
+  }
+  return out;
+}
+
 std::int64_t ns(const json& timings, const char* field) {
   const auto& v = member(timings, field);
   return v.is_number() ? static_cast<std::int64_t>(v.get<double>() * 1e6) : 0;
@@ -164,7 +186,11 @@ void add_counts(json& out, const json& usage, const json& timings, const CallTim
   out["total_duration"] = total;
 }
 
-std::string done_reason(const json& fr) { return fr.is_string() ? fr.get<std::string>() : "stop"; }
+// Ollama's words: "stop" and "length" (a call that ends in tool calls is "stop" there too).
+std::string done_reason(const json& fr) {
+  if (!fr.is_string() || fr.get<std::string>() == "tool_calls") return "stop";
+  return fr.get<std::string>();
+}
 
 bool is_true(const json& body, const char* key) {
   const auto it = body.is_object() ? body.find(key) : body.end();
@@ -305,15 +331,23 @@ std::string OllamaStream::event(const json& j) {
   if (j.contains("timings")) timings_ = j["timings"];
   const auto& c = first(member(j, "choices"));
   if (!c.is_object()) return {};
-  if (c.contains("finish_reason") && c["finish_reason"].is_string()) done_reason_ = c["finish_reason"];
+  const bool finished = c.contains("finish_reason") && c["finish_reason"].is_string();
+  if (finished) done_reason_ = done_reason(c["finish_reason"]);
   std::string piece;
   json calls;
   if (c.contains("delta")) {
     const auto& d = c["delta"];
     piece = text_of(member(d, "content"));
-    if (d.is_object() && d.contains("tool_calls")) calls = tool_calls_of(d);
+    // A call's deltas are joined and sent whole when the choice finishes: Ollama clients read each
+    // tool_calls entry as a complete call.
+    if (const auto& list = member(d, "tool_calls"); list.is_array())
+      for (const auto& tc : list) join_call_delta(calls_, tc);
   } else if (c.contains("text") && c["text"].is_string()) {
     piece = c["text"];
+  }
+  if (finished && !calls_.empty()) {
+    calls = whole_calls(calls_);
+    calls_ = json::array();
   }
   if (piece.empty() && calls.is_null()) return {};
   json out = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", false}};
@@ -337,12 +371,19 @@ std::string OllamaStream::thinking_line(const std::string& text) const {
 }
 
 std::string OllamaStream::final_line() {
+  std::string pending;  // calls of a stream that ended without a finish_reason
+  if (!calls_.empty() && kind_ == OllamaKind::chat) {
+    json line = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", false},
+                 {"message", {{"role", "assistant"}, {"content", ""}, {"tool_calls", whole_calls(calls_)}}}};
+    pending = dump_json(line) + "\n";
+    calls_ = json::array();
+  }
   done_ = true;
   json out = {{"model", model_}, {"created_at", rfc3339(now_s())}, {"done", true}, {"done_reason", done_reason_}};
   if (kind_ == OllamaKind::chat) out["message"] = {{"role", "assistant"}, {"content", ""}};
   else out["response"] = "";
   add_counts(out, usage_, timings_, times_.get());
-  return dump_json(out) + "\n";
+  return pending + dump_json(out) + "\n";
 }
 
 std::string OllamaStream::feed(std::string_view sse) {

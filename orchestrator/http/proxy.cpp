@@ -286,9 +286,29 @@ struct Relay {
   std::string body;  // whole body (non-streaming or error), at most limits.max_answer_bytes
   std::string tail;  // streaming: last bytes, for timings
   Clock::time_point first_byte{};  // the child's first body byte (time to first token)
-  std::string* capture = nullptr;  // captures on: the streamed bytes as the client got them
-  std::size_t capture_limit = 0;
+  activity::CaptureWriter* capture = nullptr;  // captures on: the bytes as the client gets them
+  HeaderList passed;  // call.relay_headers: the child's own response headers, for the client
 };
+
+// The child's response headers a relayed answer keeps (call.relay_headers): all but the framing,
+// the type (set apart), the door's own (Server, Date, CORS) and the door's figures.
+bool passes(std::string_view name) {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
+  };
+  for (const std::string_view drop : {"content-length", "content-type", "transfer-encoding", "connection",
+                                      "keep-alive", "trailer", "upgrade", "proxy-connection", "server", "date"})
+    if (same(name, drop)) return false;
+  const auto starts = [name, same](std::string_view p) {
+    return name.size() >= p.size() && same(name.substr(0, p.size()), p);
+  };
+  return !starts("access-control-") && !starts("x-kevlaya-");
+}
+
+HeaderList with_passed(HeaderList h, const Relay& r) {
+  h.insert(h.end(), r.passed.begin(), r.passed.end());
+  return h;
+}
 
 // A non-streamed answer past the cap: a plain one goes out chunked from here on (what is
 // buffered first), so memory never follows its size; one that must be whole is refused.
@@ -300,7 +320,7 @@ asio::awaitable<bool> overflow(Connection& c, const Call& call, const Lease& lea
   r.streaming = r.passthrough = true;
   std::string ctype = "application/json";  // (no ?: of strings: GCC 12 double-destroys it in a coroutine)
   if (!r.content_type.empty()) ctype = r.content_type;
-  bool sent = co_await c.start_stream(200, ctype, lease_headers(lease, queue_ms));
+  bool sent = co_await c.start_stream(200, ctype, with_passed(lease_headers(lease, queue_ms), r));
   if (sent) sent = co_await c.chunk(r.body);
   if (!sent) {
     r.client_gone = true;
@@ -324,8 +344,10 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
   cb.on_head = [&c, &call, &lease, &r, queue_ms](int status,
                                                  const upstream::Headers& h) -> asio::awaitable<bool> {
     r.status = status;
-    for (const auto& [k, v] : h)
+    for (const auto& [k, v] : h) {
       if (beast::iequals(k, "content-type")) r.content_type = v;
+      if (call.relay_headers && passes(k)) r.passed.emplace_back(k, v);
+    }
     if (status != 200) r.upstream_error = true;
     r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
     if (!r.streaming) co_return true;
@@ -337,12 +359,13 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     std::string ctype = "text/event-stream";
     if (!r.content_type.empty()) ctype = r.content_type;
     if (call.stream_map) ctype = call.stream_type;
-    co_return co_await c.start_stream(200, std::move(ctype), sse_headers(mh));
+    co_return co_await c.start_stream(200, std::move(ctype), with_passed(sse_headers(mh), r));
   };
   cb.on_chunk = [&c, &call, &lease, &r, queue_ms, cap](std::string_view bytes) -> asio::awaitable<bool> {
     if (r.first_byte == Clock::time_point{}) r.first_byte = Clock::now();
     if (!r.streaming && static_cast<std::int64_t>(r.body.size() + bytes.size()) <= cap) {
       r.body.append(bytes);
+      if (r.capture && (!call.body_map || r.upstream_error)) r.capture->response(bytes);  // sent as it is
       co_return true;
     }
     if (!r.streaming && !co_await overflow(c, call, lease, queue_ms, r)) co_return false;
@@ -354,12 +377,22 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
       if (mapped.empty()) co_return true;  // an empty chunk would end the response
       bytes = mapped;
     }
-    if (r.capture && r.capture->size() + bytes.size() <= r.capture_limit) r.capture->append(bytes);
+    if (r.capture) r.capture->response(bytes);  // compressed as it passes
     const bool ok = co_await c.chunk(bytes);  // written and flushed before the next read
     r.client_gone = !ok;
     co_return ok;
   };
   return cb;
+}
+
+// A collected answer as the child gave it: its status, type, headers (call.relay_headers) and bytes.
+Reply relayed_reply(Relay r, const Lease& lease, std::int64_t queue_ms) {
+  Reply rep;
+  rep.status = r.status;
+  if (!r.content_type.empty()) rep.content_type = r.content_type;
+  rep.body = std::move(r.body);
+  rep.headers = with_passed(lease_headers(lease, queue_ms), r);
+  return rep;
 }
 
 // Why a relay ended without a complete answer: the child's death when it died under the lease.
@@ -404,11 +437,9 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   ureq.target = call.target;
   ureq.body = forward_body(call, req, lease);
   if (call.stream) ureq.headers.emplace_back("Accept", "text/event-stream");
+  ureq.headers.insert(ureq.headers.end(), call.headers.begin(), call.headers.end());
   Relay r;
-  if (me.response_capture) {
-    r.capture = &*me.response_capture;
-    r.capture_limit = d.captures ? static_cast<std::size_t>(d.opt.capture.max_mib) << 20 : 0;
-  }
+  r.capture = me.capture.get();  // null with captures off
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
                                        relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
                                        stream_options(d, call.prof->health, lease), me.cancel);
@@ -453,9 +484,13 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
     co_return co_await fail(d, c, model, call.shape, error_reply(e), t0);
   }
   if (r.upstream_error) rec.error = r.status == 404 && !call.raw ? "not_found" : "upstream_error";
-  if (r.upstream_error && r.capture) *r.capture = r.body;
   if (r.upstream_error && r.status == 404 && !call.raw)
     co_return co_await fail(d, c, model, call.shape, missing_route_reply(call, r.body), t0);
+  if (r.upstream_error && call.relay_headers) {  // a proxied answer: the target's status and bytes
+    count(d, model, r.status, t0);
+    co_await c.send(relayed_reply(std::move(r), lease, queue_ms));
+    co_return;
+  }
   if (r.upstream_error)
     co_return co_await fail(d, c, model, call.shape, upstream_error_reply(r.status, r.body), t0);
   if (r.streaming) {
@@ -472,8 +507,8 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   const auto speeds = timings_of(r.body);  // a SAX pass over the timings object alone
   rep.body = call.body_map ? call.body_map(r.body) : std::move(r.body);
   if (call.body_map) rep.content_type = "application/json";
-  rep.headers = lease_headers(lease, queue_ms);
-  if (r.capture) *r.capture = rep.body;  // captures on: a copy of what the client gets
+  rep.headers = with_passed(lease_headers(lease, queue_ms), r);
+  if (r.capture && call.body_map) r.capture->response(rep.body);  // translated: what the client gets
   co_await c.send(std::move(rep));
   count(d, model, 200, t0);
   note_timings(d, lease, speeds, rec);
@@ -534,6 +569,7 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0) {
   const ApiShape shape = call.shape;
   InFlight me(d, start_record(d, req, c, api_of(call)));  // listed by GET /requests until it ends
+  if (me.capture) co_await capture_request(d, req, me);
   RequestNote& rec = me.rec;
   rec.model = call.profile();
   Waiting waiting(d);
@@ -570,6 +606,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
     co_return finish_call(d, req, c, me, c.status(), t0);
   }
   if (call.keep_alive_s) lease->set_keep_alive(*call.keep_alive_s);  // applied when it is released
+  if (!lease->remote()) d.child_endpoints[lease->shared()->child] = lease->endpoint();  // for /metrics
   if (call.times) *call.times = CallTimes{t0, lease->switch_ms()};
   load.leased();
   me.leased = true;

@@ -6,12 +6,16 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/clock.hpp"
 #include "http/auth.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
 #include "http/gate.hpp"
+#include "http/model_server.hpp"
+#include "http/router_api.hpp"
 #include "http/ui.hpp"
 #include "warm/page_cache.hpp"
 
@@ -44,7 +48,7 @@ json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, s
     k["retry_after_s"] = st->retry_after_s;
   }
   return {{"id", prof.name}, {"object", "model"}, {"created", created}, {"owned_by", "kevlaya"},
-          {"aliases", prof.alias}, {"kevlaya", std::move(k)}};
+          {"aliases", prof.alias}, {"status", router_status_json(prof, st)}, {"kevlaya", std::move(k)}};
 }
 
 // Each profile once; aliases are listed in it, not as models of their own.
@@ -88,6 +92,9 @@ std::string gpu_label(const std::vector<int>& gpus) {
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
   json resident = json::array(), profiles = json::array(), failures = json::array(),
        switches = json::array(), by_model = json::object();
+  std::size_t fresh = warm::kResidencyFreshPerCall;  // page-cache measurements this call may make
+  std::unordered_map<std::string_view, const config::Profile*> by_name;  // one lookup per profile
+  for (const auto& prof : d.cfg->profiles) by_name.emplace(prof.name, &prof);
   for (const auto& p : snap.profiles) {
     const bool local = !p.remote;  // a remote holds no local residency
     if (local && (p.state == Phase::ready || p.state == Phase::draining)) resident.push_back(p.name);
@@ -104,11 +111,13 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
       if (lp->eta_s) j["load_progress"]["eta_s"] = std::round(*lp->eta_s * 10) / 10;
     }
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
-    const auto* prof = d.cfg->find_profile(p.name);
+    const auto named = by_name.find(p.name);
+    const auto* prof = named != by_name.end() ? named->second : d.cfg->find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
     if (prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
-      j["page_cache_pct"] = warm::resident_pct(prof->model);  // -1: file unreadable (docs/warm.md)
+      if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
+        j["page_cache_pct"] = *pct;  // -1: file unreadable; absent: not measured yet (docs/warm.md)
     if (p.last_failure) {
       j["last_failure"] = failure_json(*p.last_failure);
       failures.push_back({{"model", p.name}, {"failure", failure_json(*p.last_failure)},
@@ -158,6 +167,7 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
   m.set("kevlaya_pipeline_runs_queued_bytes", {}, static_cast<double>(rs.queued_bytes));
   m.set("kevlaya_pipeline_runs_refused_total", {}, static_cast<double>(rs.refused));
   m.clear("kevlaya_model_state");
+  std::size_t fresh = warm::kResidencyFreshPerCall;  // page-cache measurements this call may make
   for (const auto& p : snap.profiles) {
     m.set("kevlaya_model_queue_depth", {{"model", p.name}}, p.queued);
     m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
@@ -169,7 +179,8 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
       m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
     if (const auto* prof = d.cfg->find_profile(p.name);
         prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
-      m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, warm::resident_pct(prof->model));
+      if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
+        m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, *pct);
   }
   for (const auto& dev : snap.devices)
     m.set("kevlaya_gpu_memory_bytes", {{"gpu", std::to_string(dev.index)}, {"name", dev.name}},
@@ -180,19 +191,38 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
   return r;
 }
 
+// The door's own families, then the ready children's `llamacpp:*` ones (child_metrics.cpp).
 asio::awaitable<void> metrics(Door& d, Connection& c) {
   const auto snap = co_await d.sup.snapshot();
-  co_await c.send(metrics_reply(d, snap));
+  co_await update_model_server_metrics(d, snap);  // the EPP's node gauges (model_server.cpp)
+  Reply r = metrics_reply(d, snap);
+  const std::string children = co_await child_metrics_text(d);
+  r.body += children;
+  co_await c.send(std::move(r));
 }
 
-Reply loaded_reply(const std::string& model, std::int64_t ms) {
+// `router`: llama-server's router API (POST /models/load) answers {"success": true}.
+Reply loaded_reply(const std::string& model, std::int64_t ms, bool router) {
+  if (router) return json_reply(200, router_success_json());
   return json_reply(200, {{"loaded", model}, {"ms", ms}});
 }
 
-Reply unloaded_reply() { return json_reply(200, {{"unloaded", true}}); }
+Reply unloaded_reply(bool router) {
+  return json_reply(200, router ? router_success_json() : json{{"unloaded", true}});
+}
 
-Reply health_reply(const Door& d) {
-  if (d.draining) return json_reply(503, {{"status", "draining"}});
+// With preload, /health is llama-server's 503 "Loading model" until the preloaded children have
+// started (latched: a later switch never fails it): the first start event has come and no child
+// is starting. /livez (`live`) only says the process serves.
+Reply health_reply(Door& d, bool live) {
+  if (d.draining && !live) return json_reply(503, {{"status", "draining"}});
+  if (!live && !d.preload_ready && !d.cfg->orch.preload.empty()) {
+    d.preload_ready = !d.phases.empty() && std::none_of(d.phases.begin(), d.phases.end(), [](const auto& kv) {
+      return kv.second == Phase::starting;
+    });
+    if (!d.preload_ready)
+      return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
+  }
   return json_reply(200, {{"status", "ok"}, {"uptime_s", seconds_since(d.started_at)}});
 }
 
@@ -203,7 +233,7 @@ Reply unauthorized_reply() {
   return r;
 }
 
-asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& model) {
+asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& model, bool router = false) {
   const auto t0 = Clock::now();
   const auto st = co_await d.sup.ensure_ready(model);  // the supervisor's admission and max wait
   if (!st) {
@@ -211,10 +241,10 @@ asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& mode
     co_return;
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-  co_await c.send(loaded_reply(model, ms));
+  co_await c.send(loaded_reply(model, ms, router));
 }
 
-asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model) {
+asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model, bool router = false) {
   std::optional<std::string> only;
   if (!model.empty()) only = std::move(model);
   const auto st = co_await d.sup.unload(only);
@@ -222,7 +252,18 @@ asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model) {
     co_await c.send(error_reply(st.error()));
     co_return;
   }
-  co_await c.send(unloaded_reply());
+  co_await c.send(unloaded_reply(router));
+}
+
+// POST /models/load and /models/unload: the router's {"model": name} body, the handlers above.
+asio::awaitable<void> router_models(Door& d, const Request& req, Connection& c, bool load) {
+  auto name = router_model_name(*d.cfg, req.body());
+  if (!name) {
+    co_await c.send(error_reply(name.error()));
+    co_return;
+  }
+  if (load) co_return co_await admin_load(d, c, *name, true);
+  co_await admin_unload(d, c, *name, true);
 }
 
 json reload_json(const ReloadOutcome& r) {
@@ -247,16 +288,20 @@ asio::awaitable<void> admin_reload(Door& d, Connection& c) {
   co_await c.send(reload_reply(r));
 }
 
-Reply options_reply(const RouteMatch& m, OriginVerdict verdict) {
+// `requested`: the preflight's Access-Control-Request-Headers.
+Reply options_reply(const RouteMatch& m, OriginVerdict verdict, std::string_view requested) {
   if (m.route == Route::none || m.route == Route::root)  // (GET / only redirects browsers)
     return error_reply(make_error(Errc::not_found, "no such route"));
   Reply r;
   r.status = 204;
   r.headers.emplace_back("Allow", std::string(allow_of(m)));
   if (verdict == OriginVerdict::none) return r;
-  // A preflight of an allowed origin: exactly that origin, no credentials (no cookies exist).
-  r.headers.emplace_back("Access-Control-Allow-Methods", std::string(allow_of(m)));
-  r.headers.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+  // A preflight of an allowed origin in llama-server's shape (200, GET and POST, the requested
+  // headers allowed): exactly that origin, no credentials (no cookies exist).
+  r.status = 200;
+  r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST");
+  r.headers.emplace_back("Access-Control-Allow-Headers",
+                         requested.empty() ? "Authorization, Content-Type, X-Api-Key" : std::string(requested));
   r.headers.emplace_back("Access-Control-Max-Age", "600");
   return r;
 }
@@ -285,7 +330,8 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   const auto verdict = check_origin(d.gate, req);
   if (verdict == OriginVerdict::refused) return error_reply(origin_refused());
   if (verdict != OriginVerdict::none) c.set_cors_origin(origin);
-  if (req.method() == bhttp::verb::options) return options_reply(m, verdict);
+  if (req.method() == bhttp::verb::options)
+    return options_reply(m, verdict, header(req, "Access-Control-Request-Headers"));
   if (c.reserve_only() && m.route != Route::health && m.route != Route::metrics) return reserve_only_reply();
   if (m.route == Route::health && req.method() == bhttp::verb::get) return std::nullopt;  // open
   // The status page's files are public (its data comes from /status etc. with the key); GET / of
@@ -338,7 +384,10 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     co_return;
   }
   switch (m.route) {
-    case Route::health: co_await c.send(health_reply(d)); co_return;
+    case Route::health:
+      if (m.arg == "ready") co_return co_await readyz(d, c, query, health_reply(d, false).status == 200);
+      co_await c.send(health_reply(d, m.arg == "live"));
+      co_return;
     case Route::model_api:
     case Route::upstream: co_return co_await model_call(d, req, c, m);
     case Route::ollama: co_return co_await ollama_call(d, req, c, m);
@@ -350,6 +399,8 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::admin_load: co_return co_await admin_load(d, c, std::string(m.arg));
     case Route::admin_unload: co_return co_await admin_unload(d, c, std::string(m.arg));
     case Route::admin_reload: co_return co_await admin_reload(d, c);
+    case Route::router_load:
+    case Route::router_unload: co_return co_await router_models(d, req, c, m.route == Route::router_load);
     case Route::pipeline_runs: co_return co_await d.runs->post_run(req, c, std::string(m.arg), async_query(query));
     case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
     case Route::ui: co_await c.send(ui_reply(req, m.arg)); co_return;
@@ -359,6 +410,8 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::requests: co_await c.send(json_reply(200, in_flight_json(d))); co_return;
     case Route::admin_cancel: co_return co_await cancel_request(d, c, m.arg);
     case Route::admin_capture: co_return co_await capture_route(d, c, std::string(m.arg));
+    case Route::slot_action: co_return co_await slot_action(d, req, c, m);
+    case Route::cors_proxy: co_return co_await cors_proxy(d, req, c);
     case Route::none: break;
   }
 }
@@ -400,6 +453,7 @@ void describe_metrics(Metrics& m) {
   m.describe("kevlaya_pipeline_runs_queued_bytes", T::gauge, "Request bytes of the queued pipeline runs.");
   m.describe("kevlaya_pipeline_runs_refused_total", T::counter,
              "Pipeline runs refused with 429 (runs.max_queued / runs.max_queued_bytes).");
+  describe_model_server_metrics(m);
 }
 
 void record_switch(const std::shared_ptr<Door>& dp, const supervisor::SwitchRecord& rec) {

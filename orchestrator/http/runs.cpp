@@ -187,9 +187,17 @@ asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::strin
     co_await c.send(accepted_reply(run->to_json(), run->id));
     co_return;
   }
+  // A client that hangs up while it waits is noticed at once: its socket is closed, not left in
+  // CLOSE-WAIT until the run ends. The run goes on (GET /runs/{id} reads it).
+  auto gone = std::make_shared<upstream::CancelToken>();
+  gone->set_hook([run] { run->finished.cancel(); });
+  c.watch_disconnect(gone);
   boost::system::error_code ec;
-  while (run->state == Run::State::queued || run->state == Run::State::running)
+  while ((run->state == Run::State::queued || run->state == Run::State::running) && !gone->cancelled())
     co_await run->finished.async_wait(ec_token(ec));
+  c.unwatch();
+  gone->clear_hook();
+  if (gone->cancelled()) co_return;
   co_await c.send(finished_reply(*run));
 }
 

@@ -7,9 +7,12 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "common/fd.hpp"
+#include "http/auth.hpp"
 #include "http/detail.hpp"
 #include "http/framing.hpp"
 #include "upstream/wire.hpp"
@@ -23,6 +26,7 @@ using tcp = asio::ip::tcp;
 constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::chrono::seconds kLingerTime{1};          // reading leftovers before closing
 constexpr std::uint64_t kLingerBytes = 16ull << 20;     // ... at most this much
+constexpr std::size_t kWatchBuffer = 4 * kReadChunk;   // a pipelined request read while a call runs
 constexpr const char* kServerName = "kevlaya-orch";
 // Response headers a page of an allowed origin may read.
 constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run, X-Kevlaya-Backend, X-Kevlaya-Remote";
@@ -42,6 +46,30 @@ std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) 
   if (ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category())
     return make_error(Errc::bad_request, "malformed HTTP request: " + ec.message());
   return std::nullopt;
+}
+
+// What a request's header says of its key, before any body is read. The gate (router.cpp) still
+// decides every answer; this decides only whether the body is worth reading.
+enum class KeyVerdict {
+  trusted,  // a valid key, or none needed by this door: the body is read as always
+  keyless,  // no valid key on a request the gate serves without one: read, but its slot stays evictable
+  refused,  // the gate refuses it (its key, or a check before it): answered from the header alone
+};
+
+// The requests the gate serves without a key: preflights and GET /health, /ui, / (a superset of
+// router.cpp's gate, so that `refused` is always refused there).
+bool served_without_key(const RouteMatch& m, bhttp::verb method) {
+  if (method == bhttp::verb::options) return true;
+  return method == bhttp::verb::get && (m.route == Route::health || m.route == Route::ui || m.route == Route::root);
+}
+
+KeyVerdict key_verdict(const Door& d, const Request& head) {
+  const std::string_view target(head.target().data(), head.target().size());
+  const auto m = match_route(target.substr(0, target.find('?')));
+  const auto a = access(d.opt.api_keys, d.opt.admin_api_keys, is_admin(m, head.method()),
+                        header(head, bhttp::field::authorization), header(head, "X-Api-Key"));
+  if (a == Access::granted) return KeyVerdict::trusted;
+  return served_without_key(m, head.method()) ? KeyVerdict::keyless : KeyVerdict::refused;
 }
 
 }  // namespace
@@ -76,6 +104,7 @@ Connection::Connection(std::shared_ptr<Door> door, tcp::socket socket)
 Connection::~Connection() {
   door_->conns.erase(this);
   if (evicted_) --door_->evicting;
+  if (refusing_) --door_->refusing;
 }
 
 void Connection::evict() {
@@ -135,7 +164,7 @@ asio::awaitable<void> Connection::run() {
     auto req = co_await read_request();
     if (!req) break;
     version_ = req->version();
-    keep_alive_ = req->keep_alive() && !reserve_only_;
+    keep_alive_ = req->keep_alive() && !reserve_only_ && !body_skipped_;
     cors_origin_.clear();
     head_sent_ = false;
     bytes_out_ = 0;
@@ -158,6 +187,7 @@ asio::awaitable<void> Connection::run() {
     busy_ = false;
     last_active_ = Clock::now();
     door_->request_done();
+    if (body_skipped_) co_await linger_close();  // refused on its header: its body is dropped, not read
     if (crashed || failed_ || !keep_alive_) break;
   }
   close();  // sends the FIN itself: a shutdown() first cost a second pass through the TCP stack
@@ -188,7 +218,6 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     upstream::parse_buffered(parser, buffer_, ec, /*header_only=*/true);
     if (!ec && !parser.is_header_done()) co_await bhttp::async_read_header(socket_, buffer_, parser, ec_token(ec));
   }
-  if (!ec) busy_ = true;  // not evictable while its body arrives and it is answered
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
   std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
   if (!ec) framing = framing_problem(parser.get());
@@ -198,6 +227,16 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     co_await linger_close();
     co_return std::nullopt;
   }
+  // The key is checked on the header: a request the gate will refuse is answered without its body
+  // (a stranger cannot hold a slot for read_timeout_s by trickling one), then the connection
+  // closes; only an authorised request makes its connection unevictable while its body arrives.
+  KeyVerdict verdict = KeyVerdict::refused;
+  if (!ec) verdict = key_verdict(*door_, parser.get());
+  if (!ec && verdict == KeyVerdict::refused && !parser.is_done()) {  // (no body: read whole, kept alive)
+    body_skipped_ = true;
+    co_return parser.release();
+  }
+  if (!ec && verdict == KeyVerdict::trusted) busy_ = true;
   if (!ec) {  // the rest of the request, within read_timeout_s of its header
     const auto bounded = bound(std::chrono::seconds(opt.limits.read_timeout_s));
     if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
@@ -222,12 +261,15 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     }
     co_return std::nullopt;
   }
+  busy_ = true;  // a keyless request to an open route: whole now, and being answered
   co_return parser.release();
 }
 
 // After an early error reply, read (and drop) what the client is still sending for a moment, so
 // closing does not reset the connection before it has read our answer.
 asio::awaitable<void> Connection::linger_close() {
+  closing_ = true;  // answered: the first to make room for a new connection
+  busy_ = false;
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
   const auto bounded = bound(kLingerTime);
@@ -237,6 +279,20 @@ asio::awaitable<void> Connection::linger_close() {
     total += co_await socket_.async_read_some(asio::buffer(sink), ec_token(ec));
   }
   failed_ = true;
+}
+
+void Connection::refuse(bool drain) {
+  refusing_ = true;  // counted apart from the open connections until it is gone
+  ++door_->refusing;
+  keep_alive_ = false;
+  auto answer = [self = shared_from_this(), drain]() -> asio::awaitable<void> {
+    Error e = make_error(Errc::unavailable, "too many connections");
+    e.retry_after_s = 1;
+    co_await self->send(error_reply(e));
+    if (drain) co_await self->linger_close();
+    self->close();
+  };
+  asio::co_spawn(socket_.get_executor(), std::move(answer), asio::detached);
 }
 
 asio::awaitable<bool> Connection::write_done(error_code ec) {
@@ -330,19 +386,34 @@ asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
 }
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {
-  const auto gen = ++watch_gen_;
+  peek_for_hangup(++watch_gen_, std::move(token));
+}
+
+void Connection::peek_for_hangup(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token) {
   // A plain handler, not a coroutine: this runs on every model call, before its upstream request.
   // A peeking receive, not async_wait: the reactor tries it at once and then keeps it on the
   // descriptor's read queue, where async_wait re-registers the descriptor (an epoll_ctl) each time.
   socket_.async_receive(
       asio::buffer(&peek_byte_, 1), tcp::socket::message_peek,
-      [self = shared_from_this(), gen, token = std::move(token)](error_code ec, std::size_t n) {
+      [self = shared_from_this(), gen, token = std::move(token)](error_code ec, std::size_t n) mutable {
         if (gen != self->watch_gen_ || ec == asio::error::operation_aborted) return;  // unwatched
         if (ec || n == 0) {  // eof, reset: the client went away
           spdlog::debug("http: client went away; cancelling its upstream request");
+          // No further read: this peek took the socket's one EOF edge (epoll is edge-triggered and
+          // Asio stops reading speculatively after an exhausted read), so a read would wait for
+          // idle_timeout_s with the socket in CLOSE-WAIT. The connection closes after this call.
+          self->keep_alive_ = false;
           token->cancel();
+          return;
         }
-        // Else: a pipelined next request; it stays in the socket for read_request().
+        // A pipelined next request: its bytes (here now, so this read does not wait) go where
+        // read_request() looks first, and the watch goes on, so a hang-up behind them still
+        // cancels the call. Bounded: past kWatchBuffer the rest waits in the socket, unwatched.
+        if (self->buffer_.size() >= kWatchBuffer) return;
+        const auto got = self->socket_.read_some(self->buffer_.prepare(kReadChunk), ec);
+        if (ec) return;  // the next read reports it
+        self->buffer_.commit(got);
+        self->peek_for_hangup(gen, std::move(token));
       });
 }
 
@@ -367,7 +438,8 @@ Door::Door(supervisor::Supervisor& s, const config::Config& c, ServerOptions o, 
   describe_metrics(metrics);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
   if (opt.capture.enabled)
-    captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20);
+    captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20,
+                                                       c.orch.state_dir.empty() ? c.orch.state_dir : c.orch.state_dir / "captures");
 }
 
 Door::~Door() = default;
@@ -439,18 +511,26 @@ Result<std::uint16_t> Server::listen() {
 namespace {
 
 constexpr std::chrono::seconds kEvictIdle{1};  // idle this long = may be closed under pressure
+constexpr int kMaxRefusing = 64;  // refused connections drained at once; past it, closed at once
 
 std::int64_t open_connections(const Door& d) {
-  return static_cast<std::int64_t>(d.conns.size()) - d.evicting;
+  return static_cast<std::int64_t>(d.conns.size()) - d.evicting - d.refusing;
 }
 
-// Every full slot taken: close the connection idle the longest (no request in progress), if any.
-void evict_one(Door& d) {
+// Closes up to `n` connections that hold a slot without an authorised request in progress: those
+// answered and closing first, then the oldest idle, silent or trickling ones.
+void make_room(Door& d, std::int64_t n) {
   const auto now = Clock::now();
-  Connection* oldest = nullptr;
+  std::vector<Connection*> idle;
   for (auto* c : d.conns)
-    if (c->evictable(now, kEvictIdle) && (!oldest || c->last_active() < oldest->last_active())) oldest = c;
-  if (oldest) oldest->evict();
+    if (c->evictable(now, kEvictIdle)) idle.push_back(c);
+  const auto k = static_cast<std::size_t>(std::min<std::int64_t>(n, static_cast<std::int64_t>(idle.size())));
+  std::partial_sort(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(k), idle.end(),
+                    [](const Connection* a, const Connection* b) {
+                      if (a->closing() != b->closing()) return a->closing();
+                      return a->last_active() < b->last_active();
+                    });
+  for (std::size_t i = 0; i < k; ++i) idle[i]->evict();
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
@@ -468,19 +548,13 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
     auto conn = std::make_shared<Connection>(d, std::move(sock));
     const auto& lim = d->opt.limits;
     const std::int64_t cap = static_cast<std::int64_t>(lim.max_connections) + lim.reserved_connections;
-    // Past max_connections an idle (or silent) connection makes room before the new one is put in
-    // the reserve, where it could only ask /health or /metrics: silent sockets held every full
-    // slot until header_timeout_s while model calls got 503.
-    if (open_connections(*d) > lim.max_connections) evict_one(*d);
+    // Past max_connections, as many idle (or silent, trickling, closing) connections as it takes
+    // make room before the new one is put in the reserve, where it could only ask /health or
+    // /metrics: with every slot held by silent sockets, closing one at a time left model calls at 503.
+    if (const auto over = open_connections(*d) - lim.max_connections; over > 0) make_room(*d, over);
     const auto open = open_connections(*d);  // this one included
     if (open > cap) {
-      auto refuse = [conn]() -> asio::awaitable<void> {
-        Error e = make_error(Errc::unavailable, "too many connections");
-        e.retry_after_s = 1;
-        co_await conn->send(error_reply(e));
-        conn->close();
-      };
-      asio::co_spawn(d->strand, std::move(refuse), asio::detached);
+      conn->refuse(d->refusing < kMaxRefusing);
       continue;
     }
     if (open > lim.max_connections) conn->set_reserve_only();  // /health and /metrics only

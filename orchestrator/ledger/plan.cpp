@@ -110,12 +110,16 @@ ProfileBill price_profile(const ProfileInput& p, const PlanOptions& opt) {
 std::vector<ChildSpec> form_children(const std::vector<ProfileInput>& in, const std::vector<ProfileBill>& bills,
                              bool group) {
   std::vector<ChildSpec> children;
+  std::vector<std::size_t> first;  // each child's first member, as an index of `in`: no name lookups
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (!bills[i].fits_alone) continue;
-    auto it = std::find_if(children.begin(), children.end(), [&](const ChildSpec& u) {
-      return group && can_share(input(in, u.members.front()), in[i]);
-    });
-    if (it == children.end()) it = children.insert(children.end(), ChildSpec{});
+    std::size_t c = group ? 0 : children.size();
+    while (c < children.size() && !can_share(in[first[c]], in[i])) ++c;
+    if (c == children.size()) {
+      children.emplace_back();
+      first.push_back(i);
+    }
+    auto it = children.begin() + static_cast<std::ptrdiff_t>(c);
     it->members.push_back(in[i].name);
     for (const auto& a : in[i].adapters) {
       const bool seen = std::any_of(it->adapters.begin(), it->adapters.end(),

@@ -64,7 +64,8 @@ class Search {
 };
 
 // After a stop: each item in no set gets one greedy set (it, then the others in index order
-// while they fit); greedy by construction, so maximal.
+// while they fit, those in no set yet first, so that a few sets cover thousands of small items
+// instead of one set each); greedy by construction, so maximal.
 void cover_the_rest(const std::vector<std::uint64_t>& cost, const std::vector<std::size_t>& free, std::uint64_t base,
                     std::uint64_t budget, FittingSets& out) {
   std::vector<bool> covered(cost.size(), false);
@@ -74,13 +75,15 @@ void cover_the_rest(const std::vector<std::uint64_t>& cost, const std::vector<st
     if (covered[i] || base + cost[i] > budget) continue;
     std::vector<std::size_t> set{i};
     std::uint64_t sum = base + cost[i];
-    for (const auto j : free) {
-      ++out.examined;
-      if (j != i && sum + cost[j] <= budget) {
-        set.push_back(j);
-        sum += cost[j];
+    for (const bool pass_covered : {false, true})
+      for (const auto j : free) {
+        if (covered[j] != pass_covered) continue;  // each j is looked at in one pass only
+        ++out.examined;
+        if (j != i && sum + cost[j] <= budget) {
+          set.push_back(j);
+          sum += cost[j];
+        }
       }
-    }
     for (const auto j : set) covered[j] = true;
     out.sets.push_back(std::move(set));
   }

@@ -52,12 +52,13 @@ Result<std::vector<DiscoveredFit>> fit_discovered(config::Config& cfg, const std
     };
     if (!w || bytes(&in) > bytes(w)) w = &in;
   }
+  std::map<std::string, const config::Profile*> first_of;  // model file -> its first profile: one lookup each
+  for (const auto& p : only.profiles) first_of.emplace(p.model.string(), &p);
   std::map<std::string, ledger::FitChoice> chosen;
   for (const auto& kv : widest) {
     const std::string& model = kv.first;
     const ledger::ProfileInput* in = kv.second;
-    const auto& prof = *std::find_if(only.profiles.begin(), only.profiles.end(),
-                                     [&](const config::Profile& p) { return p.model.string() == model; });
+    const auto& prof = *first_of.at(model);
     if (budget) {
       chosen[model] = ledger::fit_model(*in, *budget, gpu ? overhead : 0, projector_bytes(prof.extra_args), gpu);
     } else {

@@ -10,7 +10,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 
+#include "common/bytes.hpp"
 #include "common/strings.hpp"
 #include "ledger/calibration.hpp"
 #include "runtime/discovered.hpp"
@@ -135,11 +137,16 @@ RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gath
 
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
   supervisor::SupervisorOptions o;
+  std::map<std::string, std::string> child_of;  // member -> its child's name: one lookup per name
+  for (const auto& c : plan.children)
+    for (const auto& m : c.members) child_of.emplace(m, c.name);
   for (const auto& set : plan.allowed_sets) {  // in child names: a group's members stand for its child
     std::vector<std::string> children;
+    std::set<std::string> seen;
     for (const auto& name : set) {
-      auto child = plan.child_of(name);
-      if (std::find(children.begin(), children.end(), child) == children.end()) children.push_back(std::move(child));
+      const auto it = child_of.find(name);
+      auto child = it != child_of.end() ? it->second : plan.child_of(name);
+      if (seen.insert(child).second) children.push_back(std::move(child));
     }
     o.allowed_sets.push_back(std::move(children));
   }
@@ -214,7 +221,7 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
   auto fits = fit_discovered(cfg, gpu_devices(cfg));
   if (!fits) return fits.error();
   for (const auto& f : *fits)
-    spdlog::info("models_dir: {} ({}): {}: {}", f.profile, f.model, ledger::to_string(f.choice), f.choice.why);
+    spdlog::info("models_dir: {} ({}): {}: {}", f.profile, printable(f.model), ledger::to_string(f.choice), f.choice.why);
   auto setup = setup_residency(cfg);
   if (setup.refused) return *setup.refused;
   apply_placements(cfg, setup);  // each child's devices, argv and environment follow the plan
@@ -252,12 +259,13 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   auto gathered = ledger::gather(cfg);
   if (!gathered && gathered.error().code == Errc::config_invalid) {
     setup.refused = gathered.error();
-    setup.summary = "residency: refused: " + gathered.error().message;
+    setup.summary = "residency: refused: " + printable(gathered.error().message);
     spdlog::error("{}", setup.summary);
     return setup;
   }
   if (!gathered) {
-    setup.summary = "residency: rotate (the ledger could not read a model: " + gathered.error().message + ")";
+    setup.unread = gathered.error();
+    setup.summary = "residency: rotate (the ledger could not read a model: " + printable(gathered.error().message) + ")";
     spdlog::warn("{}", setup.summary);
     return setup;
   }
@@ -277,9 +285,12 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     setup.summary += "; gpu " + std::to_string(d.device.index) + ": " + (d.profiles.empty() ? "-" : join(d.profiles, ", ")) +
                      (d.rotates() ? " (rotate)" : "");
   }
+  // Serve refuses what check and plan refuse: a pin the ledger cannot keep resident, and, with a
+  // GPU budget, every error of the plan (a profile that cannot fit even alone, a missing gpu).
   for (const auto& d : plan.diagnostics) {
-    if (!d.pin || setup.refused) continue;  // a pin the ledger cannot keep resident: refuse
-    setup.refused = make_error(Errc::config_invalid, "pin: " + d.subject + ": " + d.message);
+    const bool refuses = d.pin || (!setup.devices.empty() && d.severity == config::Severity::error);
+    if (!refuses || setup.refused) continue;
+    setup.refused = make_error(Errc::config_invalid, (d.pin ? "pin: " : "") + d.subject + ": " + d.message);
     spdlog::error("residency: refused: {}", setup.refused->message);
   }
   if (setup.refused) return setup;

@@ -22,6 +22,7 @@ struct ResidencySetup {
   std::string summary;                    // one line for the startup log
   std::vector<std::string> warnings;      // plan diagnostics, "subject: message"
   std::optional<Error> refused;           // an adapter incompatible with its base: do not spawn
+  std::optional<Error> unread;            // a model the ledger could not read (the plan fell back to rotate)
   std::optional<ledger::Plan> plan;       // the plan followed (for /status); none when not planned
   std::vector<ledger::Device> devices;    // the GPUs planned for (empty = none known)
   std::map<std::string, config::DevicePlacement> placements;  // by profile; see apply_placements

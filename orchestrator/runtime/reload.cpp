@@ -10,7 +10,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <optional>
+#include <regex>
+#include <set>
 
+#include "common/bytes.hpp"
 #include "remote/peers.hpp"
 #include "runtime/plan_setup.hpp"
 #include "runtime/runtime.hpp"
@@ -22,6 +25,8 @@ namespace fs = std::filesystem;
 
 struct Reloader::Shared {
   bool busy = false;
+  bool retry_pending = false;  // a deferred reload's retry is scheduled
+  int retries = 0;             // deferred reloads in a row
   // Reading the files, the GGUF headers and the residency search run here, not on the door's
   // thread: requests in flight and /health keep their answers during a reload.
   asio::thread_pool planner{1};
@@ -46,30 +51,85 @@ void stamp_dir(std::string& out, const fs::path& dir) {
 // The next configuration, read and planned: what reload() applies, or the errors that refuse it.
 struct Prepared {
   config::Config config;
-  std::optional<supervisor::SupervisorOptions> options;  // nullopt: refused
+  std::optional<supervisor::SupervisorOptions> options;  // nullopt: refused or deferred
   std::optional<ledger::Plan> plan;                      // the residency plan made for it
   std::vector<std::string> errors;
+  std::string deferred;  // non-empty: a model file still being written; why
 };
+
+// Modified less than kSettle ago: a copy or a download may still be writing it.
+bool unsettled(const fs::path& p) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(p, ec);
+  return !ec && fs::file_time_type::clock::now() - t < Reloader::kSettle;
+}
+
+// Every file a configuration reads models from: each profile's model, adapters and --mmproj.
+std::set<fs::path> used_files(const config::Config& c) {
+  std::set<fs::path> out;
+  for (const auto& p : c.profiles) {
+    if (!p.model.empty()) out.insert(p.model.lexically_normal());
+    for (const auto& l : p.lora) out.insert(l.path.lexically_normal());
+    for (std::size_t i = 0; i + 1 < p.extra_args.size(); ++i)
+      if (p.extra_args[i] == "--mmproj") out.insert(fs::path(p.extra_args[i + 1]).lexically_normal());
+  }
+  return out;
+}
+
+// A later shard of a split model (NAME-0000N-of-0000M.gguf, N > 1): read through the first one.
+bool later_shard(const fs::path& p) {
+  static const std::regex re(R"(.*-([0-9]{5})-of-[0-9]{5}\.gguf)");
+  std::smatch m;
+  const std::string name = p.filename().string();
+  return std::regex_match(name, m, re) && m[1].str() != "00001";
+}
+
+// Why `next` should wait ("" when it need not): a *.gguf of models_dir written moments ago that the
+// scan left out (unreadable while it is copied), or a model the ledger could not read (`read`)
+// that is being written or changed while read (Errc::io_error).
+std::string why_wait(const config::Config& next, const std::optional<Error>& read) {
+  const auto used = used_files(next);
+  std::error_code ec;
+  if (!next.orch.models_dir.empty()) {
+    for (const auto& e : fs::directory_iterator(next.orch.models_dir, ec)) {
+      const auto& p = e.path();
+      if (p.extension() != ".gguf" || later_shard(p) || used.count(p.lexically_normal()) || !unsettled(p)) continue;
+      return "models_dir: " + printable(config::display_path(p)) + " is still being written";
+    }
+  }
+  if (!read) return {};
+  const bool writing = std::any_of(used.begin(), used.end(), [](const fs::path& p) { return unsettled(p); });
+  if (writing || read->code == Errc::io_error) return "a model file is still being written: " + read->message;
+  return {};
+}
 
 // As at start (Runtime::open): the file, the overrides, the peers' models, then plan_and_place.
 // Without the peers and the placement a reload dropped the peers' models and restarted a changed
 // child without its devices (no CUDA_VISIBLE_DEVICES: every GPU). Touches nothing shared: runs
 // on the planner thread.
+// `accept_unsettled`: apply what reads now even if a model file is still being written.
 Prepared prepare(const config::Source& source, const std::function<void(config::Config&)>& overrides,
-                 const config::Config& running) {
+                 const config::Config& running, bool accept_unsettled) {
   Prepared out;
   auto loaded = config::load(source);
   for (const auto& d : loaded.diagnostics) {
     if (d.severity != config::Severity::error) continue;
     out.errors.push_back(d.format());
-    spdlog::error("reload: {}", d.format());
+    spdlog::error("reload: {}", printable(d.format()));
   }
   if (!loaded.ok()) return out;
   out.config = std::move(loaded.config);
   if (overrides) overrides(out.config);
+  if (!accept_unsettled) {
+    if (out.deferred = why_wait(out.config, std::nullopt); !out.deferred.empty()) return out;
+  }
   Status st = remote::carry_imported(out.config, running);
   if (st) {
     auto residency = plan_and_place(out.config);
+    const std::optional<Error> read = residency ? residency->unread : std::optional<Error>(residency.error());
+    if (!accept_unsettled && read) {
+      if (out.deferred = why_wait(out.config, read); !out.deferred.empty()) return out;
+    }
     if (residency) {
       out.options = std::move(residency->options);
       out.plan = std::move(residency->plan);
@@ -78,7 +138,7 @@ Prepared prepare(const config::Source& source, const std::function<void(config::
   }
   if (!st) {
     out.errors.push_back(st.error().message);
-    spdlog::error("reload: {}", st.error().message);
+    spdlog::error("reload: {}", printable(st.error().message));
   }
   return out;
 }
@@ -86,8 +146,8 @@ Prepared prepare(const config::Source& source, const std::function<void(config::
 // prepare() as a coroutine for the planner thread. Its arguments are copies held by its frame (a
 // lambda's captures did not outlive GCC 12's coroutine lambda: a bad free at its end).
 asio::awaitable<Prepared> prepare_on(config::Source source, std::function<void(config::Config&)> overrides,
-                                     config::Config running) {
-  co_return prepare(source, overrides, running);
+                                     config::Config running, bool accept_unsettled) {
+  co_return prepare(source, overrides, running, accept_unsettled);
 }
 
 }  // namespace
@@ -146,8 +206,18 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   shared->busy = true;
   ReloadReport rep;
   const config::Config& running = versions_.empty() ? rt_.config() : versions_.back().config;
-  auto next = co_await asio::co_spawn(shared->planner.get_executor(), prepare_on(source_, overrides_, running),
-                                      asio::use_awaitable);
+  const bool accept_unsettled = shared->retries >= kMaxRetries;
+  auto next = co_await asio::co_spawn(shared->planner.get_executor(),
+                                      prepare_on(source_, overrides_, running, accept_unsettled), asio::use_awaitable);
+  if (!next.deferred.empty()) {  // nothing is taken away or restarted while a file is half written
+    rep.deferred = true;
+    rep.errors.push_back(next.deferred + "; the reload runs again in " + std::to_string(kRetryAfter.count()) + " s");
+    spdlog::warn("reload: deferred: {}", rep.errors.back());
+    schedule_retry();
+    shared->busy = false;
+    co_return rep;
+  }
+  shared->retries = 0;
   rep.errors = std::move(next.errors);
   if (next.options) {
     rep.needs_restart = needs_restart(running.orch, next.config.orch);
@@ -163,6 +233,22 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");
   shared->busy = false;
   co_return rep;
+}
+
+void Reloader::schedule_retry() {
+  auto shared = shared_;
+  if (shared->retry_pending) return;  // one retry at a time: the next reload may defer again
+  shared->retry_pending = true;
+  ++shared->retries;
+  auto retry = [this, shared]() -> asio::awaitable<void> {
+    asio::steady_timer t(rt_.ioc());
+    t.expires_after(kRetryAfter);
+    boost::system::error_code ec;
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    shared->retry_pending = false;
+    if (!ec) co_await reload();
+  };
+  asio::co_spawn(rt_.ioc(), std::move(retry), asio::detached);
 }
 
 void Reloader::watch(std::chrono::milliseconds interval) {

@@ -33,6 +33,9 @@ struct Snapshot {
 
 struct ReloadReport {
   bool ok = false;
+  // A model file is still being written (a copy, a download) and this rescan could not use it:
+  // nothing changed, and the reload runs again by itself shortly (errors[0] says which file).
+  bool deferred = false;
   std::vector<std::string> errors;         // why nothing changed
   supervisor::ReloadDiff diff;             // what changed (when ok)
   std::vector<std::string> needs_restart;  // settings that keep their running value
@@ -50,13 +53,22 @@ class Reloader {
   ~Reloader();
 
   // Reloads now (one at a time: a second call waits for the first). Never throws for bad input.
+  // A rescan that meets a model file still being written (modified under kSettle ago, and left
+  // out or unreadable) applies nothing and is retried after kRetryAfter, up to kMaxRetries times
+  // in a row; then it is applied as it reads (the file noted as not served).
   boost::asio::awaitable<ReloadReport> reload();
+
+  static constexpr std::chrono::seconds kSettle{3};
+  static constexpr std::chrono::seconds kRetryAfter{2};
+  static constexpr int kMaxRetries = 60;
 
   // Polls the configuration files' modification times every `interval` and reloads on a change
   // (serve --watch-config). Runs until the runtime's io_context stops.
   void watch(std::chrono::milliseconds interval);
 
  private:
+  void schedule_retry();
+
   struct Shared;
   Runtime& rt_;
   config::Source source_;  // reloaded as given: a --models-dir stays

@@ -21,6 +21,8 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
                                 std::shared_ptr<upstream::CancelToken> cancel, Asker who) {
   if (cancel && cancel->cancelled()) return make_error(Errc::unavailable, "client disconnected while waiting");
   if (shutting_down_) return make_error(Errc::unavailable, "shutting down");
+  // Exact names and aliases only: the door resolves a call's `model` (fallbacks included) before it
+  // asks, and an admin's load or a pipeline stage names a model exactly.
   const config::Profile* p = cfg_->find_profile(model);
   if (!p) return make_error(Errc::not_found, "unknown model '" + model + "'");
   if (p->backend == config::Backend::remote) return remote_lease(*p);  // never queued behind a switch

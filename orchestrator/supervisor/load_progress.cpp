@@ -1,7 +1,9 @@
 #include "supervisor/load_progress.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace kevlaya::supervisor {
 
@@ -70,6 +72,20 @@ LoadProgress parse_load_progress(std::string_view log) {
     if (dots > 0) p.pct = static_cast<double>(std::min<std::size_t>(dots, 100));
   }
   return p;
+}
+
+void apply_load_estimate(LoadProgress& p, double expected_s, double elapsed_s) {
+  // /status rounds eta_s to 0.1 s and readers round that up to whole seconds: from 0.05 s left on,
+  // what is shown is at least "1 s"; below it, "0 s" would be shown, so it counts as overdue.
+  const double left = expected_s - elapsed_s;
+  if (left >= 0.05) {
+    p.eta_s = left;
+    return;
+  }
+  p.eta_s.reset();
+  const long long estimate = std::llround(std::max(0.0, expected_s));
+  const std::string note = "taking longer than the estimated " + std::to_string(estimate) + " s";
+  p.stage = p.stage.empty() || p.stage == "starting" ? note : p.stage + "; " + note;
 }
 
 }  // namespace kevlaya::supervisor

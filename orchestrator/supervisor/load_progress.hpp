@@ -6,6 +6,7 @@
 // "initializing slots" (load_model: initializing), "listening". A line of dots after
 // load_tensors (llama.cpp's progress callback: one per percent) gives `pct`.
 #pragma once
+#include <optional>
 #include <string_view>
 
 #include "supervisor/types.hpp"
@@ -15,5 +16,10 @@ namespace kevlaya::supervisor {
 // `log` is the child's output since its spawn (any line prefix, e.g. a timestamp, is allowed).
 // Nothing recognised -> stage "starting", pct unset.
 LoadProgress parse_load_progress(std::string_view log);
+
+// Writes the load's ETA into `p` from the expected load time and the time taken so far: while
+// under the estimate, eta_s is the time left; past it there is no ETA to give, so eta_s is unset
+// and the stage says "taking longer than the estimated N s" (never "about 0 s left").
+void apply_load_estimate(LoadProgress& p, double expected_s, double elapsed_s);
 
 }  // namespace kevlaya::supervisor

@@ -17,6 +17,7 @@
 #include "config/config.hpp"
 #include "config/flags.hpp"
 #include "common/bytes.hpp"
+#include "common/hash.hpp"
 #include "common/replace_file.hpp"
 
 namespace kevlaya::supervisor {
@@ -29,8 +30,16 @@ namespace {
 constexpr auto kGoneWait = std::chrono::milliseconds(2000);
 constexpr auto kGonePoll = std::chrono::milliseconds(10);
 
+// A file name holds at most 255 bytes: a longer profile name is cut and ends in 8 hex digits of
+// its hash (the record inside keeps the whole name); any '/' would name a folder, so it is '-'.
+constexpr std::size_t kMaxProfilePart = 128;
+
 fs::path file_for(const fs::path& dir, const ChildRecord& rec) {
-  return dir / (rec.profile + "-" + std::to_string(rec.pid) + ".json");
+  std::string part = rec.profile;
+  std::replace(part.begin(), part.end(), '/', '-');
+  if (part.empty() || part == "." || part == "..") part = "child";
+  if (part.size() > kMaxProfilePart) part = part.substr(0, kMaxProfilePart - 9) + "-" + hex16(fnv1a(rec.profile)).substr(0, 8);
+  return dir / (part + "-" + std::to_string(rec.pid) + ".json");
 }
 
 // Fields of /proc/PID/stat after the "(comm)" part; empty when absent.

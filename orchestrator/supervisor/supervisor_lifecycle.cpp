@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/clock.hpp"
+#include "supervisor/load_progress.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
@@ -84,7 +85,8 @@ void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ProfState& ps, Cloc
     st.load_progress = effects_->progress(ps.profile->name);
     if (const auto expected = expected_load_s(ps)) {
       if (!st.load_progress) st.load_progress = LoadProgress{"starting", std::nullopt, std::nullopt};
-      st.load_progress->eta_s = std::max(0.0, *expected - std::chrono::duration<double>(now - ps.starting_since).count());
+      // past the estimate: no eta_s, the stage says "taking longer than the estimated N s"
+      apply_load_estimate(*st.load_progress, *expected, std::chrono::duration<double>(now - ps.starting_since).count());
     }
   }
   const auto limit = idle_limit(ps);

@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/fd.hpp"
@@ -81,6 +83,38 @@ Result<Residency> residency(const std::filesystem::path& path) {
 double resident_pct(const std::filesystem::path& path) {
   auto r = residency(path);
   return r ? r->percent() : -1.0;
+}
+
+namespace {
+
+struct Remembered {
+  double pct = -1;
+  std::chrono::steady_clock::time_point at;
+};
+
+// Entries for files no longer asked about are dropped by clearing the whole map past this size
+// (a reload may name new files; each call re-measures within its budget).
+constexpr std::size_t kMaxRemembered = 1 << 16;
+
+}  // namespace
+
+std::optional<double> resident_pct_cached(const std::filesystem::path& path, std::size_t& fresh_left) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, Remembered> cache;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache.find(path.native());
+    const bool known = it != cache.end();
+    if (known && (now - it->second.at < kResidencyMaxAge || fresh_left == 0)) return it->second.pct;
+    if (!known && fresh_left == 0) return std::nullopt;
+    --fresh_left;
+  }
+  const double pct = resident_pct(path);  // outside the lock: other callers are not held
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= kMaxRemembered) cache.clear();
+  cache[path.native()] = Remembered{pct, now};
+  return pct;
 }
 
 Status drop_from_cache(const std::filesystem::path& path) {

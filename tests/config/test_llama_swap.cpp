@@ -103,7 +103,7 @@ TEST_CASE("import llama-swap: cmd flags become typed keys through the flag table
   const auto& q = named(im, "qwen-7b");
   CHECK(q.backend == config::Backend::llama_server);
   CHECK(q.binary == "/usr/bin/llama-server");
-  CHECK(q.model == dir / "qwen 7b.gguf");  // ${env.X} expanded, quotes kept the space
+  CHECK(q.model == "${KEVLAYA_SWAP_TEST_HOME}/qwen 7b.gguf");  // ${env.X}: a reference read at load; quotes kept the space
   CHECK(q.ngl == 99);  // from a macro that uses a macro
   CHECK(q.ctx == 8192);  // the model's macro overrides the global one
   CHECK(q.parallel == 2);
@@ -112,7 +112,7 @@ TEST_CASE("import llama-swap: cmd flags become typed keys through the flag table
   CHECK(q.cache_type_v == "q8_0");
   CHECK(q.flash_attn == true);
   REQUIRE(q.lora.size() == 1);
-  CHECK(q.lora[0].path == dir / "style.gguf");
+  CHECK(q.lora[0].path == "${KEVLAYA_SWAP_TEST_HOME}/style.gguf");
   CHECK(q.lora[0].scale == 0.5);
   CHECK(q.slot_cache.enabled);
   CHECK(q.extra_args == std::vector<std::string>{"--jinja", "-ub", "256", "--temp", "0.7"});
@@ -184,9 +184,15 @@ TEST_CASE("import llama-swap: each written profile loads back into the same keys
   test::write_text(dir / "style.gguf", "GGUF dummy");
   ::setenv("LAN_KEY", "lan-secret", 1);
   const auto im = config::import_llama_swap(dir / "swap.yaml");
+  const auto expanded = [&](const fs::path& p) {
+    std::string s = p.string();
+    const std::string ref = "${KEVLAYA_SWAP_TEST_HOME}";
+    if (s.rfind(ref, 0) == 0) s = dir.path().string() + s.substr(ref.size());
+    return fs::path(s).lexically_normal();
+  };
   for (const auto& p : im.profiles) {
     const auto file = dir / ("profiles/" + p.name + ".yaml");
-    test::write_text(file, config::profile_yaml(p, "a header\nof two lines"));
+    test::write_text(file, config::imported_profile_yaml(p, im));
     const auto r = config::load_profile_file(file);
     INFO(test::read_text(file) << test::dump(r));
     REQUIRE(test::errors(r).empty());
@@ -194,7 +200,7 @@ TEST_CASE("import llama-swap: each written profile loads back into the same keys
     CHECK(q.name == p.name);
     CHECK(q.backend == p.backend);
     CHECK(q.binary == p.binary);
-    CHECK(q.model == p.model);
+    CHECK(q.model == expanded(p.model));  // the ${KEVLAYA_SWAP_TEST_HOME} reference, read at load
     CHECK(q.ngl == p.ngl);
     CHECK(q.ctx == p.ctx);
     CHECK(q.parallel == p.parallel);
@@ -202,7 +208,8 @@ TEST_CASE("import llama-swap: each written profile loads back into the same keys
     CHECK(q.cache_type_k == p.cache_type_k);
     CHECK(q.flash_attn == p.flash_attn);
     REQUIRE(q.lora.size() == p.lora.size());
-    for (std::size_t i = 0; i < q.lora.size(); ++i) CHECK((q.lora[i].path == p.lora[i].path && q.lora[i].scale == p.lora[i].scale));
+    for (std::size_t i = 0; i < q.lora.size(); ++i)
+      CHECK((q.lora[i].path == expanded(p.lora[i].path) && q.lora[i].scale == p.lora[i].scale));
     CHECK(q.alias == p.alias);
     CHECK(q.extra_args == p.extra_args);
     CHECK(q.env == p.env);

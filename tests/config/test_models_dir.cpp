@@ -113,12 +113,16 @@ TEST_CASE("models_dir: a projector that fits two bases equally is reported, not 
   CHECK(named(n, "llava").extra_args.size() == 2);
 }
 
-TEST_CASE("models_dir: name clashes keep the first file, and explicit profiles win silently") {
+TEST_CASE("models_dir: name clashes serve both files (the later one's name ends in its hash), and explicit profiles win silently") {
   const auto d = config::discover({base("/m/a b.gguf"), base("/m/a-b.gguf"), base("/m/kev.gguf")}, "s", {"kev"});
-  CHECK(names(d) == std::vector<std::string>{"a-b"});
+  REQUIRE(d.profiles.size() == 2);
+  CHECK(d.profiles[0].name == "a-b");
   CHECK(d.profiles[0].model == "/m/a b.gguf");
+  CHECK(d.profiles[1].name.rfind("a-b-", 0) == 0);
+  CHECK(d.profiles[1].name.size() == 3 + 1 + 8);
+  CHECK(d.profiles[1].model == "/m/a-b.gguf");
   REQUIRE(d.notes.size() == 1);  // the clash is reported; the override is not a problem
-  CHECK(d.notes[0].find("its name 'a-b' is taken by") != std::string::npos);
+  CHECK(d.notes[0].find("served as '" + d.profiles[1].name + "': its name 'a-b' is taken by") != std::string::npos);
 }
 
 TEST_CASE("models_dir: unreadable files and files without an architecture are reported") {

@@ -38,4 +38,15 @@ bool have_stories260k() {
   return std::filesystem::is_regular_file(stories260k(), ec);
 }
 
+gguf::TinyModelSpec small_model_spec() {
+  gguf::TinyModelSpec s;
+  s.n_embd = 16;
+  s.n_layer = 1;
+  s.n_head = 2;
+  s.n_head_kv = 1;
+  s.n_ff = 32;
+  s.n_vocab = 260;
+  return s;
+}
+
 }  // namespace kevlaya::test

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "gguf/writer.hpp"
 #include "support/paths.hpp"
 
 namespace kevlaya::test {
@@ -15,6 +16,10 @@ std::filesystem::path tiny_llama();
 // A multimodal projector GGUF as llama.cpp's mmproj files describe themselves (general.architecture
 // clip, general.type mmproj) whose output width is `projection_dim`; not loadable by a server.
 void write_projector(const std::filesystem::path& out, std::uint32_t projection_dim);
+
+// The smallest llama spec the writer makes (n_embd 16, one layer, 260 tokens): for tests that need
+// many distinct model files (folders of thousands) rather than a model a server runs well.
+gguf::TinyModelSpec small_model_spec();
 
 // Whether $KEVLAYA_STORIES260K names a file.
 bool have_stories260k();

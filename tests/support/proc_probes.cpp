@@ -121,4 +121,22 @@ std::vector<pid_t> processes_with_env(const std::string& marker) {
   return out;
 }
 
+int close_wait_on(int port) {
+  int n = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      std::istringstream row(line);
+      std::string slot, local, remote, state;
+      row >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (colon == std::string::npos || state != "08") continue;  // 08: CLOSE_WAIT
+      if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) ++n;
+    }
+  }
+  return n;
+}
+
 }  // namespace kevlaya::test

@@ -21,6 +21,9 @@ int fd_count(pid_t pid = ::getpid());      // entries in /proc/PID/fd
 int thread_count(pid_t pid = ::getpid());  // Threads: of /proc/PID/status
 long rss_kib(pid_t pid = ::getpid());
 long peak_rss_kib(pid_t pid = ::getpid());  // VmHWM
+// Sockets in CLOSE-WAIT whose local port is `port` (/proc/net/tcp and tcp6): a server's side of
+// connections whose client hung up and that the server has not closed.
+int close_wait_on(int port);
 // Processes (any parent) whose environment contains `marker` (KEY=VALUE), other than us.
 std::vector<pid_t> processes_with_env(const std::string& marker);
 

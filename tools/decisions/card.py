@@ -53,6 +53,19 @@ def main():
               f"swapped at random, {100 * p.get('swap', 0):.0f}% of a fact's words given a WordNet synonym, "
               f"seed {p['seed']}, {p['threads']} thread, torch {p['torch']}; final loss "
               f"{p['final_loss']}; greedy held-out accuracy in PyTorch {h['right']}/{h['of']}")
+    tools = os.path.join(models, "kev-tools.json")
+    if os.path.exists(tools):  # the tool-calling Kev (tool_gen.py): its own template and vocabulary
+        p = json.loads(read_text(tools))
+        c, h = p["config"], p["heldout"]
+        print(f"- **kev-tools** ({p['bytes'] / 1e6:.1f} MB, F32): llama, n_embd {c['n_embd']}, {c['n_layer']} layers, "
+              f"{c['n_head']} heads / {c['n_head_kv']} KV heads, n_ff {c['n_ff']}, vocab {c['n_vocab']} (its own), "
+              f"chat template with Hermes-style tool calls (tool_gen.py); seed {p['seed']}, {p['examples']} examples; "
+              f"{p['epochs']} epochs = {p['steps']} steps of {p['batch']}, AdamW lr {p['lr']:g}, "
+              f"{100 * p.get('noise', 0):.0f}% token noise, {100 * p.get('swap', 0):.0f}% WordNet swaps, "
+              f"{p['threads']} thread, torch {p['torch']}; final loss {p['final_loss']}; greedy held-out accuracy "
+              f"in PyTorch: call {h['call']['right']}/{h['call']['of']}, without a system prompt "
+              f"{h['call_no_system']['right']}/{h['call_no_system']['of']}, answer after the result "
+              f"{h['answer']['right']}/{h['answer']['of']}")
     print("\n## Measured (tools/decisions/eval.sh, real llama-server, temperature 0.1)\n")
     pj, lj = os.path.join(ev, "pipeline.json"), os.path.join(ev, "laya.json")
     if os.path.exists(pj):

@@ -119,8 +119,9 @@ class Llama(nn.Module):
         return out, steps
 
 
-def export(model, vocab, eos_id, name, path):
-    """Writes `model` with `vocab` as an F32 GGUF that llama.cpp loads as `llama`."""
+def export(model, vocab, eos_id, name, path, extra=()):
+    """Writes `model` with `vocab` as an F32 GGUF that llama.cpp loads as `llama`; `extra`: further
+    (key, value) metadata, e.g. ("tokenizer.chat_template", text)."""
     c = model.c
     meta = [
         ("general.architecture", "llama"), ("general.name", name), ("general.file_type", 0),
@@ -135,7 +136,7 @@ def export(model, vocab, eos_id, name, path):
         ("tokenizer.ggml.eos_token_id", eos_id), ("tokenizer.ggml.add_bos_token", False),
         ("tokenizer.ggml.add_eos_token", False), ("tokenizer.ggml.add_space_prefix", False),
         ("general.alignment", 32),
-    ]
+    ] + list(extra)
 
     def t(n, p):
         a = p.detach().to(torch.float32).contiguous()

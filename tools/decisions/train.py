@@ -1,16 +1,19 @@
 #!/usr/bin/python3
 """Trains tiny Kev or Laya in PyTorch (CPU, seeded) and exports it as an F32 llama GGUF.
 
-  train.py --model kev|laya --out FILE.gguf [--seed 20] [--examples 6000] [--epochs 6] [--threads 1]
-           [--summary FILE.json]
+  train.py --model kev|laya|kev-tools --out FILE.gguf [--seed 20] [--examples 6000] [--epochs 6]
+           [--threads 1] [--summary FILE.json]
 
 The data is gen.py's: the exact ChatML prompt llama-server builds from pipelines/decide-verify.yaml,
 then the answer and the EOS; the loss covers the answer tokens only. Both models share one
 vocabulary (vocab.py, learned from the training text of both), so the file's tokenizer splits the
 server's prompt exactly like the training text. With the same torch build and thread count the
 run is bit-for-bit reproducible (float sums are ordered the same way).
+kev-tools is Kev as a tool-calling model (tool_gen.py): its own vocabulary and chat template, trained
+on the prompts llama-server renders from that template with a pick_strategy tool offered.
 """
 import argparse
+import functools
 import json
 import os
 import random
@@ -26,6 +29,7 @@ sys.path.insert(0, HERE)
 import gen  # noqa: E402
 import model as M  # noqa: E402
 import scenarios as sc  # noqa: E402
+import tool_gen  # noqa: E402
 from synonyms import Synonyms  # noqa: E402
 from vocab import Vocab  # noqa: E402
 
@@ -120,9 +124,49 @@ def accuracy(m, vocab, which, stages, seed, n):
     return right, len(rows)
 
 
+def tool_vocab(pairs):
+    """kev-tools' vocabulary: the template's pieces, merges learned from its own training text."""
+    pieces = tool_gen.constant_pieces()
+    strip = lambda t: functools.reduce(lambda acc, p: acc.replace(p, " "), sorted(pieces, key=len, reverse=True), t)  # noqa: E731
+    return Vocab.build(tool_gen.EOS, pieces, [strip(x) for pair in pairs for x in pair], N_VOCAB)
+
+
+def tool_accuracy(m, vocab, seed, n):
+    """Greedy answers on held-out situations with the tool as offered by the tests: the call with and
+    without a system prompt, and the answer after the call's result. {kind: (right, of)}."""
+    eos, t = vocab.id[tool_gen.EOS], tool_gen
+    tools, out = [t.tool()], {"call": [0, 0], "call_no_system": [0, 0], "answer": [0, 0]}
+    for situation, label in t.heldout(seed, n):
+        for kind, msgs, want in (("call", t.conversation(situation, t.SYSTEM), t.call_text(label)),
+                                 ("call_no_system", t.conversation(situation), t.call_text(label)),
+                                 ("answer", t.conversation(situation, t.SYSTEM, label, "recorded"), t.answer_text(label))):
+            got = vocab.decode(m.greedy(vocab.encode(t.render(msgs, tools)), eos, 24)[0])
+            out[kind][0] += got == want
+            out[kind][1] += 1
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def main_tools(a, log):
+    """kev-tools: tool_gen's examples, its vocabulary, its template in the GGUF."""
+    pairs = tool_gen.examples(a.seed, a.examples, Synonyms() if a.swap > 0 else None, a.swap)
+    vocab = tool_vocab(pairs)
+    eos = vocab.id[tool_gen.EOS]
+    rows = [(vocab.encode(p), vocab.encode(x) + [eos]) for p, x in pairs]
+    log(f"{len(rows)} examples, {sum(len(p) + len(x) for p, x in rows) / len(rows):.1f} tokens each on average")
+    cfg = M.Config(N_VOCAB)
+    m = M.Llama(cfg)
+    normal = [i for i, t in enumerate(vocab.types) if t == 1]
+    steps, loss = train(m, rows, a.epochs, a.lr, a.seed, log, (a.noise, normal, set(normal)) if a.noise > 0 else None)
+    m.eval()
+    acc = tool_accuracy(m, vocab, a.seed, a.heldout)
+    log(f"held-out accuracy (PyTorch, greedy): {acc}")
+    M.export(m, vocab, eos, a.model, a.out, [("tokenizer.chat_template", tool_gen.TEMPLATE)])
+    return cfg, steps, loss, {k: {"right": r, "of": n} for k, (r, n) in acc.items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=["kev", "laya"], required=True)
+    ap.add_argument("--model", choices=["kev", "laya", "kev-tools"], required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--examples", type=int, default=6000)
@@ -137,6 +181,21 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     log = lambda s: print(f"train.py {a.model}: {s}", flush=True)  # noqa: E731
+    if a.model == "kev-tools":
+        cfg, steps, loss, heldout = main_tools(a, log)
+    else:
+        cfg, steps, loss, heldout = main_pipeline(a, log)
+    if a.summary:
+        with open(a.summary, "w") as f:
+            json.dump({"model": a.model, "config": cfg.as_dict(), "seed": a.seed, "examples": a.examples,
+                       "epochs": a.epochs, "lr": a.lr, "noise": a.noise, "swap": a.swap, "steps": steps, "batch": 32, "final_loss": round(loss, 4),
+                       "threads": a.threads, "torch": torch.__version__,
+                       "heldout": heldout, "bytes": os.path.getsize(a.out)}, f, indent=1)
+    log(f"wrote {a.out} ({os.path.getsize(a.out)} bytes)")
+
+
+def main_pipeline(a, log):
+    """Kev or Laya: gen.py's pipeline prompts, the shared vocabulary."""
     stages = gen.load_stages(PIPELINE)
     kev, laya = data(stages, a.examples, a.seed, a.swap)
     vocab = build_vocab(stages, kev, laya)
@@ -151,13 +210,7 @@ def main():
     right, of = accuracy(m, vocab, a.model, stages, a.seed, a.heldout)
     log(f"held-out accuracy (PyTorch, greedy): {right}/{of}")
     M.export(m, vocab, vocab.id[gen.EOS], a.model, a.out)
-    if a.summary:
-        with open(a.summary, "w") as f:
-            json.dump({"model": a.model, "config": cfg.as_dict(), "seed": a.seed, "examples": a.examples,
-                       "epochs": a.epochs, "lr": a.lr, "noise": a.noise, "swap": a.swap, "steps": steps, "batch": 32, "final_loss": round(loss, 4),
-                       "threads": a.threads, "torch": torch.__version__,
-                       "heldout": {"right": right, "of": of}, "bytes": os.path.getsize(a.out)}, f, indent=1)
-    log(f"wrote {a.out} ({os.path.getsize(a.out)} bytes)")
+    return cfg, steps, loss, {"right": right, "of": of}
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 #include "http_server.hpp"
 
+#include <cctype>
+#include <string_view>
+
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -64,10 +67,12 @@ void common_headers(http::response<Body>& res, bool keep_alive) {
 
 }  // namespace
 
-net::awaitable<void> Responder::send(int status, std::string body, std::string content_type) {
+net::awaitable<void> Responder::send(int status, std::string body, std::string content_type,
+                                     std::vector<std::pair<std::string, std::string>> headers) {
   answered_ = true;
   http::response<http::string_body> res{static_cast<http::status>(status), version_};
   common_headers(res, keep_alive_);
+  for (const auto& [k, v] : headers) res.set(k, v);
   res.set(http::field::content_type, content_type);
   res.body() = std::move(body);
   res.prepare_payload();
@@ -157,6 +162,13 @@ net::awaitable<void> HttpServer::serve(tcp::socket socket) {
     req.body = std::move(raw.body());
     req.authorization = std::string(raw[http::field::authorization]);
     req.x_api_key = std::string(raw["X-Api-Key"]);
+    constexpr std::string_view kProxyHeader = "x-llama-server-proxy-header-";
+    for (const auto& f : raw) {
+      std::string name(f.name_string());
+      for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (name.size() > kProxyHeader.size() && name.rfind(kProxyHeader, 0) == 0)
+        req.proxy_headers[name.substr(kProxyHeader.size())] = std::string(f.value());
+    }
     Responder responder(socket, raw.version(), raw.keep_alive());
     co_await handler_(req, responder);
     if (!responder.keep_alive()) break;

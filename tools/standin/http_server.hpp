@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without it
 
@@ -27,6 +29,8 @@ struct HttpRequest {
   std::string body;
   std::string authorization;  // Authorization header
   std::string x_api_key;      // X-Api-Key header
+  // /cors-proxy: the x-llama-server-proxy-header-<name> headers, by lower-case <name>.
+  std::map<std::string, std::string> proxy_headers;
 };
 
 // Writes the answer to one request: either send() once, or start_stream/write_chunk/end_stream.
@@ -34,8 +38,9 @@ class Responder {
  public:
   Responder(tcp::socket& socket, unsigned version, bool keep_alive)
       : socket_(socket), version_(version), keep_alive_(keep_alive) {}
-  // A whole response with Content-Length.
-  net::awaitable<void> send(int status, std::string body, std::string content_type = kJsonType);
+  // A whole response with Content-Length (and `headers` besides the usual ones).
+  net::awaitable<void> send(int status, std::string body, std::string content_type = kJsonType,
+                            std::vector<std::pair<std::string, std::string>> headers = {});
   // Headers of a 200 chunked response; false when the client is gone.
   net::awaitable<bool> start_stream(std::string content_type);
   // One chunk, written (and, TCP_NODELAY, flushed) before returning; false when the client is gone.

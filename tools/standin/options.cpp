@@ -128,6 +128,10 @@ std::vector<Flag> real_flags() {
       {{"-v", "--verbose", "--log-verbose"}, "", "log everything", [](O& o, S) { o.verbosity = 1 << 20; }},
       {{"--log-disable"}, "", "log disable", [](O& o, S) { o.log_disable = true; }},
       {{"--ui", "--webui"}, "", "enable the Web UI", [](O& o, S) { o.ui = true; }},
+      {{"--ui-mcp-proxy", "--webui-mcp-proxy"}, "", "experimental: enable MCP CORS proxy",
+       [](O& o, S) { o.ui_mcp_proxy = true; }},
+      {{"--no-ui-mcp-proxy", "--no-webui-mcp-proxy"}, "", "disable the MCP CORS proxy",
+       [](O& o, S) { o.ui_mcp_proxy = false; }},
       {{"--no-ui", "--no-webui"}, "", "disable the Web UI", [](O& o, S) { o.ui = false; }},
   };
 }

@@ -38,6 +38,7 @@ struct Options {
   int verbosity = 3;
   bool log_disable = false;
   bool ui = true;
+  bool ui_mcp_proxy = false;  // --ui-mcp-proxy: GET/POST /cors-proxy answer
 
   // stand-in only
   std::string responses_path;               // --responses or $STANDIN_RESPONSES

@@ -33,6 +33,23 @@ bool public_path(const std::string& p) {
   return p == "/health" || p == "/v1/health" || p == "/models" || p == "/v1/models";
 }
 
+// --ui-mcp-proxy's /cors-proxy?url=...: the stand-in fetches nothing; it answers what the real
+// server would send to the target (method, URL, the x-llama-server-proxy-header-* headers without
+// their prefix, body), with a response header of the target's own (Mcp-Session-Id).
+net::awaitable<void> cors_proxy(const HttpRequest& req, Responder& res) {
+  const auto url = req.query.find("url");
+  if (url == req.query.end() || url->second.empty()) {
+    const std::string body_ = error_json(ErrorReply{500, "invalid target URL: missing host", "server_error"});
+    co_await res.send(500, body_);
+    co_return;
+  }
+  const std::string body_ = ojson{{"method", req.method}, {"url", url->second}, {"headers", req.proxy_headers},
+                                  {"body", req.body}}.dump();
+  std::vector<std::pair<std::string, std::string>> headers;  // (named: GCC 12 and braced temporaries)
+  headers.emplace_back("Mcp-Session-Id", "standin-session");
+  co_await res.send(200, body_, kJsonType, std::move(headers));
+}
+
 std::string bearer(const HttpRequest& req) {
   std::string key = req.authorization.empty() ? req.x_api_key : req.authorization;
   if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
@@ -106,6 +123,7 @@ net::awaitable<void> App::route(const HttpRequest& req, Responder& res) {
   if (get && p == "/lora-adapters") { co_await get_lora(res); co_return; }
   if (post && p == "/lora-adapters") { co_await post_lora(req, res); co_return; }
   if (post && p.rfind("/slots/", 0) == 0) { co_await post_slots(req, res); co_return; }
+  if ((get || post) && p == "/cors-proxy" && opt_.ui_mcp_proxy) { co_await cors_proxy(req, res); co_return; }
   if (post && (p == "/completion" || p == "/completions")) { co_await completion(req, res, Kind::native); co_return; }
   if (post && p == "/v1/completions") { co_await completion(req, res, Kind::oai_completion); co_return; }
   if (post && (p == "/v1/chat/completions" || p == "/chat/completions"))

@@ -120,9 +120,16 @@ function setText(node, text) {
 
 // A loading child's time left: /status gives it as of its snapshot (`eta_s`); a phase event to
 // `starting` gives the expected load from the event's time (`eta_at`), counted down here.
+// Past the estimate it is negative: the card says the load is taking longer, never "about 0 s left".
 function etaLeft(lp) {
   if (lp.eta_s == null) return null;
-  return lp.eta_at ? Math.max(0, lp.eta_s - (Date.now() - lp.eta_at) / 1000) : lp.eta_s;
+  return lp.eta_at ? lp.eta_s - (Date.now() - lp.eta_at) / 1000 : lp.eta_s;
+}
+
+function etaText(lp, left) {
+  if (left == null) return '';
+  if (left >= 0.05) return ', about ' + fmtDur(Math.ceil(left)) + ' left';
+  return lp.eta_at ? ', taking longer than the estimated ' + fmtDur(Math.ceil(lp.eta_s)) : '';
 }
 
 function extraText(d) {
@@ -132,7 +139,7 @@ function extraText(d) {
   if (lp) {
     const left = etaLeft(lp);
     extra.push('loading ' + (lp.stage || '') + (lp.pct != null ? ' ' + Math.round(lp.pct) + '%' : '') +
-               (left != null ? ', about ' + fmtDur(Math.ceil(left)) + ' left' : ''));
+               etaText(lp, left));
   }
   if (d.remote) extra.push('remote ' + d.remote.state + (d.remote.last_error ? ': ' + d.remote.last_error : ''));
   if (d.gpus && d.gpus.length) extra.push('GPU ' + d.gpus.join(', '));

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include "e2e/pipeline_run/fixture.hpp"
+#include "support/http_client.hpp"
+#include "support/proc_probes.hpp"
 #include "support/process.hpp"
 
 using nlohmann::json;
@@ -44,4 +46,23 @@ TEST_CASE("run --input-file: a device, a FIFO or a folder is refused at once wit
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("not a regular file") != std::string::npos);
   }
+}
+
+// The door waited for a sync run's end without watching its client: one that hung up stayed in
+// CLOSE-WAIT until the run ended (up to queue.max_wait_s).
+TEST_CASE("pipeline runs over REST: a client that hangs up while its sync run waits leaves no socket in CLOSE-WAIT") {
+  RunProject p(json::array({{{"model", "kev"}, {"reply", "retry"}}}), {{"kev", "--fake-load-ms 8000"}});
+  Serve serve(p.dir / "kevlaya.yaml");
+  const int port = serve.port();
+  RawClient client(port);
+  client.send(post("/v1/pipelines/dv/runs", json{{"input", "disk full"}, {"candidates", {"cache", "retry"}}}.dump()));
+  const auto kev_starting = [&] {
+    const auto status = http_request(port, "GET", "/status", "", {}, 5s).json_body();
+    for (const auto& prof : status.value("profiles", json::array()))
+      if (prof.value("name", "") == "kev") return prof.value("state", "") == "starting";
+    return false;
+  };
+  REQUIRE(eventually(kev_starting, 5s));  // the run waits for kev's 8 s start
+  client.close();
+  CHECK(eventually([&] { return close_wait_on(port) == 0; }, 2s));
 }

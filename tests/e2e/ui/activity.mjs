@@ -58,7 +58,8 @@ try {
   const slow = chat('slow', 60);
   await page.waitForSelector('#inflight tr[data-phase="generating"]', { timeout: 60000 });
   await page.screenshot({ path: out + '/activity-inflight.png', fullPage: true });
-  await page.click('#inflight tr[data-phase="generating"] .b-cancel');
+  // A locator, not a handle: the table is re-rendered as calls change, and a locator finds the row again.
+  await page.locator('#inflight tr[data-phase="generating"] .b-cancel').click();
   const answer = await slow;
   assert.equal(answer.status, 410);
   assert.equal((await answer.json()).error.code, 'cancelled');
@@ -67,7 +68,7 @@ try {
   // A capture from its row: bodies shown, the API key redacted.
   await page.click('#act-filters button[type="submit"]');
   await page.waitForSelector('#act-rows button.link');
-  await page.click('#act-rows button.link');
+  await page.locator('#act-rows button.link').click();
   await page.waitForSelector('#capture:not([hidden])');
   await page.waitForFunction(() => document.getElementById('capture-request').textContent.includes('messages'));
   const headers = await page.$eval('#capture-headers', (e) => e.textContent);

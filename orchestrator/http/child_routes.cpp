@@ -1,0 +1,159 @@
+// llama-server routes the door judges itself before forwarding them to a model's child through
+// proxy_call (queue, lease, relay): slot actions (POST /slots/{id}) and the CORS proxy
+// (/cors-proxy). The pure checks are in child_routes.hpp.
+#include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include "http/child_routes.hpp"
+
+#include "common/bounded_json.hpp"
+#include "common/bytes.hpp"
+#include "http/apis.hpp"
+#include "http/detail.hpp"
+#include "warm/slot_cache.hpp"
+
+namespace kevlaya::http {
+
+using nlohmann::json;
+
+json llama_error_json(int code, const std::string& message, std::string_view type) {
+  return {{"error", {{"code", code}, {"message", message}, {"type", type}, {"src", "kevlaya"}}}};
+}
+
+bool valid_slot_id(std::string_view id) {
+  if (id.empty() || id.size() > 9) return false;
+  for (const char ch : id)
+    if (ch < '0' || ch > '9') return false;
+  return true;
+}
+
+bool safe_slot_filename(std::string_view name) {
+  return !name.empty() && name.size() <= 255 && name.find('/') == std::string_view::npos &&
+         name.find('\\') == std::string_view::npos && name.find("..") == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+bool enables_cors_proxy(const std::vector<std::string>& args) {
+  bool on = false;
+  for (const auto& a : args) {
+    if (a == "--ui-mcp-proxy" || a == "--webui-mcp-proxy") on = true;
+    if (a == "--no-ui-mcp-proxy" || a == "--no-webui-mcp-proxy") on = false;
+  }
+  return on;
+}
+
+namespace {
+
+Reply llama_error(int code, const std::string& message, std::string_view type) {
+  Reply r;
+  r.status = code;
+  r.body = dump_json(llama_error_json(code, message, type));
+  return r;
+}
+
+Reply invalid(const std::string& message) { return llama_error(400, message, "invalid_request_error"); }
+
+// The body's `model` (absent or null = none), or a refusal for another type.
+std::optional<Reply> body_model(const json& body, std::string& model) {
+  const auto it = body.find("model");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return invalid("\"model\" must be a string");
+  model = it->get<std::string>();
+  return std::nullopt;
+}
+
+// Fills `call` for POST /slots/{id}, or returns the refusal: a bad id, action, body or file name
+// (400, llama-server's shape), an unknown model (the door's 404), or a model whose child has no
+// slot folder (501, as llama-server answers without --slot-save-path, saying how to give it one).
+std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_view id, ProxyCall& call) {
+  if (!valid_slot_id(id)) return invalid("Invalid slot ID");
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto q = target.find('?');
+  const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  const std::string action = query_param(query, "action");
+  if (action != "save" && action != "restore" && action != "erase") return invalid("Invalid action");
+  json body = json::object();
+  if (!req.body().empty()) {
+    auto parsed = parse_json_bounded(req.body());
+    if (!parsed || !parsed->is_object()) return invalid("the body must be a JSON object");
+    body = std::move(parsed.value());
+  }
+  std::string model = query_param(query, "model");
+  if (model.empty())
+    if (auto refused = body_model(body, model)) return refused;
+  const auto f = body.find("filename");
+  if (f != body.end() && !(f->is_string() && safe_slot_filename(f->get_ref<const std::string&>())))
+    return invalid("Invalid filename");
+  if (action != "erase" && f == body.end()) return invalid("\"filename\" is required for action " + action);
+  auto prof = resolve_model(*d.cfg, model);
+  if (!prof) return error_reply(prof.error());
+  if (!warm::slot_save_dir(**prof, d.cfg->orch.state_dir))
+    return llama_error(501,
+                       "model '" + (*prof)->name + "' has no slot folder: set slot_cache.enabled: true in its "
+                       "profile (the door then runs its child with --slot-save-path " +
+                           warm::slot_dir(d.cfg->orch.state_dir, (*prof)->name).string() + ")",
+                       "not_supported_error");
+  call.requested = model;
+  call.cfg = d.cfg;
+  call.prof = *prof;
+  call.raw = true;
+  call.target = "/slots/" + std::string(id) + "?action=" + action;
+  call.body_text = req.body().empty() ? std::string() : dump_json(body);  // what was checked, re-serialized
+  return std::nullopt;
+}
+
+// Fills `call` for /cors-proxy, or returns the refusal: an unknown model, or a profile that does
+// not turn the proxy on (404 as today, with how to turn it on).
+std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& call) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto q = target.find('?');
+  const std::string model = q == std::string_view::npos ? std::string() : query_param(target.substr(q + 1), "model");
+  auto prof = resolve_model(*d.cfg, model);
+  if (!prof) return error_reply(prof.error());
+  const bool get = req.method() == bhttp::verb::get;
+  if ((*prof)->backend != config::Backend::llama_server || !enables_cors_proxy((*prof)->extra_args))
+    return error_reply(make_error(Errc::not_found,
+                                  std::string("no route for ") + (get ? "GET" : "POST") + " /cors-proxy: model '" +
+                                      (*prof)->name + "' does not run llama-server's CORS proxy",
+                                  "add --ui-mcp-proxy to the profile's extra_args (any caller with a key can "
+                                  "then make its child fetch any URL: docs/security.md)"));
+  call.requested = model;
+  call.cfg = d.cfg;
+  call.prof = *prof;
+  call.raw = true;
+  call.relay_headers = true;
+  call.method = get ? "GET" : "POST";
+  call.target = std::string(target);
+  // llama-server sends on to the target only the headers named x-llama-server-proxy-header-<name>.
+  constexpr std::string_view kPrefix = "x-llama-server-proxy-header-";
+  for (const auto& h : req) {
+    const std::string_view name(h.name_string().data(), h.name_string().size());
+    if (name.size() > kPrefix.size() && beast::iequals(beast::string_view(name.data(), kPrefix.size()),
+                                                       beast::string_view(kPrefix.data(), kPrefix.size())))
+      call.headers.emplace_back(std::string(name), std::string(h.value().data(), h.value().size()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+asio::awaitable<void> slot_action(Door& d, Request& req, Connection& c, const RouteMatch& m) {
+  const auto t0 = Clock::now();
+  ProxyCall call;
+  if (auto refused = slot_call(d, req, m.arg, call)) {
+    co_await c.send(std::move(*refused));
+    co_return;
+  }
+  co_await proxy_call(d, req, c, std::move(call), t0);
+}
+
+asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c) {
+  const auto t0 = Clock::now();
+  ProxyCall call;
+  if (auto refused = cors_call(d, req, call)) {
+    co_await c.send(std::move(*refused));
+    co_return;
+  }
+  co_await proxy_call(d, req, c, std::move(call), t0);
+}
+
+}  // namespace kevlaya::http

@@ -1,0 +1,119 @@
+// The door as a drop-in for llama-server (issue 46), end to end: `kevlaya-orch serve` with the
+// stand-in child. A one-profile door takes any `model` name as llama-server does, on every API;
+// default_model does the same with several profiles; /health is llama-server's 503 "Loading
+// model" until the preloaded child is up (/livez stays 200); a 100-call alternating burst with
+// the default queue bound is answered in full.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include "door_fixture.hpp"
+#include "support/models.hpp"
+#include "support/paths.hpp"
+#include "support/process.hpp"
+
+using namespace kevlaya::test;
+
+namespace {
+
+// kevlaya.yaml + one profile per name, all on the stand-in and the tiny model; `profile_extra`
+// is appended to each profile, `top_extra` to kevlaya.yaml.
+void write_config(const TempDir& dir, std::vector<std::string> names, const std::string& profile_extra,
+                  const std::string& top_extra = "") {
+  for (const auto& n : names)
+    write_text(dir / "profiles" / (n + ".yaml"), "name: " + n + "\nbinary: " + standin_binary().string() +
+                                                    "\nmodel: " + tiny_llama().string() +
+                                                    "\nngl: 0\nctx: 256\nparallel: 1\nshared_base: false\n" +
+                                                    profile_extra);
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\nresidency: rotate\n" + top_extra);
+}
+
+std::string chat_as(const std::string& model_json) {
+  return R"({)" + model_json + R"("max_tokens":4,"messages":[{"role":"user","content":"Once"}]})";
+}
+
+}  // namespace
+
+TEST_CASE("drop-in: one profile answers a missing, null or unknown model on every API, as llama-server does",
+          "[http][e2e]") {
+  TempDir dir("dropin-one");
+  write_config(dir, {"kev"}, "");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = static_cast<std::uint16_t>(serve.port());
+  for (const std::string model : {"", R"("model":null,)", R"("model":"gpt-3.5-turbo",)", R"("model":"test",)"}) {
+    INFO(model);
+    auto chat = http_request(port, "POST", "/v1/chat/completions", chat_as(model));
+    INFO(chat.body);
+    CHECK(chat.status == 200);
+    CHECK(chat.header("x-kevlaya-model") == "kev");
+    auto anth = http_request(port, "POST", "/v1/messages", chat_as(model));
+    INFO(anth.body);
+    CHECK(anth.status == 200);
+    auto ollama = http_request(port, "POST", "/api/chat",
+                               "{" + model + R"("stream":false,"messages":[{"role":"user","content":"Once"}]})");
+    INFO(ollama.body);
+    CHECK(ollama.status == 200);
+  }
+  auto completion = http_request(port, "POST", "/completion", R"({"model":"codellama70b","prompt":"Once","n_predict":4})");
+  CHECK(completion.status == 200);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("drop-in: default_model takes missing and unknown names with several profiles", "[http][e2e]") {
+  TempDir dir("dropin-default");
+  write_config(dir, {"kev", "laya"}, "", "default_model: laya\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = static_cast<std::uint16_t>(serve.port());
+  auto unknown = http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"gpt-4o",)"));
+  INFO(unknown.body);
+  CHECK(unknown.status == 200);
+  CHECK(unknown.header("x-kevlaya-model") == "laya");
+  auto missing = http_request(port, "POST", "/v1/chat/completions", chat_as(""));
+  CHECK(missing.header("x-kevlaya-model") == "laya");
+  auto named = http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)"));
+  CHECK(named.header("x-kevlaya-model") == "kev");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("drop-in: with preload, /health is llama-server's 503 Loading model until the child is up, while /livez is 200",
+          "[http][e2e]") {
+  TempDir dir("dropin-health");
+  write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n", "preload: [kev]\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = static_cast<std::uint16_t>(serve.port());
+  auto loading = http_request(port, "GET", "/health");
+  CHECK(loading.status == 503);
+  CHECK(loading.json_body() ==
+        json::parse(R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"));
+  CHECK(http_request(port, "GET", "/livez").status == 200);
+  CHECK(eventually([&] { return http_request(port, "GET", "/health").status == 200; }, 30s));
+  CHECK(http_request(port, "GET", "/health").json_body()["status"] == "ok");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("drop-in: without preload /health is 200 at once", "[http][e2e]") {
+  TempDir dir("dropin-health-nopre");
+  write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n");
+  Serve serve(dir / "kevlaya.yaml");
+  CHECK(http_request(static_cast<std::uint16_t>(serve.port()), "GET", "/health").status == 200);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("drop-in: a 100-call alternating burst with the default queue bound is answered in full", "[http][e2e]") {
+  TempDir dir("dropin-burst");
+  write_config(dir, {"kev", "laya"}, "extra_args: [--fake-load-ms, '20', --fake-token-ms, '0']\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const auto port = std::to_string(serve.port());
+  const std::string script =
+      "for i in $(seq 1 100); do m=kev; [ $((i % 2)) = 0 ] && m=laya; "
+      "curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 120 -H 'Content-Type: application/json' "
+      "-d \"{\\\"model\\\":\\\"$m\\\",\\\"max_tokens\\\":4,\\\"messages\\\":[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"Once\\\"}]}\" "
+      "http://127.0.0.1:" + port + "/v1/chat/completions & done; wait";
+  auto r = run_command(script);
+  INFO(r.output);
+  CHECK(count_of(r.output, "200\n") == 100U);
+  CHECK(count_of(r.output, "429\n") == 0U);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
