@@ -102,7 +102,7 @@ std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_vi
 }
 
 // Fills `call` for /cors-proxy, or returns the refusal: an unknown model, or a profile that does
-// not turn the proxy on (404 as today, with how to turn it on).
+// not turn the proxy on (403, as llama-server answers when its proxy is off, with how to turn it on).
 std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& call) {
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
@@ -111,8 +111,8 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
   if (!prof) return error_reply(prof.error());
   const bool get = req.method() == bhttp::verb::get;
   if ((*prof)->backend != config::Backend::llama_server || !enables_cors_proxy((*prof)->extra_args))
-    return error_reply(make_error(Errc::not_found,
-                                  std::string("no route for ") + (get ? "GET" : "POST") + " /cors-proxy: model '" +
+    return error_reply(make_error(Errc::forbidden,
+                                  std::string(get ? "GET" : "POST") + " /cors-proxy: model '" +
                                       (*prof)->name + "' does not run llama-server's CORS proxy",
                                   "add --ui-mcp-proxy to the profile's extra_args (any caller with a key can "
                                   "then make its child fetch any URL: docs/security.md)"));

@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.hpp"
 #include "gguf/writer.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
 
 namespace gg = kevlaya::gguf;
@@ -23,12 +24,7 @@ namespace {
 // A model whose header (vocabulary) is several MiB, as a Llama-3 file's is: the reader needs more
 // than its first read, and a truncation has many pages to land in.
 std::string big_header_model(const std::filesystem::path& path) {
-  gg::TinyModelSpec s;
-  s.n_embd = 8;
-  s.n_head = 2;
-  s.n_head_kv = 1;
-  s.n_ff = 16;
-  s.n_layer = 1;
+  gg::TinyModelSpec s = kevlaya::test::small_model_spec();
   s.n_vocab = 120000;
   REQUIRE(gg::write_tiny_model(path, s).ok());
   std::ifstream in(path, std::ios::binary);

@@ -160,7 +160,7 @@ TEST_CASE("slot actions: a model without slot_cache gets llama-server's 501 sayi
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
 
-TEST_CASE("cors proxy: forwarded to a profile with --ui-mcp-proxy, a 404 naming the flag otherwise",
+TEST_CASE("cors proxy: forwarded to a profile with --ui-mcp-proxy, a 403 naming the flag otherwise",
           "[http][e2e]") {
   TempDir dir("child-cors-proxy");
   const auto cfg = write_config(dir, standin_binary().string(), "");
@@ -169,7 +169,7 @@ TEST_CASE("cors proxy: forwarded to a profile with --ui-mcp-proxy, a 404 naming 
   const int port = serve.port();
   auto off = http_request(port, "GET", "/cors-proxy?model=kev&url=http%3A%2F%2Fexample.com%2Fmcp");
   INFO(off.body);
-  CHECK(off.status == 404);
+  CHECK(off.status == 403);  // llama-server's answer when its proxy is off
   CHECK(off.body.find("--ui-mcp-proxy") != std::string::npos);
   CHECK(state_of(port, "kev") == "stopped");
   auto on = http_request(port, "POST", "/cors-proxy?model=laya&url=http%3A%2F%2Fexample.com%2Fmcp", R"({"jsonrpc":"2.0"})",
