@@ -74,6 +74,9 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
   }
   if (!s.slot_save_path.empty()) put(a, "slot_cache", s.slot_save_path);
   if (!s.api_key.empty()) put(a, "api_key", s.api_key);
+  // The door's /metrics carries every ready child's llamacpp:* families (llama-server answers 501
+  // without this flag); a scrape reads them without a lease.
+  if (!uses_key(p.extra_args, "metrics")) a.emplace_back("--metrics");
   // The VRAM ledger calibrates from the buffer sizes the child logs at load; b10470 prints them
   // only at verbosity 4 (~35 extra lines per request, in the rotated child log).
   if (!uses_key(p.extra_args, "verbosity")) put(a, "verbosity", "4");

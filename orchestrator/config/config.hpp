@@ -122,6 +122,7 @@ struct Profile {
   std::optional<bool> flash_attn;       // unset = not passed
   std::vector<LoraSpec> lora;
   std::vector<std::string> alias;       // extra names requests may use
+  std::vector<std::string> tags;        // free labels listed by /models (llama-server's --tags)
   std::vector<std::string> extra_args;
   std::map<std::string, std::string> env;
   std::optional<int> port;              // unset = allocated
@@ -224,8 +225,23 @@ struct RunsCfg {
 };
 
 // Browser requests (docs/security.md): an `Origin` is refused unless listed here (or the door's own).
+// "localhost" = any loopback origin; "*" = any origin, answered as llama-server answers without
+// --cors-origins (reflected, with credentials).
 struct CorsCfg {
-  std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lower-case
+  std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lower-case, or a keyword
+};
+
+// llama-server's tools for agents and web UIs (`--tools`, `--mcp-servers-config`): GET and POST
+// /tools are answered by one model-less llama-server the door runs beside its children (it holds
+// no model and no GPU memory; docs/http.md "Tools"). Off unless one of the three is set.
+struct ToolsCfg {
+  SourceLoc loc;
+  std::string builtin;           // --tools: "all" or a comma list of built-in tools; empty = none
+  fs::path mcp_servers;          // --mcp-servers-config: a JSON file (absolute, checked at load)
+  std::string mcp_servers_json;  // --mcp-servers-json: the same JSON inline (checked at load)
+  std::string binary;            // the server binary; empty = models_binary's rule
+  std::vector<std::string> extra_args;  // more llama-server arguments of the tools host
+  bool enabled() const { return !builtin.empty() || !mcp_servers.empty() || !mcp_servers_json.empty(); }
 };
 
 // Another kevlaya-orch door whose models are imported as remote profiles (docs/scale-out.md).
@@ -250,6 +266,7 @@ struct OrchestratorCfg {
   std::vector<std::string> admin_api_keys;
   std::vector<std::string> allowed_hosts;  // Host names served besides loopback (lower-case)
   CorsCfg cors;
+  ToolsCfg tools;
   std::vector<PeerCfg> peers;
   RunsCfg runs;
   QueueCfg queue;

@@ -76,6 +76,7 @@ void set_bool(Doc& d, const std::string& key, const YAML::Node& n, bool& dst);
 // The front door's security keys (config/door.cpp, docs/security.md).
 void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& out);
 void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c);
+void read_tools(Doc& d, const YAML::Node& n, ToolsCfg& t);
 void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r);
 // `key`: the YAML key read ("api_keys_file", "admin_api_keys_env", ...), for its messages.
 void read_api_keys_file(Doc& d, const char* key, const YAML::Node& n, std::vector<std::string>& keys);  // one per line

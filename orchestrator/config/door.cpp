@@ -1,11 +1,12 @@
 // The front door's security keys of kevlaya.yaml (docs/security.md): allowed_hosts, cors,
-// runs, and API keys read from a file or an environment variable.
+// tools, runs, and API keys read from a file or an environment variable.
 #include <sys/stat.h>
 
 #include <cctype>
 #include <cstdlib>
 
 #include "common/bounded_file.hpp"
+#include "common/bounded_json.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
@@ -33,7 +34,7 @@ bool valid_host(std::string_view h) {
 // "http(s)://host[:port]" exactly, as browsers send it in `Origin`, or the keyword "localhost"
 // (any loopback origin on any port: http/gate.hpp).
 bool valid_origin(std::string_view o) {
-  if (o == "localhost") return true;
+  if (o == "localhost" || o == "*") return true;
   std::string_view rest;
   if (o.rfind("http://", 0) == 0) rest = o.substr(7);
   else if (o.rfind("https://", 0) == 0) rest = o.substr(8);
@@ -86,9 +87,46 @@ void read_allowed_hosts(Doc& d, const YAML::Node& n, std::vector<std::string>& o
 void read_cors(Doc& d, const YAML::Node& n, CorsCfg& c) {
   walk_map(d, "cors", n, {{"allowed_origins", [&](const YAML::Node& v) {
     read_lower_list(d, "cors.allowed_origins", v, valid_origin,
-                    "an origin like http://localhost:3000 (scheme://host[:port], no path, no wildcard)",
+                    "an origin like http://localhost:3000 (scheme://host[:port], no path), 'localhost' (any "
+                    "loopback origin) or '*' (any origin)",
                     c.allowed_origins);
   }}});
+}
+
+// An MCP servers document as llama-server reads it: a JSON object (its "mcpServers" map). Checked
+// here so that a door whose tools host could not start refuses to start, naming the setting.
+static void check_mcp_json(Doc& d, const YAML::Node& at, const std::string& what, std::string_view text) {
+  auto parsed = parse_json_bounded(text);
+  if (!parsed) {
+    d.error(at, what + " is not valid JSON: " + parsed.error().message);
+    return;
+  }
+  if (!parsed->is_object()) d.error(at, what + " must be a JSON object (llama-server's {\"mcpServers\": {...}})");
+}
+
+void read_tools(Doc& d, const YAML::Node& n, ToolsCfg& t) {
+  t.loc = d.loc(n);
+  walk_map(d, "tools", n, {
+      {"builtin", [&](const YAML::Node& v) { set_string(d, "tools.builtin", v, t.builtin); }},
+      {"mcp_servers", [&](const YAML::Node& v) {
+         auto p = read_path(d, "tools.mcp_servers", v);
+         if (!p) return;
+         t.mcp_servers = *p;
+         auto text = read_bounded_file(*p, 4 << 20, "tools.mcp_servers");
+         if (!text) return d.error(v, "tools.mcp_servers: " + text.error().message + ": " + p->string());
+         check_mcp_json(d, v, "tools.mcp_servers (" + p->string() + ")", *text);
+       }},
+      {"mcp_servers_json", [&](const YAML::Node& v) {
+         set_string(d, "tools.mcp_servers_json", v, t.mcp_servers_json);
+         check_mcp_json(d, v, "tools.mcp_servers_json", t.mcp_servers_json);
+       }},
+      {"binary", [&](const YAML::Node& v) { set_string(d, "tools.binary", v, t.binary); }},
+      {"extra_args", [&](const YAML::Node& v) {
+         if (auto a = read_string_list(d, "tools.extra_args", v, false)) t.extra_args = *a;
+       }},
+  });
+  if (!t.mcp_servers.empty() && !t.mcp_servers_json.empty())
+    d.error(n, "tools: give mcp_servers or mcp_servers_json, not both");
 }
 
 void read_runs(Doc& d, const YAML::Node& n, RunsCfg& r) {

@@ -33,6 +33,8 @@ const std::vector<LlamaFlag>& llama_flags() {
       {"-lv",    {"--verbosity", "--log-verbosity"},  O::user, V::integer, "verbosity"},
       {"-v",     {"--verbose", "--log-verbose"},      O::user, V::none,    "verbosity"},
       {"--log-disable", {},                           O::user, V::none,    "verbosity"},
+      // The door's /metrics carries each child's own (the default written when absent).
+      {"--metrics", {},                               O::user, V::none,    "metrics"},
       // Read by the ledger: they change the compute and KV buffers.
       {"-ub",    {"--ubatch-size"},                   O::user, V::integer, "ubatch"},
       {"-kvu",   {"--kv-unified"},                    O::user, V::none,    "kv_unified"},

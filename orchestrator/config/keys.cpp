@@ -68,6 +68,8 @@ Key orchestrator_table() {
   const std::vector<Key> more = {
       k("allowed_hosts", T::strings),
       object("cors", {k("allowed_origins", T::strings)}),
+      object("tools", {k("builtin", T::string), k("mcp_servers", T::path), k("mcp_servers_json", T::string),
+                       k("binary", T::string), k("extra_args", T::strings)}),
       objects("peers", {required(k("url", T::string)), k("api_key", T::string), k("api_key_file", T::path)}),
       object("runs", {integer("max_queued", 1, kMaxCount), integer("max_queued_bytes", 1, kBig),
                       integer("max_kept_bytes", 0, kBig)}),
@@ -116,6 +118,7 @@ Key profile_table() {
       k("flash_attn", T::boolean),
       objects("lora", {k("name", T::string), required(k("path", T::path)), number("scale", -100, 100)}),
       k("alias", T::strings_or_string),
+      k("tags", T::strings_or_string),
       k("extra_args", T::strings),
       k("env", T::string_map),
       integer("port", 1, kMaxPort),

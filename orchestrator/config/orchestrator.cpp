@@ -188,6 +188,7 @@ void parse_orchestrator(Doc& d, OrchestratorCfg& o, bool& pipelines_dir_set) {
       {"admin_api_keys_env", admin.env()},
       {"allowed_hosts", [&](const YAML::Node& v) { read_allowed_hosts(d, v, o.allowed_hosts); }},
       {"cors", [&](const YAML::Node& v) { read_cors(d, v, o.cors); }},
+      {"tools", [&](const YAML::Node& v) { read_tools(d, v, o.tools); }},
       {"peers", [&](const YAML::Node& v) { read_peers(d, v, o.peers); }},
       {"runs", [&](const YAML::Node& v) { read_runs(d, v, o.runs); }},
       {"queue", section("queue")},

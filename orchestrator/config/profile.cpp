@@ -223,6 +223,9 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
          alias_node.emplace(v);
          if (auto a = read_string_list(d, "alias", v, true)) p.alias = *a;
        }},
+      {"tags", [&](const YAML::Node& v) {
+         if (auto t = read_string_list(d, "tags", v, true)) p.tags = *t;
+       }},
       {"extra_args", [&](const YAML::Node& v) {
          if (auto a = read_string_list(d, "extra_args", v, false)) {
            p.extra_args = *a;

@@ -18,7 +18,7 @@ constexpr auto kBody = ModelFrom::body, kQuery = ModelFrom::query;
 // adapters), /slots/{id} actions and /cors-proxy (child_routes.cpp: checked, then forwarded),
 // /models and /models/* (the router API: the door's own, router.cpp and router_api.cpp),
 // /v1/audio/transcriptions (multipart bodies: the door takes JSON only).
-constexpr std::array<ApiRoute, 26> kRoutes = {{
+constexpr std::array<ApiRoute, 27> kRoutes = {{
     {"/v1/chat/completions", true, kOpenAI, kBody},
     {"/chat/completions", true, kOpenAI, kBody},
     {"/v1/completions", true, kOpenAI, kBody},
@@ -43,6 +43,7 @@ constexpr std::array<ApiRoute, 26> kRoutes = {{
     {"/detokenize", true, kOpenAI, kBody},
     {"/apply-template", true, kOpenAI, kBody},
     {"/infill", true, kOpenAI, kBody},
+    {"/predict", true, kOpenAI, kBody},  // Vertex AI's predict (a child in that mode: docs/http.md)
     {"/props", false, kOpenAI, kQuery},
     {"/slots", false, kOpenAI, kQuery},
 }};

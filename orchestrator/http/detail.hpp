@@ -30,6 +30,7 @@
 #include "http/gate.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
+#include "supervisor/tools_host.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::http {
@@ -123,6 +124,7 @@ class Door {
   // Where each local child's last lease went (its per-start key included): /metrics reads the
   // ready ones' own metrics from there, never through a lease (child_metrics.cpp).
   std::map<std::string, upstream::Endpoint> child_endpoints;
+  std::unique_ptr<supervisor::ToolsHost> tools;  // opt.tools enabled: started by Server::start
   std::uint64_t next_request_id = 1;
   supervisor::Subscription events_sub;  // last member: unsubscribed first
 };
@@ -275,6 +277,9 @@ asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c);
 // (Prometheus text; "" when none). Reads Door::child_endpoints with a short timeout: never a lease,
 // so a scrape never starts, wakes or keeps a model.
 asio::awaitable<std::string> child_metrics_text(Door& d);
+// tools_route.cpp: GET/POST /tools, forwarded to the tools host (supervisor/tools_host.hpp);
+// 404 when tools are off, 503 with Retry-After while the host starts or restarts.
+asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c);
 
 // ollama.cpp: /api/* (Ollama's API, translated onto the child's OpenAI endpoints).
 asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m);

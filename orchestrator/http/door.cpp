@@ -8,9 +8,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "common/fd.hpp"
+#include "config/models_dir.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -39,6 +41,34 @@ void Door::request_done() {
   if (draining && in_flight == 0) drained.cancel();
 }
 
+namespace {
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::move(fallback);
+}
+
+// Vertex AI runs a container with AIP_MODE=PREDICTION and tells it its port and two routes
+// (llama-server reads the same variables). The door takes them; its children never see them
+// (supervisor/child.cpp) except as the door sets them for their own port.
+void apply_vertex_env(ServerOptions& o) {
+  if (env_or("AIP_MODE", "") != "PREDICTION") return;
+  o.vertex_predict_route = env_or("AIP_PREDICT_ROUTE", "/predict");
+  o.vertex_health_route = env_or("AIP_HEALTH_ROUTE", "/health");
+  const auto port = env_or("AIP_HTTP_PORT", "");
+  if (port.empty()) return;
+  char* end = nullptr;
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (end && *end == '\0' && p > 0 && p < 65536) {
+    spdlog::info("Vertex AI mode: listening on AIP_HTTP_PORT {} instead of {}", p, o.port);
+    o.port = static_cast<int>(p);
+  } else {
+    spdlog::warn("Vertex AI mode: AIP_HTTP_PORT '{}' is not a port; listening on {}", port, o.port);
+  }
+}
+
+}  // namespace
+
 ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   ServerOptions o;
   o.host = orch.listen.host;
@@ -53,6 +83,13 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   o.activity = orch.activity;
   o.capture = orch.capture;
   if (orch.activity.enabled && !orch.state_dir.empty()) o.activity_db = orch.state_dir / "activity.db";
+  o.tools = orch.tools;
+  o.tools_binary = !orch.tools.binary.empty()    ? orch.tools.binary
+                   : !orch.models_binary.empty() ? orch.models_binary
+                                                 : config::default_models_binary();
+  o.log_dir = orch.log_dir;
+  o.state_dir = orch.state_dir;
+  apply_vertex_env(o);
   return o;
 }
 
@@ -156,6 +193,12 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Door> d) {
 
 void Server::start() {
   auto d = door_;
+  if (d->opt.tools.enabled() && !d->tools) {  // the model-less llama-server behind /tools
+    auto& ioc = static_cast<asio::io_context&>(asio::query(d->strand, asio::execution::context));
+    d->tools = std::make_unique<supervisor::ToolsHost>(
+        ioc, supervisor::ToolsHostOptions{d->opt.tools, d->opt.tools_binary, d->opt.log_dir, d->opt.state_dir});
+    d->tools->start();
+  }
   asio::co_spawn(d->strand, [d] { return accept_loop(d); }, asio::detached);
 }
 
@@ -171,6 +214,10 @@ void Server::set_config(const config::Config& cfg, ServerOptions opt) {
     opt.events_buffer = d->opt.events_buffer;
     opt.activity_db = d->opt.activity_db;  // the history's file stays open where it is
     opt.capture = d->opt.capture;          // and the captures' ring as it was made
+    opt.tools = d->opt.tools;              // the tools host runs as started (reload: needs_restart)
+    opt.tools_binary = d->opt.tools_binary;
+    opt.vertex_predict_route = d->opt.vertex_predict_route;
+    opt.vertex_health_route = d->opt.vertex_health_route;
     d->cfg = c;
     d->opt = std::move(opt);
     d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
@@ -193,6 +240,7 @@ asio::awaitable<void> drain(std::shared_ptr<Door> d) {
     co_await d->drained.async_wait(ec_token(ec));
   }
   for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close();
+  if (d->tools) co_await d->tools->stop();  // no request can reach it any more
 }
 
 }  // namespace

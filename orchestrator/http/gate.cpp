@@ -82,6 +82,7 @@ GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::str
   p.check_host = loopback || !allowed_hosts.empty();
   p.allowed_hosts = std::move(allowed_hosts);
   p.allowed_origins = std::move(allowed_origins);
+  p.any_origin = std::find(p.allowed_origins.begin(), p.allowed_origins.end(), kAnyOrigin) != p.allowed_origins.end();
   return p;
 }
 
@@ -137,6 +138,7 @@ RouteMatch match_route(std::string_view path) {
   if (path.size() > kSlots.size() && path.substr(0, kSlots.size()) == kSlots)
     return {Route::slot_action, V::post, path.substr(kSlots.size())};
   if (path == "/cors-proxy") return {Route::cors_proxy, V::get, {}, nullptr, true};
+  if (path == "/tools") return {Route::tools, V::get, {}, nullptr, true};  // the tools host (tools_route.cpp)
   return {};
 }
 
@@ -176,6 +178,7 @@ std::string first_segment(std::string_view path) {
 
 bool is_admin(const RouteMatch& m, bhttp::verb method) {
   if (is_admin(m.route)) return true;
+  if (m.route == Route::tools) return method != bhttp::verb::get;  // a call may write files or run commands
   if (m.route != Route::upstream || method == bhttp::verb::get) return false;
   const auto slash = m.arg.find('/');
   if (slash == std::string_view::npos) return false;
@@ -205,6 +208,7 @@ std::optional<Error> check_host(const GatePolicy& p, const bhttp::fields& f) {
 
 OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host) {
   if (origin.empty()) return OriginVerdict::none;
+  if (p.any_origin) return OriginVerdict::allowed;
   for (const auto& o : p.allowed_origins)
     if (iequal(origin, o) || (o == kLoopbackOrigins && loopback_origin(origin))) return OriginVerdict::allowed;
   constexpr std::string_view kHttp = "http://";

@@ -19,11 +19,14 @@ namespace kevlaya::http {
 // The cors.allowed_origins keyword for any loopback origin on any port (llama-server's
 // `--cors-origins localhost`): http(s)://localhost, 127.x.x.x or [::1].
 inline constexpr std::string_view kLoopbackOrigins = "localhost";
+// The cors.allowed_origins keyword for every origin (llama-server without --cors-origins).
+inline constexpr std::string_view kAnyOrigin = "*";
 
 struct GatePolicy {
   bool check_host = true;                    // only loopback names and allowed_hosts are served
   std::vector<std::string> allowed_hosts;    // lower-case, no port
   std::vector<std::string> allowed_origins;  // lower-case "scheme://host[:port]"
+  bool any_origin = false;                   // "*" is listed: preflights answered as llama-server's
 
   // check_host is on when `listen_host` is a loopback address or `allowed_hosts` is non-empty.
   static GatePolicy from(const std::string& listen_host, std::vector<std::string> allowed_hosts,
@@ -39,7 +42,8 @@ struct GatePolicy {
 // cors_proxy: GET or POST /cors-proxy (llama-server's --ui-mcp-proxy, when the profile enables it).
 enum class Route { none, health, model_api, upstream, ollama, models, model_info, status, metrics, events,
                    admin_load, admin_unload, admin_reload, pipeline_runs, run, ui, root, logs, activity,
-                   requests, admin_cancel, admin_capture, router_load, router_unload, slot_action, cors_proxy };
+                   requests, admin_cancel, admin_capture, router_load, router_unload, slot_action, cors_proxy,
+                   tools };
 struct RouteMatch {
   Route route = Route::none;
   boost::beast::http::verb method = boost::beast::http::verb::get;

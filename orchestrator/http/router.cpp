@@ -47,8 +47,12 @@ json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, s
     k["hint"] = st->last_failure->hint;
     k["retry_after_s"] = st->retry_after_s;
   }
+  // Every name the model answers to, as llama-server lists its --alias names (its own included).
+  json names = json::array({prof.name});
+  for (const auto& a : prof.alias) names.push_back(a);
   return {{"id", prof.name}, {"object", "model"}, {"created", created}, {"owned_by", "kevlaya"},
-          {"aliases", prof.alias}, {"status", router_status_json(prof, st)}, {"kevlaya", std::move(k)}};
+          {"aliases", std::move(names)}, {"tags", prof.tags}, {"status", router_status_json(prof, st)},
+          {"kevlaya", std::move(k)}};
 }
 
 // Each profile once; aliases are listed in it, not as models of their own.
@@ -213,9 +217,11 @@ Reply unloaded_reply(bool router) {
 
 // With preload, /health is llama-server's 503 "Loading model" until the preloaded children have
 // started (latched: a later switch never fails it): the first start event has come and no child
-// is starting. /livez (`live`) only says the process serves.
+// is starting; with tools, also until the tools host's first start has ended. /livez (`live`) only says the process serves.
 Reply health_reply(Door& d, bool live) {
   if (d.draining && !live) return json_reply(503, {{"status", "draining"}});
+  if (!live && d.tools && !d.tools->settled())  // the tools host's first start (tools_route.cpp)
+    return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
   if (!live && !d.preload_ready && !d.cfg->orch.preload.empty()) {
     d.preload_ready = !d.phases.empty() && std::none_of(d.phases.begin(), d.phases.end(), [](const auto& kv) {
       return kv.second == Phase::starting;
@@ -288,17 +294,24 @@ asio::awaitable<void> admin_reload(Door& d, Connection& c) {
   co_await c.send(reload_reply(r));
 }
 
-// `requested`: the preflight's Access-Control-Request-Headers.
-Reply options_reply(const RouteMatch& m, OriginVerdict verdict, std::string_view requested) {
+// A preflight. `requested`: its Access-Control-Request-Headers. A refused origin gets llama-server's
+// 200 without any Access-Control-Allow-* header (the browser then refuses the page's call).
+Reply options_reply(const GatePolicy& g, const RouteMatch& m, OriginVerdict verdict, std::string_view requested) {
   if (m.route == Route::none || m.route == Route::root)  // (GET / only redirects browsers)
     return error_reply(make_error(Errc::not_found, "no such route"));
   Reply r;
-  r.status = 204;
+  r.status = verdict == OriginVerdict::refused ? 200 : 204;
   r.headers.emplace_back("Allow", std::string(allow_of(m)));
-  if (verdict == OriginVerdict::none) return r;
-  // A preflight of an allowed origin in llama-server's shape (200, GET and POST, the requested
-  // headers allowed): exactly that origin, no credentials (no cookies exist).
+  if (verdict == OriginVerdict::none || verdict == OriginVerdict::refused) return r;
   r.status = 200;
+  if (g.any_origin) {  // "*": llama-server's answer without --cors-origins, header for header
+    r.headers.emplace_back("Access-Control-Allow-Credentials", "true");
+    r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+    r.headers.emplace_back("Access-Control-Allow-Headers", "*");
+    return r;
+  }
+  // A listed origin in llama-server's shape (200, the requested headers allowed): exactly that
+  // origin, no credentials (no cookies exist).
   r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST");
   r.headers.emplace_back("Access-Control-Allow-Headers",
                          requested.empty() ? "Authorization, Content-Type, X-Api-Key" : std::string(requested));
@@ -328,10 +341,12 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   if (auto e = check_host(d.gate, req)) return error_reply(*e);
   const auto origin = header(req, bhttp::field::origin);
   const auto verdict = check_origin(d.gate, req);
+  if (req.method() == bhttp::verb::options) {
+    if (verdict == OriginVerdict::allowed || verdict == OriginVerdict::same) c.set_cors_origin(origin);
+    return options_reply(d.gate, m, verdict, header(req, "Access-Control-Request-Headers"));
+  }
   if (verdict == OriginVerdict::refused) return error_reply(origin_refused());
   if (verdict != OriginVerdict::none) c.set_cors_origin(origin);
-  if (req.method() == bhttp::verb::options)
-    return options_reply(m, verdict, header(req, "Access-Control-Request-Headers"));
   if (c.reserve_only() && m.route != Route::health && m.route != Route::metrics) return reserve_only_reply();
   if (m.route == Route::health && req.method() == bhttp::verb::get) return std::nullopt;  // open
   // The status page's files are public (its data comes from /status etc. with the key); GET / of
@@ -345,8 +360,8 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
     case Access::unauthorized: return unauthorized_reply();
     case Access::forbidden:
       return error_reply(make_error(Errc::forbidden,
-                                    "this key may call models but not /admin, /logs or a child's admin "
-                                    "endpoints under /upstream/",
+                                    "this key may call models but not /admin, /logs, POST /tools or a "
+                                    "child's admin endpoints under /upstream/",
                                     "use one of admin_api_keys; see docs/security.md"));
   }
   if (m.route == Route::none || m.route == Route::root) {
@@ -368,6 +383,15 @@ std::optional<Reply> gate(Door& d, const Request& req, Connection& c, const Rout
   return std::nullopt;
 }
 
+// Vertex AI mode: its predict and health routes are the door's POST /predict (forwarded to the
+// model's child, which serves it in that mode) and GET /health.
+void vertex_target(const ServerOptions& o, Request& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto path = target.substr(0, target.find('?'));
+  if (path == o.vertex_predict_route && path != "/predict") req.target("/predict");
+  else if (path == o.vertex_health_route && path != "/health") req.target("/health");
+}
+
 bool async_query(std::string_view query) {
   return query.find("async=1") != std::string_view::npos || query.find("async=true") != std::string_view::npos;
 }
@@ -375,6 +399,7 @@ bool async_query(std::string_view query) {
 }  // namespace
 
 asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
+  if (!d.opt.vertex_predict_route.empty()) vertex_target(d.opt, req);
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
   const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
@@ -412,6 +437,7 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::admin_capture: co_return co_await capture_route(d, c, std::string(m.arg));
     case Route::slot_action: co_return co_await slot_action(d, req, c, m);
     case Route::cors_proxy: co_return co_await cors_proxy(d, req, c);
+    case Route::tools: co_return co_await tools_route(d, req, c);
     case Route::none: break;
   }
 }

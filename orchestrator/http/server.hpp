@@ -46,10 +46,17 @@ struct ServerOptions {
   config::ActivityCfg activity;          // session headers and the history's bounds
   std::filesystem::path activity_db;     // the request history's file; empty = no history (from(): state_dir)
   config::CaptureCfg capture;            // bodies of model calls in RAM (off by default)
+  config::ToolsCfg tools;                // /tools: the tools host's settings (off unless enabled())
+  std::string tools_binary;              // its server binary (from(): tools.binary, else models_binary's rule)
+  std::filesystem::path log_dir, state_dir;  // the tools host's log and state file
+  // Google Cloud Vertex AI (AIP_MODE=PREDICTION in the door's environment): the routes it calls,
+  // answered as POST /predict and GET /health; empty = not in that mode (from(): docs/http.md).
+  std::string vertex_predict_route, vertex_health_route;
   // The residency plan as /status shows it under "gpu" (plan_json); null = not planned here.
   nlohmann::json gpu_plan;
 
-  static ServerOptions from(const config::OrchestratorCfg& orch);  // listen, keys, gate, queues, limits
+  // listen (AIP_HTTP_PORT in Vertex AI mode), keys, gate, queues, limits, tools.
+  static ServerOptions from(const config::OrchestratorCfg& orch);
 };
 
 // What a configuration reload did (POST /admin/reload; runtime::Reloader fills it).

@@ -168,6 +168,10 @@ std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const c
     return "[" + s + "]";
   };
   note("preload", names(a.preload), names(b.preload));  // started when the door starts
+  const auto tools = [&names](const config::ToolsCfg& t) {  // the tools host is started with the door
+    return t.builtin + "|" + t.mcp_servers.string() + "|" + t.mcp_servers_json + "|" + t.binary + "|" + names(t.extra_args);
+  };
+  if (tools(a.tools) != tools(b.tools)) out.push_back("tools: changed (needs a restart)");
   // A removed peer's models go at once (carry_imported); a new one is asked only at start.
   for (const auto& p : b.peers) {
     const auto known = [&p](const config::PeerCfg& q) { return q.url == p.url; };

@@ -54,15 +54,27 @@ constexpr int kPipeBytes = 1 << 20;
 constexpr std::size_t kBatchReadMax = 4u << 20;  // per batch: a flood of output cannot hog the thread
 constexpr std::size_t kMaxLineBytes = 64 * 1024;   // longer output without a newline is cut into lines
 
-bp::environment child_env(const config::Profile& p) {
+// The door's environment, less what would make a child listen or route as the door does:
+// llama-server's LLAMA_ARG_* and router port, and Vertex AI's AIP_* (the door's port and routes).
+// In Vertex AI mode a llama-server child serves /predict on its own port (the door forwards it).
+bp::environment child_env(const ChildOptions& o) {
+  const config::Profile& p = o.profile;
   bp::environment env = boost::this_process::environment();
   std::vector<std::string> drop;
+  bool vertex = false;
   for (const auto& e : env) {
     const std::string name = e.get_name();
-    bool inherited_llama = name.rfind("LLAMA_ARG_", 0) == 0 || name == "LLAMA_SERVER_ROUTER_PORT";
-    if (inherited_llama && !p.env.count(name)) drop.push_back(name);
+    if (name == "AIP_MODE") vertex = e.to_string() == "PREDICTION";
+    bool inherited = name.rfind("LLAMA_ARG_", 0) == 0 || name == "LLAMA_SERVER_ROUTER_PORT" || name.rfind("AIP_", 0) == 0;
+    if (inherited && !p.env.count(name)) drop.push_back(name);
   }
   for (const auto& n : drop) env.erase(n);
+  if (vertex && p.backend == config::Backend::llama_server) {
+    env.set("AIP_MODE", "PREDICTION");
+    env.set("AIP_HTTP_PORT", std::to_string(o.port));
+    env.set("AIP_PREDICT_ROUTE", "/predict");
+    env.set("AIP_HEALTH_ROUTE", p.health.path);
+  }
   // set(), not operator[]: Boost 1.74's find() compares "KEY=" with memcmp past the end of shorter
   // entries (ASan: heap-buffer-overflow with a long key such as CUDA_VISIBLE_DEVICES).
   for (const auto& [k, v] : p.env) env.set(k, v);
@@ -184,7 +196,7 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   }
   std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
   std::error_code ec;
-  bp::child c(bp::exe = exe.string(), bp::args = args, bp::env = child_env(opts_.profile),
+  bp::child c(bp::exe = exe.string(), bp::args = args, bp::env = child_env(opts_),
               bp::std_in < bp::null, bp::std_out > *out_, bp::std_err > *err_,
               SpawnSetup{}, ec);
   if (ec) {

@@ -68,7 +68,7 @@ TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
   const std::string model = (d.path() / "var/models/laya-tiny.gguf").string();
   CHECK(r.output == "OMP_NUM_THREADS=2 '/opt/my server/llama-server' -m " + model +
                         " -ngl all -c 512 -np 1 --host 127.0.0.1 --port 8123 --alias laya"
-                        " --api-key '<per-start secret>' -lv 4\n");
+                        " --api-key '<per-start secret>' --metrics -lv 4\n");
   const auto unknown = run_command(orch(d, "args nobody --config kevlaya.tiny.yaml"));
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.output.find("no profile named 'nobody'") != std::string::npos);
@@ -84,7 +84,7 @@ TEST_CASE("cli args: with slot_cache the command includes --slot-save-path, as t
   CHECK(r.exit_code == 0);
   const std::string slots = (d.path() / "var/state/slots/kev").string();
   CHECK(r.output.find("--port 9000 --alias kev --slot-save-path " + slots +
-                      " --api-key '<per-start secret>' -lv 4\n") != std::string::npos);
+                      " --api-key '<per-start secret>' --metrics -lv 4\n") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(slots));  // printing creates nothing
 }
 

@@ -24,7 +24,7 @@ using Argv = std::vector<std::string>;
 TEST_CASE("argv: the reference Kev profile gives the golden command", "[config]") {
   CHECK(cfg::build_argv(kev(), "127.0.0.1", 8101) ==
         Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "32", "-c", "2048",
-             "-np", "1", "--host", "127.0.0.1", "--port", "8101", "--alias", "kev", "-lv", "4"});
+             "-np", "1", "--host", "127.0.0.1", "--port", "8101", "--alias", "kev", "--metrics", "-lv", "4"});
 }
 
 TEST_CASE("argv: the reference Kev profile file gives the golden command", "[config]") {
@@ -38,7 +38,7 @@ TEST_CASE("argv: the reference Kev profile file gives the golden command", "[con
   const std::string model = (d.path() / "models/kev-7b.Q4_K_S.gguf").string();
   CHECK(cfg::build_argv(r.config.profiles[0], "127.0.0.1", 8101) ==
         Argv{"llama-server", "-m", model, "-ngl", "32", "-c", "2048", "-np", "1", "--host",
-             "127.0.0.1", "--port", "8101", "--alias", "kev", "-lv", "4"});
+             "127.0.0.1", "--port", "8101", "--alias", "kev", "--metrics", "-lv", "4"});
 }
 
 TEST_CASE("argv: optional flags follow in a fixed order", "[config]") {
@@ -55,7 +55,7 @@ TEST_CASE("argv: optional flags follow in a fixed order", "[config]") {
         Argv{"llama-server", "-m", "/models/kev-7b.Q4_K_S.gguf", "-ngl", "all", "-c", "2048",
              "-np", "1", "--host", "127.0.0.1", "--port", "9", "--alias", "kev", "-b", "256",
              "-ctk", "q8_0", "-ctv", "q4_0", "-fa", "off", "--lora-scaled", "/l/a.gguf:0.5",
-             "--lora-scaled", "/l/b.gguf:1", "-lv", "4", "--temp", "0.2", "--system-prompt", "two words"});
+             "--lora-scaled", "/l/b.gguf:1", "--metrics", "-lv", "4", "--temp", "0.2", "--system-prompt", "two words"});
   p.flash_attn = true;
   const auto on = cfg::build_argv(p, "127.0.0.1", 9);
   CHECK(std::find(on.begin(), on.end(), "on") != on.end());
@@ -72,6 +72,16 @@ TEST_CASE("argv: llama-server children get -lv 4 unless the profile sets a verbo
   a.extra_args = {"--log-disable"};
   const auto off = cfg::build_argv(a, "127.0.0.1", 1);
   CHECK(std::count(off.begin(), off.end(), "-lv") == 0);
+}
+
+TEST_CASE("argv: llama-server children get --metrics unless the profile passes it", "[config]") {
+  auto a = kev();
+  const auto plain = cfg::build_argv(a, "127.0.0.1", 1);
+  CHECK(std::count(plain.begin(), plain.end(), "--metrics") == 1);
+  a.extra_args = {"--metrics"};
+  const auto own = cfg::build_argv(a, "127.0.0.1", 1);
+  CHECK(std::count(own.begin(), own.end(), "--metrics") == 1);
+  CHECK(own.back() == "--metrics");
 }
 
 TEST_CASE("argv: a command backend fills its template", "[config]") {
@@ -111,7 +121,8 @@ TEST_CASE("argv: expand_env handles defaults, escapes and errors", "[config]") {
 
 TEST_CASE("argv: per-spawn words (slot folder, child key) come from SpawnArgs, before -lv", "[config]") {
   const auto a = cfg::build_argv(kev(), cfg::SpawnArgs{"127.0.0.1", "9", "/s/slots/kev", "k3y"});
-  CHECK(Argv(a.end() - 6, a.end()) == Argv{"--slot-save-path", "/s/slots/kev", "--api-key", "k3y", "-lv", "4"});
+  CHECK(Argv(a.end() - 7, a.end()) ==
+        Argv{"--slot-save-path", "/s/slots/kev", "--api-key", "k3y", "--metrics", "-lv", "4"});
   auto c = kev();
   c.backend = cfg::Backend::command;
   c.command = {"srv", "{port}"};

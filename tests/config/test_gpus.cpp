@@ -92,11 +92,11 @@ TEST_CASE("gpus: a split placement adds --main-gpu and --tensor-split, the envir
   CHECK(cfg::build_argv(p, "127.0.0.1", 9000) ==
         std::vector<std::string>{"llama-server", "-m", "/m/big.gguf", "-ngl", "all", "-c", "2048", "-np", "1",
                                  "--host", "127.0.0.1", "--port", "9000", "--alias", "big", "--main-gpu", "1",
-                                 "--tensor-split", "5888,7936", "-lv", "4"});
+                                 "--tensor-split", "5888,7936", "--metrics", "-lv", "4"});
   CHECK(cfg::placement_env(p.placement) ==
         std::vector<std::pair<std::string, std::string>>{{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
                                                          {"CUDA_VISIBLE_DEVICES", "0,1"}});
   p.placement = {{1}, "1", {}, 0};  // one device: only the environment
-  CHECK(cfg::build_argv(p, "127.0.0.1", 9000).size() == 17);
+  CHECK(cfg::build_argv(p, "127.0.0.1", 9000).size() == 18);
   CHECK(cfg::placement_env(cfg::DevicePlacement{}).empty());
 }

@@ -123,7 +123,41 @@ TEST_CASE("CORS: the localhost keyword allows any loopback origin, and its prefl
     INFO(origin);
     auto pre = http_request(door.port(), "OPTIONS", "/v1/chat/completions", "",
                             {{"Origin", origin}, {"Access-Control-Request-Method", "POST"}});
-    CHECK(pre.status == 403);
+    CHECK(pre.status == 200);  // llama-server's shape: a preflight without any CORS header
     CHECK(pre.header("access-control-allow-origin").empty());
+    CHECK(pre.header("access-control-allow-methods").empty());
+    CHECK(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), {{"Origin", origin}}).status ==
+          403);
   }
+}
+
+TEST_CASE("CORS: '*' allows every origin with llama-server's own preflight answer", "[http]") {
+  DoorOptions o;
+  o.allowed_origins = {"*"};
+  Door door(o);
+  for (const char* origin : {"http://web.example.fr", "localhost", "null", "https://evil.example:8443"}) {
+    INFO(origin);
+    auto pre = http_request(door.port(), "OPTIONS", "/completions", "",
+                            {{"Origin", origin}, {"Access-Control-Request-Method", "POST"},
+                             {"Access-Control-Request-Headers", "Authorization"}});
+    CHECK(pre.status == 200);
+    CHECK(pre.header("access-control-allow-origin") == origin);
+    CHECK(pre.header("access-control-allow-credentials") == "true");
+    CHECK(pre.header("access-control-allow-methods") == "GET, POST, DELETE, OPTIONS");
+    CHECK(pre.header("access-control-allow-headers") == "*");
+    auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev"), {{"Origin", origin}});
+    CHECK(r.status == 200);
+    CHECK(r.header("access-control-allow-origin") == origin);
+  }
+}
+
+TEST_CASE("tools: with tools off, /tools is a 404 that names the setting, after the key check", "[http]") {
+  DoorOptions o;
+  o.api_keys = {"k"};
+  Door door(o);
+  CHECK(http_request(door.port(), "GET", "/tools").status == 401);
+  const auto r = http_request(door.port(), "GET", "/tools", "", {{"Authorization", "Bearer k"}});
+  INFO(r.body);
+  CHECK(r.status == 404);
+  CHECK(r.body.find("tools.builtin") != std::string::npos);
 }

@@ -117,3 +117,68 @@ TEST_CASE("drop-in: a 100-call alternating burst with the default queue bound is
   CHECK(count_of(r.output, "429\n") == 0U);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+namespace {
+
+int free_port() {  // a port nobody listens on now (bound to 0, read back, closed)
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+}  // namespace
+
+TEST_CASE("drop-in: in Vertex AI mode the door listens on AIP_HTTP_PORT and its routes reach the real child's /predict",
+          "[http][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  TempDir dir("vertex");
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + real + "\nmodel: " + tiny_llama().string() +
+                                            "\nngl: 0\nctx: 256\nparallel: 2\n");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\nstate_dir: state\nlog_dir: logs\n");
+  const int aip_port = free_port();
+  Serve serve(dir / "kevlaya.yaml", {{"AIP_MODE", "PREDICTION"}, {"AIP_HTTP_PORT", std::to_string(aip_port)},
+                                     {"AIP_PREDICT_ROUTE", "/v1/endpoints/kev:predict"}, {"AIP_HEALTH_ROUTE", "/ping"}});
+  const int port = serve.port();
+  CHECK(port == aip_port);
+  CHECK(http_request(port, "GET", "/ping").status == 200);
+  const json instance = {{"@requestFormat", "chatCompletions"}, {"max_tokens", 4},
+                         {"messages", json::array({json{{"role", "user"}, {"content", "Once"}}})}};
+  const auto r = http_request(port, "POST", "/v1/endpoints/kev:predict",
+                              json{{"instances", json::array({instance, instance})}}.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  const auto predictions = r.json_body().value("predictions", json::array());
+  REQUIRE(predictions.size() == 2);
+  for (const auto& p : predictions) CHECK(p["choices"][0]["message"]["role"] == "assistant");
+  // The child serves Vertex AI's routes on its own port, never the door's.
+  int child_pid = 0;
+  const auto status = http_request(port, "GET", "/status").json_body();
+  for (const auto& p : status.value("profiles", json::array()))
+    if (p.value("name", "") == "kev") child_pid = p.value("pid", 0);
+  REQUIRE(child_pid > 0);
+  const auto env = environ_of(child_pid);
+  CHECK(env.count("AIP_HTTP_PORT") == 1);
+  CHECK(env.at("AIP_HTTP_PORT") != std::to_string(port));
+  CHECK(env.at("AIP_PREDICT_ROUTE") == "/predict");
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+TEST_CASE("drop-in: the door's AIP_* and LLAMA_ARG_* variables never reach a child outside Vertex AI mode",
+          "[http][e2e]") {
+  TempDir dir("vertex-off");
+  write_config(dir, {"kev"}, "");
+  Serve serve(dir / "kevlaya.yaml", {{"AIP_HTTP_PORT", "1"}, {"AIP_PREDICT_ROUTE", "/x"}, {"LLAMA_ARG_PORT", "1"}});
+  const int port = serve.port();
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)")).status == 200);
+  int child_pid = 0;
+  const auto status = http_request(port, "GET", "/status").json_body();
+  for (const auto& p : status.value("profiles", json::array()))
+    if (p.value("name", "") == "kev") child_pid = p.value("pid", 0);
+  REQUIRE(child_pid > 0);
+  const auto env = environ_of(child_pid);
+  REQUIRE_FALSE(env.empty());
+  CHECK(env.count("AIP_HTTP_PORT") == 0);
+  CHECK(env.count("AIP_PREDICT_ROUTE") == 0);
+  CHECK(env.count("LLAMA_ARG_PORT") == 0);
+  CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}

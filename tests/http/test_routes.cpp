@@ -106,7 +106,7 @@ TEST_CASE("a request waiting past queue.max_wait_s gets 504", "[http]") {
   CHECK(r.json_body()["error"]["code"] == "timeout");
 }
 
-TEST_CASE("/v1/models lists each profile once, with its aliases and state", "[http]") {
+TEST_CASE("/v1/models lists each profile once, with every name it answers to, its tags and state", "[http]") {
   Door door;
   REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
   auto j = http_request(door.port(), "GET", "/v1/models").json_body();
@@ -116,7 +116,8 @@ TEST_CASE("/v1/models lists each profile once, with its aliases and state", "[ht
   CHECK(states.size() == 2);  // the alias "k" is not a model of its own
   CHECK(states.at("kev") == "ready");
   CHECK(states.at("laya") == "stopped");
-  CHECK(j["data"][0]["aliases"] == json::array({"k"}));
+  CHECK(j["data"][0]["aliases"] == json::array({"kev", "k"}));  // as llama-server lists its --alias names
+  CHECK(j["data"][0]["tags"] == json::array());
   CHECK(j["data"][0]["created"].is_number_integer());
 }
 
@@ -178,7 +179,7 @@ TEST_CASE("admin keys: /admin and /logs take only an admin key (403 for an ordin
     const auto refused = http_request(door.port(), "POST", target, "", agent);
     CHECK(refused.status == 403);
     CHECK(refused.json_body()["error"]["message"] ==
-          "this key may call models but not /admin, /logs or a child's admin endpoints under /upstream/");
+          "this key may call models but not /admin, /logs, POST /tools or a child's admin endpoints under /upstream/");
     CHECK(http_request(door.port(), "POST", target, "", {{"Authorization", "Bearer wrong"}}).status == 401);
     CHECK(http_request(door.port(), "POST", target).status == 401);
   }

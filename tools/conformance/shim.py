@@ -6,9 +6,11 @@ argv the suite gives llama-server, maps the suite's Hugging Face model to the lo
   door:   writes a one-profile kevlaya configuration from the same arguments and execs
           `kevlaya-orch serve` (CONFORMANCE_DOOR) in its place, as a user moving to the door would.
 The door settings replace llama-server's where the door documents one (listen, api_keys, cors,
-alias, slot files); every other argument reaches the child unchanged in extra_args. Nothing here
-hides a difference: that is what the runner is for. Without a model (llama-server's router mode)
-the door stands in with no profile."""
+alias, tags, slot files, tools); every other argument reaches the child unchanged in extra_args.
+Where llama-server's default differs from the door's, the default is written out: no
+--cors-origins is `cors: ["*"]` (["localhost"] with --tools), as llama-server answers then.
+Nothing here hides a difference: that is what the runner is for. Without a model (llama-server's
+router mode) the door stands in with no profile."""
 import os
 import sys
 import tempfile
@@ -71,7 +73,9 @@ def yaml_str(s):
 
 
 def profile_name(alias, model):
-    raw = alias.split(",")[0] if alias else os.path.basename(model).rsplit(".gguf", 1)[0]
+    """llama-server's model id: the first of its --alias names in sorted order (std::set)."""
+    names = sorted(a for a in (alias or "").split(",") if a)
+    raw = names[0] if names else os.path.basename(model).rsplit(".gguf", 1)[0]
     name = "".join(c if c.isalnum() or c in "._-" else "-" for c in raw).lstrip("._-")
     return name or "model"
 
@@ -85,8 +89,12 @@ def door_config(args, model, work):
     for flag, value in args:
         if flag in MODEL_FLAGS or flag == "--offline":
             continue  # the model is the local file; nothing is downloaded
-        if flag in ("--host", "--port", "--api-key", "--cors-origins", "--alias"):
+        if flag in ("--host", "--port", "--api-key", "--cors-origins", "--alias", "--tags"):
             door[flag] = value
+        elif flag in ("--tools", "--mcp-servers-config", "--mcp-servers-json"):
+            if flag == "--mcp-servers-config" and os.path.exists(value):
+                value = os.path.abspath(value)
+            door[flag] = value  # the door's tools host (tools: in kevlaya.yaml)
         elif flag == "--slot-save-path":
             profile["slot_cache.enabled"] = True  # the door's own slot folder replaces it
         elif flag in keys:
@@ -106,6 +114,9 @@ def door_config(args, model, work):
     aliases = [a for a in (door.get("--alias") or "").split(",") if a and a != name]
     if aliases:
         lines.append("alias: [" + ", ".join(yaml_str(a) for a in aliases) + "]")
+    tags = [t for t in (door.get("--tags") or "").split(",") if t]
+    if tags:
+        lines.append("tags: [" + ", ".join(yaml_str(t) for t in tags) + "]")
     for key, value in profile.items():
         if key == "slot_cache.enabled":
             lines.append("slot_cache:\n  enabled: true")
@@ -126,9 +137,15 @@ def write_door(work, door, name, dropped):
            f"preload: [{yaml_str(name)}]" if name else "preload: []"]
     if door.get("--api-key"):
         cfg.append(f"api_keys: [{yaml_str(door['--api-key'])}]")
+    tools = {"--tools": "builtin", "--mcp-servers-config": "mcp_servers", "--mcp-servers-json": "mcp_servers_json"}
+    if any(door.get(f) for f in tools):
+        cfg.append("tools:\n  binary: " + yaml_str(os.environ["CONFORMANCE_SERVER"]) + "".join(
+            f"\n  {key}: {yaml_str(door[f])}" for f, key in tools.items() if door.get(f)))
     if door.get("--cors-origins"):
         origins = [o.strip() for o in door["--cors-origins"].split(",") if o.strip()]
-        cfg.append("cors:\n  allowed_origins: [" + ", ".join(yaml_str(o) for o in origins) + "]")
+    else:  # llama-server's defaults: loopback origins with tools on, else any origin
+        origins = ["localhost"] if door.get("--tools") else ["*"]
+    cfg.append("cors:\n  allowed_origins: [" + ", ".join(yaml_str(o) for o in origins) + "]")
     path = os.path.join(work, "kevlaya.yaml")
     with open(path, "w") as f:
         f.write("\n".join(cfg) + "\n")
