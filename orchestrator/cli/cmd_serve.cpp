@@ -20,6 +20,7 @@
 #include "http/server.hpp"
 #include "runtime/reload.hpp"
 #include "runtime/runtime.hpp"
+#include "supervisor/child_output.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::cli {
@@ -33,6 +34,7 @@ struct ServeArgs {
   std::optional<std::string> host;
   std::optional<int> port;
   bool watch_config = false;
+  bool child_output = false;
 };
 
 constexpr std::chrono::milliseconds kWatchInterval{1000};  // --watch-config polls this often
@@ -68,6 +70,7 @@ int serve(const ServeArgs& args) {
     if (port) c.orch.listen.port = *port;
   };
   overrides(cfg);
+  supervisor::echo_child_output(args.child_output);
   if (!is_loopback_host(cfg.orch.listen.host) && cfg.orch.api_keys.empty())
     spdlog::warn("serving on {} without api_keys: anyone who can reach it can use the models",
                  cfg.orch.listen.host);
@@ -121,6 +124,8 @@ void add_serve(CLI::App& app, Globals& g) {
       ->check(CLI::Range(0, 65535));
   sub->add_flag("--watch-config", args->watch_config,
                 "reload when kevlaya.yaml or a profile/pipeline file changes (polled every second)");
+  sub->add_flag("--child-output", args->child_output,
+                "also write every child's output to stderr as '[NAME] line' (as llama-server prints its log)");
   sub->callback([&g, args] { g.exit_code = serve(*args); });
 }
 

@@ -233,6 +233,8 @@ asio::awaitable<void> drain(std::shared_ptr<Door> d) {
   if (d->acceptor) d->acceptor->close(ec);
   for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close_if_idle();
   end_event_streams(*d);  // endless by design: they end now rather than hold the drain
+  // Tool calls end now, as llama-server's stop ends them (one may run for minutes); model calls drain.
+  if (d->tools) co_await d->tools->stop();
   if (d->in_flight > 0) {
     spdlog::info("http: waiting up to {}s for {} request(s) in flight", d->opt.drain_timeout.count(),
                  d->in_flight);
@@ -240,7 +242,6 @@ asio::awaitable<void> drain(std::shared_ptr<Door> d) {
     co_await d->drained.async_wait(ec_token(ec));
   }
   for (auto* c : std::vector<Connection*>(d->conns.begin(), d->conns.end())) c->close();
-  if (d->tools) co_await d->tools->stop();  // no request can reach it any more
 }
 
 }  // namespace

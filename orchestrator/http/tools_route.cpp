@@ -1,7 +1,7 @@
 // GET/POST /tools: llama-server's tools API (its built-in tools and MCP servers), answered by the
 // tools host the door runs (supervisor/tools_host.hpp). The door has judged the caller already
-// (key, origin; a POST needs an admin key where admin_api_keys are set); the host's answer is
-// relayed as it is, status and body.
+// (key, origin; a POST needs an admin key where admin_api_keys are set); the request's X-Tool-*
+// headers go with it, and the host's answer is relayed as it is, status and body.
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include "http/detail.hpp"
@@ -50,6 +50,15 @@ asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c) {
   up.target = std::string(req.target().data(), req.target().size());
   up.body = req.body();
   up.timeout = d.opt.upstream_deadline;  // a tool may run for long; llama-server bounds its own calls
+  // llama-server's per-call tool settings (X-Tool-Cwd: the folder a built-in tool works in).
+  constexpr std::string_view kToolHeader = "x-tool-";
+  for (const auto& h : req) {
+    const std::string_view name(h.name_string().data(), h.name_string().size());
+    if (name.size() > kToolHeader.size() &&
+        beast::iequals(beast::string_view(name.data(), kToolHeader.size()),
+                       beast::string_view(kToolHeader.data(), kToolHeader.size())))
+      up.headers.emplace_back(std::string(name), std::string(h.value().data(), h.value().size()));
+  }
   auto r = co_await upstream::fetch(d.strand, *ep, std::move(up));
   if (!r) {
     co_await c.send(error_reply(r.error()));

@@ -1,6 +1,7 @@
 // Child process lifecycle. Boost.Process v1 only spawns (then the child is detached); exit is
 // observed through a pidfd (readable when the process exits) and reaped with waitpid.
 #include "supervisor/child.hpp"
+#include "supervisor/child_output.hpp"
 
 #include <signal.h>
 #include <spdlog/sinks/rotating_file_sink.h>
@@ -21,6 +22,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/process.hpp>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <map>
 
@@ -35,6 +37,12 @@ namespace kevlaya::supervisor {
 
 namespace bp = boost::process;
 namespace fs = std::filesystem;
+
+namespace {
+std::atomic<bool> g_echo_output{false};  // serve --child-output (child_output.hpp)
+}  // namespace
+
+void echo_child_output(bool on) { g_echo_output.store(on); }
 using std::chrono::milliseconds;
 using SClock = std::chrono::steady_clock;
 
@@ -234,6 +242,8 @@ void Child::Impl::on_line(std::string line) {
       line.replace(at, opts_.api_key.size(), config::kChildKeyPlaceholder);
   }
   if (log_) log_->info("{}", line);
+  if (g_echo_output.load(std::memory_order_relaxed))
+    std::fprintf(stderr, "[%s] %s\n", opts_.profile.name.c_str(), line.c_str());
   tail_.push_back(std::move(line));
   while (tail_.size() > opts_.tail_lines) tail_.pop_front();
 }
@@ -259,7 +269,9 @@ asio::awaitable<void> Child::Impl::read_lines(bp::async_pipe* pipe) {
   std::string buf;
   buf.reserve(kPipeReadBytes);  // a whole burst of lines per read, not 512 bytes at a time
   bool open = true;
-  while (open && !serving_) {
+  // (Line by line for good with --child-output: the door's stderr shows a line when the child
+  // prints it, as llama-server's own output would.)
+  while (open && (!serving_ || g_echo_output.load(std::memory_order_relaxed))) {
     boost::system::error_code ec;
     co_await asio::async_read_until(*pipe, asio::dynamic_buffer(buf), '\n',
                                     asio::redirect_error(asio::use_awaitable, ec));

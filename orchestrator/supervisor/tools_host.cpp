@@ -23,6 +23,7 @@ namespace {
 constexpr std::size_t kKeyBytes = 24;
 constexpr auto kBackoffFirst = 500ms;
 constexpr std::chrono::milliseconds kBackoffMax = 30s;
+constexpr double kStopGraceS = 2.0;  // it holds no state to save: a stop should not wait on a slow tool
 // The name its log and state file go under: not a valid profile name, so never one of theirs.
 constexpr const char* kName = "@tools";
 }  // namespace
@@ -66,6 +67,7 @@ asio::awaitable<bool> ToolsHost::Impl::serve_once() {
   o.profile.name = kName;
   o.profile.backend = config::Backend::command;  // no --model: llama-server serves as a router
   o.profile.command = tools_host_argv(opts_, port, key);
+  o.profile.stop.grace_s = kStopGraceS;
   o.host = "127.0.0.1";
   o.port = port;
   o.api_key = key;  // masked in its log lines and state file like a child's

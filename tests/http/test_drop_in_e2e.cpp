@@ -182,3 +182,22 @@ TEST_CASE("drop-in: the door's AIP_* and LLAMA_ARG_* variables never reach a chi
   CHECK(env.count("LLAMA_ARG_PORT") == 0);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
 }
+
+TEST_CASE("drop-in: serve --child-output writes each child's lines to the door's stderr as [NAME] line, only then",
+          "[http][e2e]") {
+  for (const bool echo : {true, false}) {
+    INFO("--child-output " << echo);
+    TempDir dir(echo ? "child-output" : "child-output-off");
+    write_config(dir, {"kev"}, "");
+    Serve serve(dir / "kevlaya.yaml", {}, echo ? std::vector<std::string>{"--child-output"} : std::vector<std::string>{});
+    const int port = serve.port();
+    REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)")).status == 200);
+    CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+    const auto door_log = serve.proc().log();
+    const auto child_log = read_text(dir / "logs/kev.log");
+    REQUIRE(child_log.find("listening on") != std::string::npos);  // the stand-in's own line
+    CHECK((door_log.find("[kev] ") != std::string::npos) == echo);
+    CHECK((door_log.find("listening on http://127.0.0.1:") != std::string::npos));  // the door's own, always
+    if (echo) CHECK(door_log.find("[kev] ") < door_log.size());
+  }
+}

@@ -6,6 +6,8 @@
 
 #include <signal.h>
 
+#include <thread>
+
 #include "door_fixture.hpp"
 #include "support/models.hpp"
 #include "support/paths.hpp"
@@ -61,7 +63,7 @@ TEST_CASE("tools: /tools lists and runs llama-server's built-in and MCP tools th
   REQUIRE(eventually([&] { return http_request(port, "GET", "/tools", "", user).status == 200; }, 30s));
   const auto listed = http_request(port, "GET", "/tools", "", user);
   INFO(listed.body);
-  CHECK(tool_names(listed) == std::set<std::string>{"read_file", "echo_echo", "echo_add", "echo_pid"});
+  CHECK(tool_names(listed) == std::set<std::string>{"read_file", "echo_echo", "echo_add", "echo_pid", "echo_sleep"});
   CHECK(http_request(port, "GET", "/tools").status == 401);  // the door's key, not the host's
 
   const auto echoed = http_request(port, "POST", "/tools", tool_call("echo_echo", {{"message", "hi kev"}}).dump(), admin);
@@ -72,6 +74,12 @@ TEST_CASE("tools: /tools lists and runs llama-server's built-in and MCP tools th
   const auto read = http_request(port, "POST", "/tools",
                                  tool_call("read_file", {{"path", (dir / "note.txt").string()}}).dump(), admin);
   CHECK(read.json_body().value("plain_text_response", "") == "line one\n");
+  // llama-server's X-Tool-Cwd (the folder a built-in tool works in) goes with the call.
+  auto in_dir = admin;
+  in_dir.emplace_back("X-Tool-Cwd", dir.path().string());
+  const auto relative = http_request(port, "POST", "/tools", tool_call("read_file", {{"path", "note.txt"}}).dump(), in_dir);
+  INFO(relative.body);
+  CHECK(relative.json_body().value("plain_text_response", "") == "line one\n");
   // A tool may write files or run commands: a model key may list the tools, not call one.
   const auto refused = http_request(port, "POST", "/tools", tool_call("echo_echo", {{"message", "x"}}).dump(), user);
   CHECK(refused.status == 403);
@@ -109,6 +117,24 @@ TEST_CASE("tools: a killed tools host is restarted by itself, and the door's sto
   CHECK_FALSE(alive(again.front()));
   CHECK(eventually([&] { return !alive(second); }, 10s));  // the host took its MCP server with it
   (void)saw_retry_after;  // (the restart may be faster than any request in between)
+}
+
+TEST_CASE("tools: a stop ends a running tool call at once instead of draining it", "[http][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  TempDir dir("tools-stop");
+  Serve serve(write_config(dir, real, ""));
+  const int port = serve.port();
+  REQUIRE(eventually([&] { return mcp_pid(port, {}) > 0; }, 30s));
+  std::thread caller([port] {
+    http_request(port, "POST", "/tools", tool_call("echo_sleep", {{"seconds", 60}}).dump(), {}, 70s);
+  });
+  std::this_thread::sleep_for(1s);  // the call is in the MCP server by now
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = serve.proc().signal_and_wait(SIGTERM, 20s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  caller.join();
+  CHECK(code == 0);
+  CHECK(took < 5s);  // not the 60 s of the tool, nor the door's 30 s drain
 }
 
 TEST_CASE("tools: an MCP servers file that is not JSON stops serve at its file:line:col", "[http][e2e]") {

@@ -170,7 +170,9 @@ def main():
             print(f"conformance shim: {name}:\n{f.read()}", file=sys.stderr, flush=True)
     os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=0")
     door = os.environ["CONFORMANCE_DOOR"]
-    os.execv(door, [door, "serve", config])
+    # llama-server prints its log on its own output, where the suite reads it: the door echoes its
+    # children's lines there too (serve --child-output).
+    os.execv(door, [door, "serve", config, "--child-output"])
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ line) for the door's tools tests. Its tools: `echo` (returns `message`), `add` (
 import json
 import os
 import sys
+import time
 
 TOOLS = [
     {"name": "echo", "description": "Returns the message it is given.",
@@ -13,6 +14,8 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
                      "required": ["a", "b"]}},
     {"name": "pid", "description": "This server's process id.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "sleep", "description": "Answers after a while.",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
 ]
 
 
@@ -23,6 +26,9 @@ def call(name, args):
         return str(args.get("a", 0) + args.get("b", 0))
     if name == "pid":
         return str(os.getpid())
+    if name == "sleep":
+        time.sleep(float(args.get("seconds", 1)))
+        return "slept"
     raise KeyError(name)
 
 
