@@ -193,7 +193,9 @@ def main():
     ap.add_argument("--orch", required=True)
     ap.add_argument("--standin", required=True)
     ap.add_argument("--gguf-tool", required=True)
-    ap.add_argument("--nodes", type=int, default=3)
+    # Four: after one drains, the three models (kev, laya and the added mia) can each keep a node.
+    # With three, two nodes are left for three models and one of them must switch on every turn.
+    ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--load-ms", type=int, default=300, help="the stand-in's fake load time (a switch's cost)")
