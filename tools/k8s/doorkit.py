@@ -61,14 +61,15 @@ def write_tiny_gguf(tool, path):
 class Door:
     """One node: a door in `workdir` rotating `models` (one resident at a time) on stand-in children."""
 
-    def __init__(self, workdir, orch, standin, gguf, models, load_ms=300, token_ms=5):
+    def __init__(self, workdir, orch, standin, gguf, models, load_ms=300, token_ms=5, extra="", parallel=1):
+        """`extra`: more kevlaya.yaml text; `parallel`: each profile's slots."""
         self.dir, self.orch, self.standin, self.gguf = workdir, orch, standin, gguf
-        self.load_ms, self.token_ms = load_ms, token_ms
+        self.load_ms, self.token_ms, self.parallel = load_ms, token_ms, parallel
         os.makedirs(os.path.join(workdir, "profiles"), exist_ok=True)
         os.makedirs(os.path.join(workdir, "pipelines"), exist_ok=True)
         with open(os.path.join(workdir, "kevlaya.yaml"), "w") as f:
             f.write("profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n"
-                    "residency: rotate\n")
+                    "residency: rotate\n" + extra)
         for m in models:
             self.write_profile(m)
         self.port = free_port()
@@ -78,9 +79,9 @@ class Door:
 
     def write_profile(self, name):
         with open(os.path.join(self.dir, "profiles", name + ".yaml"), "w") as f:
-            f.write("name: %s\nbinary: %s\nmodel: %s\nngl: 0\nctx: 256\nshared_base: false\n"
+            f.write("name: %s\nbinary: %s\nmodel: %s\nngl: 0\nctx: %d\nparallel: %d\nshared_base: false\n"
                     "extra_args: [--fake-load-ms, '%d', --fake-token-ms, '%d']\n"
-                    % (name, self.standin, self.gguf, self.load_ms, self.token_ms))
+                    % (name, self.standin, self.gguf, 256 * self.parallel, self.parallel, self.load_ms, self.token_ms))
 
     def wait_up(self, timeout=30.0):
         end = time.monotonic() + timeout
