@@ -62,9 +62,14 @@ std::int64_t int_param(std::string_view query, std::string_view key, std::int64_
   return fallback;
 }
 
-// The child's name for `model` (a profile or alias, or a child seen on /events), or "".
+// The child's name for `model` (a profile or alias, or a child seen on /events), or "": a member
+// of a shared child is served, and logged, by the plan's shared child ("base+kev+laya").
 std::string log_name(const Door& d, const std::string& model) {
-  if (const auto* p = d.cfg->find_profile(model)) return p->name;
+  if (const auto* p = d.cfg->find_profile(model)) {
+    const auto& children = d.opt.gpu_plan.is_object() ? d.opt.gpu_plan.value("children", json::object()) : json::object();
+    const auto it = children.find(p->name);
+    return it != children.end() && it->is_string() ? it->get<std::string>() : p->name;
+  }
   return d.phases.count(model) ? model : std::string{};
 }
 
@@ -168,6 +173,10 @@ json plan_json(const ledger::Plan& plan) {
                         {"measured", p.measured.has_value()}, {"fits_alone", p.fits_alone}};
   }
   json j = {{"mode", ledger::to_string(plan.mode)}, {"allowed_sets", plan.allowed_sets}, {"plan", profiles}};
+  json children = json::object();  // each member of a shared child: that child's name
+  for (const auto& c : plan.shared_children())
+    for (const auto& m : c.members) children[m] = c.name;
+  j["children"] = std::move(children);
   // An unknown budget is planned as "unlimited" (max uint64): shown as null.
   j["budget_mib"] = plan.budget == 0 || plan.budget == std::numeric_limits<std::uint64_t>::max()
                         ? json(nullptr)

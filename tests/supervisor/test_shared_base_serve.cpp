@@ -82,6 +82,12 @@ void exercise(const TempDir& dir, const std::string& binary) {
   CHECK(kev.first != plain.first);
   CHECK(laya.first != plain.first);
   CHECK(kev_again.first == kev.first);
+  // A member's log is its shared child's: /logs/kev reads base+kev+laya.log.
+  const auto logs = json::parse(run_command("curl -sS --max-time 10 " + base + "/logs/kev").output, nullptr, false);
+  INFO(logs.dump());
+  CHECK(logs.value("model", "") == "base+kev+laya");
+  CHECK(logs.value("file", false));
+  CHECK_FALSE(logs.value("lines", json::array()).empty());
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
   const std::string log = serve.proc().log();
   INFO(log);
