@@ -1,6 +1,8 @@
-// llama-server routes the door judges itself before forwarding them to a model's child through
-// proxy_call (queue, lease, relay): slot actions (POST /slots/{id}) and the CORS proxy
-// (/cors-proxy). The pure checks are in child_routes.hpp.
+// llama-server routes the door judges itself before forwarding them: to a model's child through
+// proxy_call (queue, lease, relay), slot actions (POST /slots/{id}) and the CORS proxy
+// (/cors-proxy); to the tools host (supervisor/tools_host.hpp), GET/POST /tools, once the door has
+// judged the caller (key, origin; a POST needs an admin key where admin_api_keys are set). The
+// pure checks are in child_routes.hpp.
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include "http/child_routes.hpp"
@@ -42,6 +44,18 @@ bool enables_cors_proxy(const std::vector<std::string>& args) {
 }
 
 namespace {
+
+// The request's headers whose names start with `prefix` (case-insensitive), names and values as sent.
+upstream::Headers headers_with_prefix(const Request& req, std::string_view prefix) {
+  upstream::Headers out;
+  for (const auto& h : req) {
+    const std::string_view name(h.name_string().data(), h.name_string().size());
+    if (name.size() > prefix.size() && beast::iequals(beast::string_view(name.data(), prefix.size()),
+                                                      beast::string_view(prefix.data(), prefix.size())))
+      out.emplace_back(std::string(name), std::string(h.value().data(), h.value().size()));
+  }
+  return out;
+}
 
 Reply llama_error(int code, const std::string& message, std::string_view type) {
   Reply r;
@@ -124,14 +138,31 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
   call.method = get ? "GET" : "POST";
   call.target = std::string(target);
   // llama-server sends on to the target only the headers named x-llama-server-proxy-header-<name>.
-  constexpr std::string_view kPrefix = "x-llama-server-proxy-header-";
-  for (const auto& h : req) {
-    const std::string_view name(h.name_string().data(), h.name_string().size());
-    if (name.size() > kPrefix.size() && beast::iequals(beast::string_view(name.data(), kPrefix.size()),
-                                                       beast::string_view(kPrefix.data(), kPrefix.size())))
-      call.headers.emplace_back(std::string(name), std::string(h.value().data(), h.value().size()));
-  }
+  call.headers = headers_with_prefix(req, "x-llama-server-proxy-header-");
   return std::nullopt;
+}
+
+Reply tools_off_reply() {
+  return error_reply(make_error(Errc::not_found, "no route for /tools: tools are off",
+                                "set tools.builtin (e.g. all) or tools.mcp_servers in kevlaya.yaml "
+                                "(docs/http.md, \"Tools\")"));
+}
+
+Reply tools_down_reply(const std::string& why) {
+  Error e = make_error(Errc::unavailable, why.empty() ? "the tools host is not serving" : why,
+                       "see log_dir/@tools.log; the door restarts it by itself");
+  e.retry_after_s = 1;
+  return error_reply(e);
+}
+
+// The tools host's answer as it is, with its content type (JSON, or a tool's text).
+Reply relayed(upstream::Response&& r) {
+  Reply out;
+  out.status = r.status;
+  const auto ct = r.header("Content-Type");
+  if (!ct.empty()) out.content_type = ct;
+  out.body = std::move(r.body);
+  return out;
 }
 
 }  // namespace
@@ -154,6 +185,30 @@ asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c) {
     co_return;
   }
   co_await proxy_call(d, req, c, std::move(call), t0);
+}
+
+asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c) {
+  if (!d.tools) {
+    co_await c.send(tools_off_reply());
+    co_return;
+  }
+  const auto ep = d.tools->endpoint();
+  if (!ep) {
+    co_await c.send(tools_down_reply(d.tools->last_error()));
+    co_return;
+  }
+  upstream::Request up;
+  up.method = req.method() == bhttp::verb::post ? "POST" : "GET";
+  up.target = std::string(req.target().data(), req.target().size());
+  up.body = req.body();
+  up.timeout = d.opt.upstream_deadline;  // a tool may run for long; llama-server bounds its own calls
+  up.headers = headers_with_prefix(req, "x-tool-");  // llama-server's per-call settings (X-Tool-Cwd)
+  auto r = co_await upstream::fetch(d.strand, *ep, std::move(up));
+  if (!r) {
+    co_await c.send(error_reply(r.error()));
+    co_return;
+  }
+  co_await c.send(relayed(std::move(r.value())));
 }
 
 }  // namespace kevlaya::http

@@ -277,7 +277,7 @@ asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c);
 // (Prometheus text; "" when none). Reads Door::child_endpoints with a short timeout: never a lease,
 // so a scrape never starts, wakes or keeps a model.
 asio::awaitable<std::string> child_metrics_text(Door& d);
-// tools_route.cpp: GET/POST /tools, forwarded to the tools host (supervisor/tools_host.hpp);
+// child_routes.cpp: GET/POST /tools, forwarded to the tools host (supervisor/tools_host.hpp);
 // 404 when tools are off, 503 with Retry-After while the host starts or restarts.
 asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c);
 

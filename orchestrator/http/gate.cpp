@@ -138,7 +138,7 @@ RouteMatch match_route(std::string_view path) {
   if (path.size() > kSlots.size() && path.substr(0, kSlots.size()) == kSlots)
     return {Route::slot_action, V::post, path.substr(kSlots.size())};
   if (path == "/cors-proxy") return {Route::cors_proxy, V::get, {}, nullptr, true};
-  if (path == "/tools") return {Route::tools, V::get, {}, nullptr, true};  // the tools host (tools_route.cpp)
+  if (path == "/tools") return {Route::tools, V::get, {}, nullptr, true};  // the tools host (child_routes.cpp)
   return {};
 }
 

@@ -217,18 +217,17 @@ Reply unloaded_reply(bool router) {
 
 // With preload, /health is llama-server's 503 "Loading model" until the preloaded children have
 // started (latched: a later switch never fails it): the first start event has come and no child
-// is starting; with tools, also until the tools host's first start has ended. /livez (`live`) only says the process serves.
+// is starting; with tools, also until the tools host's first start has ended. /livez (`live`)
+// only says the process serves.
 Reply health_reply(Door& d, bool live) {
   if (d.draining && !live) return json_reply(503, {{"status", "draining"}});
-  if (!live && d.tools && !d.tools->settled())  // the tools host's first start (tools_route.cpp)
-    return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
-  if (!live && !d.preload_ready && !d.cfg->orch.preload.empty()) {
+  if (!live && !d.preload_ready && !d.cfg->orch.preload.empty())
     d.preload_ready = !d.phases.empty() && std::none_of(d.phases.begin(), d.phases.end(), [](const auto& kv) {
       return kv.second == Phase::starting;
     });
-    if (!d.preload_ready)
-      return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
-  }
+  const bool loading = (!d.preload_ready && !d.cfg->orch.preload.empty()) || (d.tools && !d.tools->settled());
+  if (!live && loading)
+    return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
   return json_reply(200, {{"status", "ok"}, {"uptime_s", seconds_since(d.started_at)}});
 }
 

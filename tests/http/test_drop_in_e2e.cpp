@@ -120,6 +120,14 @@ TEST_CASE("drop-in: a 100-call alternating burst with the default queue bound is
 
 namespace {
 
+// The pid of `model`'s child as /status shows it (0: none).
+int child_pid_of(int port, const std::string& model) {
+  const auto status = http_request(port, "GET", "/status").json_body();
+  for (const auto& p : status.value("profiles", json::array()))
+    if (p.value("name", "") == model) return p.value("pid", 0);
+  return 0;
+}
+
 int free_port() {  // a port nobody listens on now (bound to 0, read back, closed)
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
@@ -151,10 +159,7 @@ TEST_CASE("drop-in: in Vertex AI mode the door listens on AIP_HTTP_PORT and its 
   REQUIRE(predictions.size() == 2);
   for (const auto& p : predictions) CHECK(p["choices"][0]["message"]["role"] == "assistant");
   // The child serves Vertex AI's routes on its own port, never the door's.
-  int child_pid = 0;
-  const auto status = http_request(port, "GET", "/status").json_body();
-  for (const auto& p : status.value("profiles", json::array()))
-    if (p.value("name", "") == "kev") child_pid = p.value("pid", 0);
+  const int child_pid = child_pid_of(port, "kev");
   REQUIRE(child_pid > 0);
   const auto env = environ_of(child_pid);
   CHECK(env.count("AIP_HTTP_PORT") == 1);
@@ -170,10 +175,7 @@ TEST_CASE("drop-in: the door's AIP_* and LLAMA_ARG_* variables never reach a chi
   Serve serve(dir / "kevlaya.yaml", {{"AIP_HTTP_PORT", "1"}, {"AIP_PREDICT_ROUTE", "/x"}, {"LLAMA_ARG_PORT", "1"}});
   const int port = serve.port();
   REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)")).status == 200);
-  int child_pid = 0;
-  const auto status = http_request(port, "GET", "/status").json_body();
-  for (const auto& p : status.value("profiles", json::array()))
-    if (p.value("name", "") == "kev") child_pid = p.value("pid", 0);
+  const int child_pid = child_pid_of(port, "kev");
   REQUIRE(child_pid > 0);
   const auto env = environ_of(child_pid);
   REQUIRE_FALSE(env.empty());
