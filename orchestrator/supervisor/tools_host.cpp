@@ -152,6 +152,4 @@ std::string ToolsHost::last_error() const {
 
 bool ToolsHost::settled() const { return impl_->endpoint_ || !impl_->error_.empty() || impl_->starts_ > 1; }
 
-int ToolsHost::restarts() const { return std::max(0, impl_->starts_ - 1); }
-
 }  // namespace kevlaya::supervisor

@@ -44,7 +44,6 @@ class ToolsHost {
   std::optional<upstream::Endpoint> endpoint() const;
   // Why it is not serving now ("" when serving or not started); for the door's 503.
   std::string last_error() const;
-  int restarts() const;  // starts after the first
   // The first start has ended, served or failed (the door's /health waits for it, as llama-server
   // answers only once its tools are set up).
   bool settled() const;
