@@ -150,28 +150,57 @@ asio::awaitable<Prepared> prepare_on(config::Source source, std::function<void(c
   co_return prepare(source, overrides, running, accept_unsettled);
 }
 
+std::string list_of(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& n : v) s += (s.empty() ? "" : ",") + n;
+  return "[" + s + "]";
+}
+
+// What a running process keeps as it started, one row per setting, rendered for comparison: the
+// socket, the folders, the prefetcher, the preloads, the tools host, and the history's and the
+// captures' stores (opened once, with their bounds; the door keeps them: http/door.cpp set_config).
+struct FixedSetting {
+  const char* key;
+  std::string (*render)(const config::OrchestratorCfg&);
+};
+const FixedSetting kFixedAtStart[] = {
+    {"listen", [](const config::OrchestratorCfg& o) { return o.listen.host + ":" + std::to_string(o.listen.port); }},
+    {"state_dir", [](const config::OrchestratorCfg& o) { return o.state_dir.string(); }},
+    {"log_dir", [](const config::OrchestratorCfg& o) { return o.log_dir.string(); }},
+    {"prefetch",
+     [](const config::OrchestratorCfg& o) {
+       return std::to_string(o.prefetch.enabled) + "/" + std::to_string(o.prefetch.min_available_mib);
+     }},
+    {"preload", [](const config::OrchestratorCfg& o) { return list_of(o.preload); }},
+    {"tools",
+     [](const config::OrchestratorCfg& o) {
+       const auto& t = o.tools;
+       return t.builtin + "|" + t.mcp_servers.string() + "|" + t.mcp_servers_json + "|" + t.binary + "|" +
+              list_of(t.extra_args);
+     }},
+    {"activity",  // session_headers apply at once (read per request)
+     [](const config::OrchestratorCfg& o) {
+       const auto& a = o.activity;
+       return std::string(a.enabled ? "on" : "off") + " max_records=" + std::to_string(a.max_records) +
+              " max_age_days=" + std::to_string(a.max_age_days) + " max_mib=" + std::to_string(a.max_mib);
+     }},
+    {"capture",
+     [](const config::OrchestratorCfg& o) {
+       return std::string(o.capture.enabled ? "on" : "off") + " max_mib=" + std::to_string(o.capture.max_mib);
+     }},
+};
+
 }  // namespace
 
 std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const config::OrchestratorCfg& b) {
   std::vector<std::string> out;
-  const auto note = [&](const std::string& key, const std::string& from, const std::string& to) {
-    if (from != to) out.push_back(key + ": " + from + " -> " + to + " (needs a restart)");
-  };
-  note("listen", a.listen.host + ":" + std::to_string(a.listen.port), b.listen.host + ":" + std::to_string(b.listen.port));
-  note("state_dir", a.state_dir.string(), b.state_dir.string());
-  note("log_dir", a.log_dir.string(), b.log_dir.string());
-  note("prefetch", std::to_string(a.prefetch.enabled) + "/" + std::to_string(a.prefetch.min_available_mib),
-       std::to_string(b.prefetch.enabled) + "/" + std::to_string(b.prefetch.min_available_mib));
-  const auto names = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& n : v) s += (s.empty() ? "" : ",") + n;
-    return "[" + s + "]";
-  };
-  note("preload", names(a.preload), names(b.preload));  // started when the door starts
-  const auto tools = [&names](const config::ToolsCfg& t) {  // the tools host is started with the door
-    return t.builtin + "|" + t.mcp_servers.string() + "|" + t.mcp_servers_json + "|" + t.binary + "|" + names(t.extra_args);
-  };
-  if (tools(a.tools) != tools(b.tools)) out.push_back("tools: changed (needs a restart)");
+  for (const auto& f : kFixedAtStart) {
+    const auto from = f.render(a), to = f.render(b);
+    if (from == to) continue;
+    // The tools host's settings are long and may hold paths: named, not rendered.
+    out.push_back(std::string(f.key) + (std::string_view(f.key) == "tools" ? ": changed" : ": " + from + " -> " + to) +
+                  " (needs a restart)");
+  }
   // A removed peer's models go at once (carry_imported); a new one is asked only at start.
   for (const auto& p : b.peers) {
     const auto known = [&p](const config::PeerCfg& q) { return q.url == p.url; };

@@ -78,8 +78,8 @@ class Reloader {
   std::shared_ptr<Shared> shared_;
 };
 
-// What a reload cannot change in a running process (listen address, directories, prefetch):
-// one "setting: old -> new (needs a restart)" line each. Pure.
+// What a reload cannot change in a running process (one table in reload.cpp: listen, folders,
+// prefetch, preload, tools, activity, capture): "setting: old -> new (needs a restart)" each. Pure.
 std::vector<std::string> needs_restart(const config::OrchestratorCfg& running, const config::OrchestratorCfg& next);
 
 // A cheap fingerprint of the configuration files (paths, sizes, modification times) of `file`

@@ -29,6 +29,27 @@ TEST_CASE("reload: the listen address and directories need a restart, the rest d
   CHECK(runtime::needs_restart(c, b) == std::vector<std::string>{"preload: [kev,laya] -> [] (needs a restart)"});
 }
 
+TEST_CASE("reload: turning captures on or changing the history's store is reported as needing a restart") {
+  // The door opens the history's file and makes the captures' ring once; a reload that changed
+  // them was accepted and silently ignored.
+  config::OrchestratorCfg a, b;
+  b.capture.enabled = true;
+  auto n = runtime::needs_restart(a, b);
+  REQUIRE(n.size() == 1);
+  CHECK(n[0] == "capture: off max_mib=64 -> on max_mib=64 (needs a restart)");
+  b = a;
+  b.activity.enabled = false;
+  b.activity.max_mib = 8;
+  n = runtime::needs_restart(a, b);
+  REQUIRE(n.size() == 1);
+  CHECK(n[0] == "activity: on max_records=100000 max_age_days=30 max_mib=64 -> off max_records=100000 "
+                "max_age_days=30 max_mib=8 (needs a restart)");
+  // The session headers are read per request: they apply at once.
+  b = a;
+  b.activity.session_headers = {"X-Conversation"};
+  CHECK(runtime::needs_restart(a, b).empty());
+}
+
 TEST_CASE("reload: the configuration files' stamp changes when a profile is edited, added or removed") {
   TempDir d("reload-stamp");
   write_text(d / "kevlaya.yaml", "x: 1\n");
