@@ -24,7 +24,7 @@ std::string str(const json& j, const char* key, const std::string& dflt = "-") {
   return v.dump();
 }
 
-std::string join(const json& arr) {
+std::string join_names(const json& arr) {
   if (!arr.is_array() || arr.empty()) return "none";
   std::string s;
   for (const auto& x : arr) s += (s.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
@@ -70,7 +70,7 @@ std::string status_table(const json& st) {
   std::string out = "models:\n" + format_columns(rows, {false, false, true, true, true, true, false, false});
   const auto q = st.value("queue", json::object());
   out += "queue: " + str(q, "supervisor_queued", "0") + " waiting for a model (max " + str(q, "max_depth") +
-         "); door requests in progress: " + str(st, "in_flight_requests", "0") + "; resident: " + join(st.value("resident", json())) + "\n";
+         "); door requests in progress: " + str(st, "in_flight_requests", "0") + "; resident: " + join_names(st.value("resident", json())) + "\n";
   if (st.contains("devices") && st["devices"].is_array() && !st["devices"].empty()) {
     std::vector<std::vector<std::string>> dev = {{"GPU", "NAME", "VRAM MiB", "USED MiB"}};
     for (const auto& d : st["devices"]) dev.push_back({str(d, "index"), str(d, "name"), str(d, "vram_mib"), str(d, "used_mib")});
@@ -125,8 +125,8 @@ std::string event_line(const json& e) {
   } else if (type == "unload") {
     s += str(e, "model") + " (" + str(e, "reason") + ") in " + str(e, "stop_ms") + " ms";
   } else if (type == "reload") {
-    s += "changed: " + join(e.value("changed", json())) + "; added: " + join(e.value("added", json())) +
-         "; removed: " + join(e.value("removed", json()));
+    s += "changed: " + join_names(e.value("changed", json())) + "; added: " + join_names(e.value("added", json())) +
+         "; removed: " + join_names(e.value("removed", json()));
   } else {
     s += e.dump(-1, ' ', false, json::error_handler_t::replace);
   }

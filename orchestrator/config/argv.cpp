@@ -87,7 +87,8 @@ std::vector<std::string> build_argv(const Profile& p, const SpawnArgs& s) {
 const std::vector<std::string>& command_placeholders() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (const auto& [key, value] : template_vars(Profile{}, "", "")) n.push_back(key);
+    const Profile blank;  // named: GCC 12 -O3 misreports a temporary's strings as maybe-uninitialized
+    for (const auto& [key, value] : template_vars(blank, "", "")) n.push_back(key);
     n.emplace_back("{pid}");
     return n;
   }();

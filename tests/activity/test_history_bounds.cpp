@@ -29,13 +29,13 @@ Record rec(std::int64_t at_ms) {
   return r;
 }
 
-std::string diagnostics(const config::LoadResult& r) {
+std::string history_diagnostics(const config::LoadResult& r) {
   std::string s;
   for (const auto& d : r.diagnostics) s += d.format() + "\n";
   return s;
 }
 
-config::LoadResult load_with(const test::TempDir& d, const std::string& orch_yaml) {
+config::LoadResult history_load_with(const test::TempDir& d, const std::string& orch_yaml) {
   test::write_text(d / "models/kev.gguf", "x");
   test::write_text(d / "profiles/kev.yaml", "name: kev\nmodel: ../models/kev.gguf\n");
   test::write_text(d / "kevlaya.yaml", orch_yaml);
@@ -64,28 +64,28 @@ void check_usable(activity::Store& s) {
 TEST_CASE("session_headers refuses each credential header at its file:line:col", "[activity][config]") {
   for (const std::string name : {"Authorization", "X-Api-Key", "Cookie", "X-Goog-Api-Key"}) {
     test::TempDir d("activity-cfg-credential");
-    const auto r = load_with(d, "listen: {port: 8181}\nactivity:\n  session_headers:\n    - X-Session-ID\n    - " + name + "\n");
-    const auto text = diagnostics(r);
+    const auto r = history_load_with(d, "listen: {port: 8181}\nactivity:\n  session_headers:\n    - X-Session-ID\n    - " + name + "\n");
+    const auto text = history_diagnostics(r);
     INFO(text);
     CHECK_FALSE(r.ok());
     CHECK(text.find("kevlaya.yaml:5:7: error: activity.session_headers[1]: '" + name + "' carries credentials") !=
           std::string::npos);
   }
   test::TempDir d("activity-cfg-credential-scalar");
-  const auto r = load_with(d, "activity: {session_headers: Proxy-Authorization}\n");
-  INFO(diagnostics(r));
-  CHECK(diagnostics(r).find("kevlaya.yaml:1:29: error: activity.session_headers: 'Proxy-Authorization' carries") !=
+  const auto r = history_load_with(d, "activity: {session_headers: Proxy-Authorization}\n");
+  INFO(history_diagnostics(r));
+  CHECK(history_diagnostics(r).find("kevlaya.yaml:1:29: error: activity.session_headers: 'Proxy-Authorization' carries") !=
         std::string::npos);
 }
 
 TEST_CASE("activity.max_mib is read and bounded", "[activity][config]") {
   test::TempDir d("activity-cfg-mib");
-  const auto r = load_with(d, "activity: {max_mib: 8}\n");
-  INFO(diagnostics(r));
+  const auto r = history_load_with(d, "activity: {max_mib: 8}\n");
+  INFO(history_diagnostics(r));
   REQUIRE(r.ok());
   CHECK(r.config.orch.activity.max_mib == 8);
   CHECK(config::ActivityCfg{}.max_mib == 64);
-  CHECK_FALSE(load_with(d, "activity: {max_mib: 0}\n").ok());
+  CHECK_FALSE(history_load_with(d, "activity: {max_mib: 0}\n").ok());
 }
 
 TEST_CASE("CSV cells a spreadsheet would run as a formula are quoted text", "[activity]") {

@@ -10,7 +10,7 @@ using cfg::FingerprintScope;
 
 namespace {
 
-cfg::Profile kev() {
+cfg::Profile fp_kev() {
   cfg::Profile p;
   p.name = "kev";
   p.model = "/models/kev-7b.Q4_K_S.gguf";
@@ -22,45 +22,45 @@ cfg::Profile kev() {
 }  // namespace
 
 TEST_CASE("fingerprint: a flag written in extra_args runs as the profile key does", "[config]") {
-  auto moved = kev();
+  auto moved = fp_kev();
   moved.ctx = 2048;
   moved.extra_args = {"-c", "8192"};  // the child reads the last -c
-  CHECK(cfg::fingerprint(moved) == cfg::fingerprint(kev()));
-  CHECK(cfg::child_key(moved) == cfg::child_key(kev()));
+  CHECK(cfg::fingerprint(moved) == cfg::fingerprint(fp_kev()));
+  CHECK(cfg::child_key(moved) == cfg::child_key(fp_kev()));
   moved.extra_args = {"--ctx-size=8192", "-lv", "4"};  // another spelling; the default verbosity
-  CHECK(cfg::fingerprint(moved) == cfg::fingerprint(kev()));
-  auto batch = kev();
+  CHECK(cfg::fingerprint(moved) == cfg::fingerprint(fp_kev()));
+  auto batch = fp_kev();
   batch.batch = 512;
-  auto batch_extra = kev();
+  auto batch_extra = fp_kev();
   batch_extra.extra_args = {"--batch-size", "512"};  // where in the argv a flag stands does not matter
   CHECK(cfg::fingerprint(batch) == cfg::fingerprint(batch_extra));
 }
 
 TEST_CASE("fingerprint: every flag and variable that reaches the child changes it", "[config]") {
-  const auto base = cfg::fingerprint(kev());
-  auto p = kev();
+  const auto base = cfg::fingerprint(fp_kev());
+  auto p = fp_kev();
   p.extra_args = {"-ctk", "q8_0"};
   CHECK(cfg::fingerprint(p) != base);
   p.extra_args = {"--temp", "0.5"};  // unknown to the flag table: kept as written
   CHECK(cfg::fingerprint(p) != base);
-  p = kev();
+  p = fp_kev();
   p.env["LLAMA_ARG_CACHE_TYPE_K"] = "q8_0";
   CHECK(cfg::fingerprint(p) != base);
-  p = kev();
+  p = fp_kev();
   p.placement.devices = {1};
   p.placement.visible = "1";
   CHECK(cfg::fingerprint(p) != base);  // CUDA_VISIBLE_DEVICES
-  CHECK(cfg::fingerprint(p, FingerprintScope::base) == cfg::fingerprint(kev(), FingerprintScope::base));
-  p = kev();
+  CHECK(cfg::fingerprint(p, FingerprintScope::base) == cfg::fingerprint(fp_kev(), FingerprintScope::base));
+  p = fp_kev();
   p.binary = "/opt/llama-server";
   CHECK(cfg::fingerprint(p) != base);
 }
 
 TEST_CASE("fingerprint: the base scope leaves out each member's LoRA and name, the child scope does not", "[config]") {
-  auto a = kev();
+  auto a = fp_kev();
   a.lora = {{"a", "/l/a.gguf", 1.0}};
   a.alias = {"kev-a"};
-  auto b = kev();
+  auto b = fp_kev();
   b.name = "laya";
   b.lora = {{"b", "/l/b.gguf", 0.5}};
   CHECK(cfg::fingerprint(a, FingerprintScope::base) == cfg::fingerprint(b, FingerprintScope::base));
@@ -71,27 +71,27 @@ TEST_CASE("fingerprint: the base scope leaves out each member's LoRA and name, t
 }
 
 TEST_CASE("child key: idle, pin, eviction and aliases keep the child, start and stop settings do not", "[config]") {
-  const auto key = cfg::child_key(kev());
-  auto p = kev();
+  const auto key = cfg::child_key(fp_kev());
+  auto p = fp_kev();
   p.idle_unload_s = 5;
   p.pin = true;
   p.alias = {"k", "decider"};
   p.evict.protect = true;
   p.shared_base = false;
   CHECK(cfg::child_key(p) == key);
-  p = kev();
+  p = fp_kev();
   p.port = 8101;
   CHECK(cfg::child_key(p) != key);
-  p = kev();
+  p = fp_kev();
   p.health.startup_timeout_s += 1;
   CHECK(cfg::child_key(p) != key);
-  p = kev();
+  p = fp_kev();
   p.stop.grace_s = 1;
   CHECK(cfg::child_key(p) != key);
-  p = kev();
+  p = fp_kev();
   p.slot_cache.enabled = true;
   CHECK(cfg::child_key(p) != key);
-  p = kev();
+  p = fp_kev();
   p.name = "kev2";  // --alias
   CHECK(cfg::child_key(p) != key);
 }

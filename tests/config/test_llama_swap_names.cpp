@@ -20,13 +20,13 @@ std::vector<std::string> names(const config::SwapImport& im) {
   return out;
 }
 
-std::string report(const config::SwapImport& im) {
+std::string names_report(const config::SwapImport& im) {
   std::string s;
   for (const auto& d : im.report) s += d.format() + "\n";
   return s;
 }
 
-const config::Profile& named(const config::SwapImport& im, const std::string& n) {
+const config::Profile& names_named(const config::SwapImport& im, const std::string& n) {
   for (const auto& p : im.profiles)
     if (p.name == n) return p;
   FAIL("no profile " << n);
@@ -46,14 +46,14 @@ TEST_CASE("import llama-swap: ids that clean to one name become distinct profile
                                       "groups:\n  g:\n    persistent: true\n    members: [\"qwen/7b\"]\n"
                                       "hooks:\n  on_startup:\n    preload: [QWEN-7B]\n");
   const auto im = config::import_llama_swap(dir / "swap.yaml");
-  const auto r = report(im);
+  const auto r = names_report(im);
   INFO(r);
   REQUIRE(im.errors.empty());
   // File names: a case-insensitive file system would merge qwen-7b and QWEN-7B too.
   CHECK(names(im) == std::vector<std::string>{"qwen-7b", "qwen-7b-2", "QWEN-7B-3"});
-  CHECK(named(im, "qwen-7b-2").model == "/n.gguf");
-  CHECK(named(im, "qwen-7b-2").pin);  // the group names its id: the renamed profile is the one pinned
-  CHECK_FALSE(named(im, "qwen-7b").pin);
+  CHECK(names_named(im, "qwen-7b-2").model == "/n.gguf");
+  CHECK(names_named(im, "qwen-7b-2").pin);  // the group names its id: the renamed profile is the one pinned
+  CHECK_FALSE(names_named(im, "qwen-7b").pin);
   CHECK(im.orchestrator_yaml.find("preload: [QWEN-7B-3]\n") != std::string::npos);
   CHECK(r.find(test::diag(dir / "swap.yaml", 4, 3, "model 'qwen/7b' is named like an earlier profile ('qwen-7b'): served as 'qwen-7b-2'",
                           "warning")) != std::string::npos);
@@ -67,9 +67,9 @@ TEST_CASE("import llama-swap: an id with nothing to name a file by becomes model
                                       "  \"---\":\n    cmd: llama-server -m " + m + " --port ${PORT}\n"
                                       "  \".hidden\":\n    cmd: llama-server -m " + m + " --port ${PORT}\n");
   const auto im = config::import_llama_swap(dir / "swap.yaml");
-  INFO(report(im));
+  INFO(names_report(im));
   CHECK(names(im) == std::vector<std::string>{"model-1", "model-2", "hidden"});
-  CHECK(report(im).find("model '..' has no letter or digit to name it by: served as 'model-1'") != std::string::npos);
+  CHECK(names_report(im).find("model '..' has no letter or digit to name it by: served as 'model-1'") != std::string::npos);
   const auto r = test::run_command(test::orch_binary().string() + " import llama-swap " + (dir / "swap.yaml").string() +
                                    " --out " + (dir / "out").string());
   INFO(r.output);
@@ -89,15 +89,15 @@ TEST_CASE("import llama-swap: ${env.X} in cmd is written as the reference ${X}, 
                                       " --upstream-token ${env.KEVLAYA_SWAP_TEST_TOKEN}\n"
                                       "    env: [\"HF_TOKEN=${env.KEVLAYA_SWAP_TEST_TOKEN}\"]\n");
   const auto im = config::import_llama_swap(dir / "swap.yaml");
-  INFO(report(im));
+  INFO(names_report(im));
   REQUIRE(im.errors.empty());
-  const auto& hf = named(im, "hf");
+  const auto& hf = names_named(im, "hf");
   CHECK(hf.backend == config::Backend::command);
   CHECK(std::find(hf.command.begin(), hf.command.end(), "${KEVLAYA_SWAP_TEST_TOKEN}") != hf.command.end());
-  const auto& local = named(im, "local");
+  const auto& local = names_named(im, "local");
   CHECK(local.ctx == 4096);  // a number holds no reference: its value is read now
   CHECK(local.env.at("HF_TOKEN") == "${KEVLAYA_SWAP_TEST_TOKEN}");
-  CHECK(report(im).find(kSecret) == std::string::npos);
+  CHECK(names_report(im).find(kSecret) == std::string::npos);
   for (const auto& p : im.profiles) {
     const auto text = config::imported_profile_yaml(p, im);
     INFO(text);

@@ -19,13 +19,13 @@ DoorOptions capturing(const TempDir& dir) {
   return o;
 }
 
-const std::vector<std::pair<std::string, std::string>> kAdmin = {{"Authorization", "Bearer admin-key"}};
+const std::vector<std::pair<std::string, std::string>> kCaptureAdmin = {{"Authorization", "Bearer admin-key"}};
 
 // The capture id of the newest activity record (the history is written off the request path).
 std::string newest_capture(std::uint16_t port) {
   std::string id;
   eventually([&] {
-    const auto rows = http_request(port, "GET", "/activity", "", kAdmin).json_body()["records"];
+    const auto rows = http_request(port, "GET", "/activity", "", kCaptureAdmin).json_body()["records"];
     if (!rows.empty() && rows[0]["capture"].is_string()) id = rows[0]["capture"];
     return !id.empty();
   });
@@ -46,7 +46,7 @@ TEST_CASE("a capture keeps the bodies and redacts each credential header", "[htt
   REQUIRE(r.status == 200);
   const auto id = newest_capture(door.port());
   REQUIRE_FALSE(id.empty());
-  auto got = http_request(door.port(), "GET", "/admin/captures/" + id, "", kAdmin);
+  auto got = http_request(door.port(), "GET", "/admin/captures/" + id, "", kCaptureAdmin);
   REQUIRE(got.status == 200);
   for (const char* secret : {"user-key", "secret-api-key", "secret-cookie", "secret-proxy"})
     CHECK(got.body.find(secret) == std::string::npos);
@@ -59,18 +59,18 @@ TEST_CASE("a capture keeps the bodies and redacts each credential header", "[htt
   CHECK(redacted == static_cast<int>(creds.size()));
   // Admin keys only.
   CHECK(http_request(door.port(), "GET", "/admin/captures/" + id, "", {{"Authorization", "Bearer user-key"}}).status == 403);
-  CHECK(http_request(door.port(), "GET", "/admin/captures/unknown", "", kAdmin).status == 404);
+  CHECK(http_request(door.port(), "GET", "/admin/captures/unknown", "", kCaptureAdmin).status == 404);
 }
 
 TEST_CASE("a streamed answer is captured as the client got it", "[http][capture]") {
   TempDir dir("door-capture-stream");
   Door door(capturing(dir));
   door.upstream().release_second.set();
-  auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "stream", true), kAdmin);
+  auto r = http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev", "stream", true), kCaptureAdmin);
   REQUIRE(r.status == 200);
   const auto id = newest_capture(door.port());
   REQUIRE_FALSE(id.empty());
-  const auto doc = http_request(door.port(), "GET", "/admin/captures/" + id, "", kAdmin).json_body();
+  const auto doc = http_request(door.port(), "GET", "/admin/captures/" + id, "", kCaptureAdmin).json_body();
   const auto streamed = doc["response"]["body"].get<std::string>();
   CHECK(streamed.find("chunk-1") != std::string::npos);
   CHECK(streamed.find("data: [DONE]") != std::string::npos);

@@ -6,6 +6,9 @@
 #include "http/child_routes.hpp"
 #include "http/gate.hpp"
 
+// A named namespace: its using-directives stay in this file in the unity build (KEVLAYA_UNITY).
+namespace child_routes_test {
+
 using namespace kevlaya::http;
 using boost::beast::http::verb;
 
@@ -95,3 +98,5 @@ TEST_CASE("child metrics: a histogram's _bucket, _sum and _count stay in their f
         "llamacpp:wait_seconds_sum{model=\"laya\"} 0.5\n"
         "llamacpp:wait_seconds_count{model=\"laya\"} 2\n");
 }
+
+}  // namespace child_routes_test

@@ -17,7 +17,7 @@ using namespace kevlaya::test;
 namespace {
 
 // kev and laya on `binary` (the tiny model, ctx 256, one slot); `extra` is appended to each profile.
-std::filesystem::path write_config(const TempDir& dir, const std::string& binary, const std::string& extra,
+std::filesystem::path routes_write_config(const TempDir& dir, const std::string& binary, const std::string& extra,
                                    const std::string& top = "") {
   for (const std::string n : {"kev", "laya"})
     write_text(dir / "profiles" / (n + ".yaml"), "name: " + n + "\nbinary: " + binary + "\nmodel: " +
@@ -29,7 +29,7 @@ std::filesystem::path write_config(const TempDir& dir, const std::string& binary
   return dir / "kevlaya.yaml";
 }
 
-std::string chat(const std::string& model, bool stream = false, const std::string& content = "Once") {
+std::string routes_chat(const std::string& model, bool stream = false, const std::string& content = "Once") {
   return json{{"model", model}, {"stream", stream}, {"max_tokens", 4},
               {"messages", json::array({json{{"role", "user"}, {"content", content}}})}}
       .dump();
@@ -60,9 +60,9 @@ json stream_error(const std::string& body) {
 
 void slot_round_trip(const std::string& binary) {
   TempDir dir("child-slots");
-  Serve serve(write_config(dir, binary, "slot_cache:\n  enabled: true\n"));
+  Serve serve(routes_write_config(dir, binary, "slot_cache:\n  enabled: true\n"));
   const int port = serve.port();
-  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("laya")).status == 200);
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", routes_chat("laya")).status == 200);
   auto saved = http_request(port, "POST", "/slots/0?action=save&model=laya", R"({"filename":"mine.bin"})");
   INFO(saved.body);
   CHECK(saved.status == 200);
@@ -82,10 +82,10 @@ void slot_round_trip(const std::string& binary) {
 
 void streamed_error_before_first_byte(const std::string& binary) {
   TempDir dir("child-stream-400");
-  Serve serve(write_config(dir, binary, "", "loading_messages: comments\n"));
+  Serve serve(routes_write_config(dir, binary, "", "loading_messages: comments\n"));
   const int port = serve.port();
-  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("kev")).status == 200);  // kev is ready
-  auto r = http_request(port, "POST", "/v1/chat/completions", chat("kev", true, long_prompt()));
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", routes_chat("kev")).status == 200);  // kev is ready
+  auto r = http_request(port, "POST", "/v1/chat/completions", routes_chat("kev", true, long_prompt()));
   INFO(r.body);
   CHECK(r.status == 400);
   CHECK(r.header("x-kevlaya-model") == "kev");
@@ -98,13 +98,13 @@ void streamed_error_before_first_byte(const std::string& binary) {
 
 void ready_child_metrics(const std::string& binary) {
   TempDir dir("child-metrics");
-  Serve serve(write_config(dir, binary, "extra_args: [--metrics]\n"));
+  Serve serve(routes_write_config(dir, binary, "extra_args: [--metrics]\n"));
   const int port = serve.port();
   auto idle = http_request(port, "GET", "/metrics");
   CHECK(idle.status == 200);
   CHECK(idle.body.find("llamacpp:") == std::string::npos);
   CHECK(state_of(port, "kev") == "stopped");  // the scrape started nothing
-  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("kev")).status == 200);
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", routes_chat("kev")).status == 200);
   auto busy = http_request(port, "GET", "/metrics");
   INFO(busy.body);
   CHECK(busy.body.find("# TYPE llamacpp:prompt_tokens_total counter\n") != std::string::npos);
@@ -129,7 +129,7 @@ TEST_CASE("slot actions: save, restore and erase on the real llama-server", "[ht
 TEST_CASE("slot actions: a filename that could leave the slot folder is llama-server's 400, the child unasked",
           "[http][e2e]") {
   TempDir dir("child-slots-names");
-  Serve serve(write_config(dir, standin_binary().string(), "slot_cache:\n  enabled: true\n"));
+  Serve serve(routes_write_config(dir, standin_binary().string(), "slot_cache:\n  enabled: true\n"));
   const int port = serve.port();
   const std::vector<std::string> names = {"../kevlaya.yaml", "sub/x.bin", "a\\u0000b", std::string(256, 'a'), ".."};
   for (const auto& name : names) {
@@ -151,7 +151,7 @@ TEST_CASE("slot actions: a filename that could leave the slot folder is llama-se
 TEST_CASE("slot actions: a model without slot_cache gets llama-server's 501 saying how to enable it",
           "[http][e2e]") {
   TempDir dir("child-slots-off");
-  Serve serve(write_config(dir, standin_binary().string(), ""));
+  Serve serve(routes_write_config(dir, standin_binary().string(), ""));
   auto r = http_request(serve.port(), "POST", "/slots/0?action=save&model=kev", R"({"filename":"a.bin"})");
   INFO(r.body);
   CHECK(r.status == 501);
@@ -163,7 +163,7 @@ TEST_CASE("slot actions: a model without slot_cache gets llama-server's 501 sayi
 TEST_CASE("cors proxy: forwarded to a profile with --ui-mcp-proxy, a 403 naming the flag otherwise",
           "[http][e2e]") {
   TempDir dir("child-cors-proxy");
-  const auto cfg = write_config(dir, standin_binary().string(), "");
+  const auto cfg = routes_write_config(dir, standin_binary().string(), "");
   write_text(dir / "profiles/laya.yaml", read_text(dir / "profiles/laya.yaml") + "extra_args: [--ui-mcp-proxy]\n");
   Serve serve(cfg);
   const int port = serve.port();
@@ -199,9 +199,9 @@ TEST_CASE("stream: a ready real llama-server's context-exceeded 400 is the HTTP 
 TEST_CASE("stream: after loading comments, the child's 400 is an error event with its status and shape",
           "[http][e2e]") {
   TempDir dir("child-stream-400-loading");
-  Serve serve(write_config(dir, standin_binary().string(), "extra_args: [--fake-load-ms, '1500']\n",
+  Serve serve(routes_write_config(dir, standin_binary().string(), "extra_args: [--fake-load-ms, '1500']\n",
                            "loading_messages: comments\n"));
-  auto r = http_request(serve.port(), "POST", "/v1/chat/completions", chat("kev", true, long_prompt()));
+  auto r = http_request(serve.port(), "POST", "/v1/chat/completions", routes_chat("kev", true, long_prompt()));
   INFO(r.body);
   CHECK(r.status == 200);  // committed by the `: loading` comments before the child answered
   CHECK(r.body.find(": loading kev") != std::string::npos);

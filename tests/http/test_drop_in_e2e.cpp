@@ -18,7 +18,7 @@ namespace {
 
 // kevlaya.yaml + one profile per name, all on the stand-in and the tiny model; `profile_extra`
 // is appended to each profile, `top_extra` to kevlaya.yaml.
-void write_config(const TempDir& dir, std::vector<std::string> names, const std::string& profile_extra,
+void dropin_write_config(const TempDir& dir, std::vector<std::string> names, const std::string& profile_extra,
                   const std::string& top_extra = "") {
   for (const auto& n : names)
     write_text(dir / "profiles" / (n + ".yaml"), "name: " + n + "\nbinary: " + standin_binary().string() +
@@ -39,7 +39,7 @@ std::string chat_as(const std::string& model_json) {
 TEST_CASE("drop-in: one profile answers a missing, null or unknown model on every API, as llama-server does",
           "[http][e2e]") {
   TempDir dir("dropin-one");
-  write_config(dir, {"kev"}, "");
+  dropin_write_config(dir, {"kev"}, "");
   Serve serve(dir / "kevlaya.yaml");
   const auto port = static_cast<std::uint16_t>(serve.port());
   for (const std::string model : {"", R"("model":null,)", R"("model":"gpt-3.5-turbo",)", R"("model":"test",)"}) {
@@ -63,7 +63,7 @@ TEST_CASE("drop-in: one profile answers a missing, null or unknown model on ever
 
 TEST_CASE("drop-in: default_model takes missing and unknown names with several profiles", "[http][e2e]") {
   TempDir dir("dropin-default");
-  write_config(dir, {"kev", "laya"}, "", "default_model: laya\n");
+  dropin_write_config(dir, {"kev", "laya"}, "", "default_model: laya\n");
   Serve serve(dir / "kevlaya.yaml");
   const auto port = static_cast<std::uint16_t>(serve.port());
   auto unknown = http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"gpt-4o",)"));
@@ -80,7 +80,7 @@ TEST_CASE("drop-in: default_model takes missing and unknown names with several p
 TEST_CASE("drop-in: with preload, /health is llama-server's 503 Loading model until the child is up, while /livez is 200",
           "[http][e2e]") {
   TempDir dir("dropin-health");
-  write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n", "preload: [kev]\n");
+  dropin_write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n", "preload: [kev]\n");
   Serve serve(dir / "kevlaya.yaml");
   const auto port = static_cast<std::uint16_t>(serve.port());
   auto loading = http_request(port, "GET", "/health");
@@ -95,7 +95,7 @@ TEST_CASE("drop-in: with preload, /health is llama-server's 503 Loading model un
 
 TEST_CASE("drop-in: without preload /health is 200 at once", "[http][e2e]") {
   TempDir dir("dropin-health-nopre");
-  write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n");
+  dropin_write_config(dir, {"kev"}, "extra_args: [--fake-load-ms, '2000']\n");
   Serve serve(dir / "kevlaya.yaml");
   CHECK(http_request(static_cast<std::uint16_t>(serve.port()), "GET", "/health").status == 200);
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
@@ -103,7 +103,7 @@ TEST_CASE("drop-in: without preload /health is 200 at once", "[http][e2e]") {
 
 TEST_CASE("drop-in: a 100-call alternating burst with the default queue bound is answered in full", "[http][e2e]") {
   TempDir dir("dropin-burst");
-  write_config(dir, {"kev", "laya"}, "extra_args: [--fake-load-ms, '20', --fake-token-ms, '0']\n");
+  dropin_write_config(dir, {"kev", "laya"}, "extra_args: [--fake-load-ms, '20', --fake-token-ms, '0']\n");
   Serve serve(dir / "kevlaya.yaml");
   const auto port = std::to_string(serve.port());
   const std::string script =
@@ -171,7 +171,7 @@ TEST_CASE("drop-in: in Vertex AI mode the door listens on AIP_HTTP_PORT and its 
 TEST_CASE("drop-in: the door's AIP_* and LLAMA_ARG_* variables never reach a child outside Vertex AI mode",
           "[http][e2e]") {
   TempDir dir("vertex-off");
-  write_config(dir, {"kev"}, "");
+  dropin_write_config(dir, {"kev"}, "");
   Serve serve(dir / "kevlaya.yaml", {{"AIP_HTTP_PORT", "1"}, {"AIP_PREDICT_ROUTE", "/x"}, {"LLAMA_ARG_PORT", "1"}});
   const int port = serve.port();
   REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)")).status == 200);
@@ -190,7 +190,7 @@ TEST_CASE("drop-in: serve --child-output writes each child's lines to the door's
   for (const bool echo : {true, false}) {
     INFO("--child-output " << echo);
     TempDir dir(echo ? "child-output" : "child-output-off");
-    write_config(dir, {"kev"}, "");
+    dropin_write_config(dir, {"kev"}, "");
     Serve serve(dir / "kevlaya.yaml", {}, echo ? std::vector<std::string>{"--child-output"} : std::vector<std::string>{});
     const int port = serve.port();
     REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat_as(R"("model":"kev",)")).status == 200);

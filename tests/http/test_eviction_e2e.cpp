@@ -31,7 +31,7 @@ void write_protect_config(const TempDir& dir, const std::string& evict, const st
                                    "  min_residency_ms: 0\n" + top);
 }
 
-std::string chat(const std::string& model) {
+std::string evict_chat(const std::string& model) {
   return json{{"model", model}, {"max_tokens", 10}, {"messages", {{{"role", "user"}, {"content", "Once"}}}}}.dump();
 }
 
@@ -43,15 +43,15 @@ struct Stray {
 };
 
 Stray stray_during_use(std::uint16_t port, Clock::duration busy) {
-  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("kev")).status == 200);  // kev resident
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", evict_chat("kev")).status == 200);  // kev resident
   Stray out;
   const auto t0 = Clock::now();
   std::thread kev([&] {
-    while (Clock::now() - t0 < busy) REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("kev")).status == 200);
+    while (Clock::now() - t0 < busy) REQUIRE(http_request(port, "POST", "/v1/chat/completions", evict_chat("kev")).status == 200);
     out.kev_done = Clock::now() - t0;
   });
   std::this_thread::sleep_for(500ms);
-  out.laya = http_request(port, "POST", "/v1/chat/completions", chat("laya"));
+  out.laya = http_request(port, "POST", "/v1/chat/completions", evict_chat("laya"));
   out.laya_done = Clock::now() - t0;
   kev.join();
   return out;
@@ -100,9 +100,9 @@ TEST_CASE("eviction e2e: a request that cannot wait for a protected child gets 5
   write_protect_config(dir, "evict: {policy: protect, idle_s: 600, max_wait_s: 120}\n", "queue:\n  max_wait_s: 5\n");
   Serve serve(dir / "kevlaya.yaml");
   const auto port = static_cast<std::uint16_t>(serve.port());
-  REQUIRE(http_request(port, "POST", "/v1/chat/completions", chat("kev")).status == 200);
+  REQUIRE(http_request(port, "POST", "/v1/chat/completions", evict_chat("kev")).status == 200);
   const auto t0 = Clock::now();
-  const auto r = http_request(port, "POST", "/v1/chat/completions", chat("laya"));
+  const auto r = http_request(port, "POST", "/v1/chat/completions", evict_chat("laya"));
   INFO(r.body);
   CHECK(r.status == 503);
   CHECK(Clock::now() - t0 < 4s);  // refused at once, not after its 5 s

@@ -32,7 +32,7 @@ struct DoorIn {
 };
 
 // A chat call for `model`: the answer's status line and X-Kevlaya-Model header.
-std::string chat(const std::string& base, const std::string& model, const std::string& key = "") {
+std::string first_chat(const std::string& base, const std::string& model, const std::string& key = "") {
   const std::string body = R"({"model":")" + model + R"(","max_tokens":4,"messages":[{"role":"user","content":"Once"}]})";
   return run_command("curl -sS -i --max-time 120 -H 'Content-Type: application/json' " +
                      (key.empty() ? std::string() : "-H 'Authorization: Bearer " + key + "' ") + "-d '" + body + "' " +
@@ -59,7 +59,7 @@ void folder(const std::string& server) {
   two_models(dir);
   DoorIn door(dir, "serve --models-dir models", {{"KEVLAYA_SERVER_BINARY", server}});
   for (const std::string m : {"kev-Q8_0", "laya", "kev-Q8_0"}) {
-    const auto r = chat(door.base, m);
+    const auto r = first_chat(door.base, m);
     INFO(r);
     INFO(door.proc.log());
     CHECK(r.find("HTTP/1.1 200") != std::string::npos);
@@ -118,13 +118,13 @@ void imported(const std::string& server) {
   REQUIRE(check.exit_code == 0);
   DoorIn door(dir, "serve conf/kevlaya.yaml");
   for (const std::string m : {"kev", "decider", "laya", "verifier"}) {
-    const auto r = chat(door.base, m, "sk-first-run");
+    const auto r = first_chat(door.base, m, "sk-first-run");
     INFO(m << "\n" << r);
     INFO(door.proc.log());
     CHECK(r.find("HTTP/1.1 200") != std::string::npos);
     CHECK(r.find("\"choices\"") != std::string::npos);
   }
-  CHECK(chat(door.base, "kev").find("HTTP/1.1 401") != std::string::npos);  // apiKeys became api_keys
+  CHECK(first_chat(door.base, "kev").find("HTTP/1.1 401") != std::string::npos);  // apiKeys became api_keys
   CHECK(door.proc.signal_and_wait(SIGTERM) == 0);
 }
 

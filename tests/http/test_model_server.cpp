@@ -11,6 +11,9 @@
 #include "support/http_client.hpp"
 #include "door_fixture.hpp"
 
+// A named namespace: its using-directives stay in this file in the unity build (KEVLAYA_UNITY).
+namespace model_server_test {
+
 using namespace kevlaya;
 using namespace kevlaya::http;
 using namespace kevlaya::test;
@@ -158,3 +161,5 @@ TEST_CASE("door: /readyz and the node gauges follow a switch, a parked call coun
   CHECK(http_get(door.port(), "/readyz?model=laya").status == 200);  // switched: laya now serves at once
   CHECK(http_get(door.port(), "/readyz?model=kev").status == 503);
 }
+
+}  // namespace model_server_test

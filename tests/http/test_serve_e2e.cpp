@@ -18,7 +18,7 @@ using namespace kevlaya::test;
 
 namespace {
 
-void write_config(const TempDir& dir, const std::string& server_binary, const std::string& extra = "") {
+void serve_write_config(const TempDir& dir, const std::string& server_binary, const std::string& extra = "") {
   write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + server_binary + "\nmodel: " +
                                             tiny_llama().string() + "\nngl: 0\nctx: 256\nparallel: 2\n");
   write_text(dir / "profiles/laya.yaml", "name: laya\nbinary: " + server_binary + "\nmodel: " +
@@ -28,9 +28,9 @@ void write_config(const TempDir& dir, const std::string& server_binary, const st
                                    "log_dir: logs\n" + extra);
 }
 
-void exercise(const std::string& server_binary) {
+void serve_exercise(const std::string& server_binary) {
   TempDir dir("http-e2e");
-  write_config(dir, server_binary);
+  serve_write_config(dir, server_binary);
   Serve serve(dir / "kevlaya.yaml");
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
   const std::string chat = R"({"model":"kev","max_tokens":4,"messages":[{"role":"user","content":"Once"}]})";
@@ -62,7 +62,7 @@ void exercise(const std::string& server_binary) {
 // time): every one is answered 200, none lost to a connection error while a child starts.
 void alternating_burst(const std::string& server_binary, int n) {
   TempDir dir("http-burst");
-  write_config(dir, server_binary, "residency: rotate\n");
+  serve_write_config(dir, server_binary, "residency: rotate\n");
   for (const char* name : {"kev", "laya"}) {  // same model file: opt out of the shared base
     auto f = dir / "profiles" / (std::string(name) + ".yaml");
     write_text(f, read_text(f) + "shared_base: false\n");
@@ -99,12 +99,12 @@ TEST_CASE("serve answers an alternating burst on the real llama-server", "[http]
 }
 
 TEST_CASE("serve end to end with the stand-in child, SIGTERM exits 0", "[http][e2e]") {
-  exercise(standin_binary().string());
+  serve_exercise(standin_binary().string());
 }
 
 TEST_CASE("serve end to end with the real llama-server", "[http][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
-  exercise(real);
+  serve_exercise(real);
 }
 
 // A streaming client that hangs up must stop the real child's generation, not only the door's
@@ -147,7 +147,7 @@ TEST_CASE("a client that hangs up mid-stream cancels the real llama-server's gen
 
 TEST_CASE("serve refuses a port already in use with a clear error", "[http][e2e]") {
   TempDir dir("http-port");
-  write_config(dir, standin_binary().string());
+  serve_write_config(dir, standin_binary().string());
   Serve first(dir / "kevlaya.yaml");
   const auto port = std::to_string(first.port());
   // Its own state_dir: the same one is refused earlier, by the lock (see the state_dir tests).

@@ -19,7 +19,7 @@ using namespace kevlaya::test;
 namespace {
 
 // One stand-in profile (never asked here) and the tools host: read_file and the MCP stand-in.
-std::filesystem::path write_config(const TempDir& dir, const std::string& server, const std::string& keys) {
+std::filesystem::path tools_write_config(const TempDir& dir, const std::string& server, const std::string& keys) {
   const auto mcp = dir / "mcp.json";
   write_text(mcp, json{{"mcpServers", {{"echo", {{"command", "/usr/bin/python3"},
                                                   {"args", json::array({(source_dir() / "tools/mcp-standin/mcp_echo.py").string()})}}}}}}
@@ -57,7 +57,7 @@ TEST_CASE("tools: /tools lists and runs llama-server's built-in and MCP tools th
           "[http][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
   TempDir dir("tools-e2e");
-  Serve serve(write_config(dir, real, "api_keys: [user-key]\nadmin_api_keys: [admin-key]\n"));
+  Serve serve(tools_write_config(dir, real, "api_keys: [user-key]\nadmin_api_keys: [admin-key]\n"));
   const int port = serve.port();
   const Headers user = {{"Authorization", "Bearer user-key"}}, admin = {{"Authorization", "Bearer admin-key"}};
   REQUIRE(eventually([&] { return http_request(port, "GET", "/tools", "", user).status == 200; }, 30s));
@@ -93,7 +93,7 @@ TEST_CASE("tools: a killed tools host is restarted by itself, and the door's sto
           "[http][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
   TempDir dir("tools-restart");
-  Serve serve(write_config(dir, real, ""));
+  Serve serve(tools_write_config(dir, real, ""));
   const int port = serve.port();
   int first = 0;
   REQUIRE(eventually([&] { return (first = mcp_pid(port, {})) > 0; }, 30s));
@@ -122,7 +122,7 @@ TEST_CASE("tools: a killed tools host is restarted by itself, and the door's sto
 TEST_CASE("tools: a stop ends a running tool call at once instead of draining it", "[http][e2e][real]") {
   KEVLAYA_REAL_SERVER_OR_SKIP(real);
   TempDir dir("tools-stop");
-  Serve serve(write_config(dir, real, ""));
+  Serve serve(tools_write_config(dir, real, ""));
   const int port = serve.port();
   REQUIRE(eventually([&] { return mcp_pid(port, {}) > 0; }, 30s));
   std::thread caller([port] {

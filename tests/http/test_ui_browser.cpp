@@ -33,7 +33,7 @@ std::string chromium() {
   return {};
 }
 
-std::string missing_tools() {
+std::string browser_missing_tools() {
   if (run_command("command -v node").exit_code != 0) return "node is not installed";
   if (!std::filesystem::exists(source_dir() / "tests/node_modules/puppeteer-core"))
     return "tests/node_modules/puppeteer-core is missing (run `npm ci` in tests/)";
@@ -44,7 +44,7 @@ std::string missing_tools() {
 // `crashy_args`: how its every start fails; `kind` / `text`: what its card must show (regexes).
 void run_browser(const std::string& binary, const std::string& crashy_args, const std::string& kind,
                  const std::string& text) {
-  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  if (const auto why = browser_missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-browser");
   write_api_config(dir.path(), binary);
   write_text(dir / "profiles/crashy.yaml", "name: crashy\nbinary: " + binary + "\nmodel: " + tiny_llama().string() +
@@ -82,7 +82,7 @@ TEST_CASE("the status page follows the real llama-server live in headless chromi
 // from the new door when it returns (tests/e2e/ui/reconnect.mjs starts and stops the door itself).
 TEST_CASE("the status page goes offline when the door stops and is live and repainted when it returns",
           "[http][ui][e2e][browser]") {
-  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  if (const auto why = browser_missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-reconnect");
   write_api_config(dir.path(), standin_binary().string());
   std::filesystem::remove(dir / "profiles/emb.yaml");
@@ -103,7 +103,7 @@ TEST_CASE("the status page goes offline when the door stops and is live and repa
 // card's Unload, and unloads nothing (tests/e2e/ui/agent_key.mjs).
 TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload when admin keys are set",
           "[http][ui][e2e][browser]") {
-  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  if (const auto why = browser_missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-agent-key");
   write_api_config(dir.path(), standin_binary().string());
   std::filesystem::remove(dir / "profiles/emb.yaml");
@@ -121,7 +121,7 @@ TEST_CASE("the status page with an agent's key shows the 403 for logs and Unload
 
 // The Activity view, in-flight table with Cancel and capture viewer (tests/e2e/ui/activity.mjs).
 TEST_CASE("the status page shows the history, cancels a call in flight and opens a capture", "[http][ui][e2e][browser]") {
-  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  if (const auto why = browser_missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-activity");
   const auto standin = standin_binary().string();
   write_api_config(dir.path(), standin);
@@ -146,7 +146,7 @@ TEST_CASE("the status page shows the history, cancels a call in flight and opens
 
 // Why a child went (the switch timeline) and the load ETA on a loading card (tests/e2e/ui/eviction.mjs).
 TEST_CASE("the status page shows why a child was evicted and a loading model's time left", "[http][ui][e2e][browser]") {
-  if (const auto why = missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
+  if (const auto why = browser_missing_tools(); !why.empty()) KEVLAYA_SKIP(why);
   TempDir dir("http-ui-eviction");
   const auto common = "binary: " + standin_binary().string() + "\nmodel: " + tiny_llama().string() + "\nngl: 0\nctx: 256\n";
   write_text(dir / "profiles/kev.yaml", "name: kev\n" + common);

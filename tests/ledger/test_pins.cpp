@@ -10,7 +10,7 @@ using namespace kevlaya::ledger;
 
 namespace {
 
-constexpr std::uint64_t kOverhead = 450 * kMiB;
+constexpr std::uint64_t kPinsOverhead = 450 * kMiB;
 using Sets = std::vector<std::vector<std::string>>;
 
 ProfileInput small(const std::string& name, bool pin = false) {
@@ -24,8 +24,8 @@ ProfileInput small(const std::string& name, bool pin = false) {
   return p;
 }
 
-std::uint64_t alone(const ProfileInput& p) {
-  return estimate(p.model, p.output_tied, p.flags, p.adapters, kOverhead).total_gpu();
+std::uint64_t pins_alone(const ProfileInput& p) {
+  return estimate(p.model, p.output_tied, p.flags, p.adapters, kPinsOverhead).total_gpu();
 }
 
 bool pin_error(const Plan& p, const std::string& subject) {
@@ -37,8 +37,8 @@ bool pin_error(const Plan& p, const std::string& subject) {
 }  // namespace
 
 TEST_CASE("plan pins: a pin that fits beside each rotating profile is in every allowed set") {
-  const auto one = alone(small("x"));
-  const PlanOptions opt{2 * one + one / 2, kOverhead, config::Residency::auto_};  // two fit, three do not
+  const auto one = pins_alone(small("x"));
+  const PlanOptions opt{2 * one + one / 2, kPinsOverhead, config::Residency::auto_};  // two fit, three do not
   const auto plan = make_plan({small("pin", true), small("kev"), small("laya")}, opt);
   CHECK(plan.ok());
   CHECK(plan.allowed_sets == Sets{{"pin", "kev"}, {"pin", "laya"}});
@@ -47,8 +47,8 @@ TEST_CASE("plan pins: a pin that fits beside each rotating profile is in every a
 // Regression: under `residency: rotate` a pin kept every profile that fit beside it resident (the
 // search took the largest sets); rotate means one at a time beside the pins, as without a GPU.
 TEST_CASE("plan pins: under rotate the others take turns one at a time beside the pin, even with room for more") {
-  const auto one = alone(small("x"));
-  const PlanOptions roomy{4 * one, kOverhead, config::Residency::rotate};  // all three would fit
+  const auto one = pins_alone(small("x"));
+  const PlanOptions roomy{4 * one, kPinsOverhead, config::Residency::rotate};  // all three would fit
   const auto plan = make_plan({small("pin", true), small("kev"), small("laya")}, roomy);
   CHECK(plan.ok());
   CHECK(plan.allowed_sets == Sets{{"pin", "kev"}, {"pin", "laya"}});
@@ -59,8 +59,8 @@ TEST_CASE("plan pins: under rotate the others take turns one at a time beside th
 }
 
 TEST_CASE("plan pins: a profile that cannot fit beside the pin is refused with the figures") {
-  const auto one = alone(small("x"));
-  const PlanOptions opt{one + one / 2, kOverhead, config::Residency::auto_};  // one at a time
+  const auto one = pins_alone(small("x"));
+  const PlanOptions opt{one + one / 2, kPinsOverhead, config::Residency::auto_};  // one at a time
   const auto plan = make_plan({small("pin", true), small("kev")}, opt);
   CHECK_FALSE(plan.ok());
   CHECK(pin_error(plan, "kev"));
@@ -71,16 +71,16 @@ TEST_CASE("plan pins: a profile that cannot fit beside the pin is refused with t
 }
 
 TEST_CASE("plan pins: pins that do not fit together are refused") {
-  const auto one = alone(small("x"));
-  const PlanOptions opt{one + one / 2, kOverhead, config::Residency::rotate};
+  const auto one = pins_alone(small("x"));
+  const PlanOptions opt{one + one / 2, kPinsOverhead, config::Residency::rotate};
   const auto plan = make_plan({small("a", true), small("b", true), small("c")}, opt);
   CHECK_FALSE(plan.ok());
   CHECK(pin_error(plan, "a+b"));
 }
 
 TEST_CASE("plan pins: everything co-resident needs no pin sets") {
-  const auto one = alone(small("x"));
-  const PlanOptions opt{4 * one, kOverhead, config::Residency::auto_};
+  const auto one = pins_alone(small("x"));
+  const PlanOptions opt{4 * one, kPinsOverhead, config::Residency::auto_};
   const auto plan = make_plan({small("pin", true), small("kev")}, opt);
   CHECK(plan.ok());
   CHECK(plan.allowed_sets == Sets{{"pin", "kev"}});

@@ -17,17 +17,17 @@ using kevlaya::test::q4ks_3b_info;
 using kevlaya::test::q4ks_7b_info;
 
 namespace {
-constexpr std::uint64_t kOverhead = 450 * kMiB;
+constexpr std::uint64_t kPlacementOverhead = 450 * kMiB;
 constexpr std::uint64_t kReserve = 256 * kMiB;
 using Sets = std::vector<std::vector<std::string>>;
 
 // The reference profiles (profiles/kev.yaml, profiles/laya.yaml).
-ProfileInput kev() { return test::reference_kev(); }
-ProfileInput laya() { return test::reference_laya(); }
+ProfileInput placement_kev() { return test::reference_kev(); }
+ProfileInput placement_laya() { return test::reference_laya(); }
 
 // A third 7B with a long context: fits an 8 GB card alone, not a 6 GB one.
 ProfileInput judge() {
-  ProfileInput p = kev();
+  ProfileInput p = placement_kev();
   p.name = "judge";
   p.model = q4ks_7b_info("/models/judge-7b.Q4_K_S.gguf");
   p.flags.ngl = -1;
@@ -37,7 +37,7 @@ ProfileInput judge() {
 
 // A 70-layer 7B-width model: about 9 GB of weights, more than any 8 GB card.
 ProfileInput big() {
-  ProfileInput p = kev();
+  ProfileInput p = placement_kev();
   p.name = "big";
   p.model = q4ks_7b_info("/models/big.gguf");
   p.model.n_layer = 70;
@@ -50,10 +50,10 @@ Device gpu(int index, std::uint64_t mib, std::string name = {}) {
   return Device{index, std::move(name), {}, mib * kMiB, mib * kMiB - kReserve};
 }
 
-PlanOptions opts(config::Residency r = config::Residency::auto_) { return PlanOptions{0, kOverhead, r}; }
+PlanOptions opts(config::Residency r = config::Residency::auto_) { return PlanOptions{0, kPlacementOverhead, r}; }
 
-std::uint64_t alone(const ProfileInput& p) {
-  return estimate(p.model, p.output_tied, p.flags, p.adapters, kOverhead).total_gpu();
+std::uint64_t placement_alone(const ProfileInput& p) {
+  return estimate(p.model, p.output_tied, p.flags, p.adapters, kPlacementOverhead).total_gpu();
 }
 
 std::vector<int> on(const PlacedPlan& pp, const std::string& name) {
@@ -117,18 +117,18 @@ int switches_for_run(const Sets& sets, std::size_t tasks, pipeline::Order order,
 }  // namespace
 
 TEST_CASE("placement: the reference bills (kev ~4.7 GiB, laya ~2.8 GiB) that the cases below rely on") {
-  CHECK(alone(kev()) > 4500 * kMiB);
-  CHECK(alone(kev()) < 5888 * kMiB);  // fits the 6 GB card alone
-  CHECK(alone(laya()) < 5888 * kMiB);
-  CHECK(alone(kev()) + alone(laya()) > 5888 * kMiB);  // not together
-  CHECK(alone(judge()) > 5888 * kMiB);  // too big for 6 GB, fits 8 GB
-  CHECK(alone(judge()) < 7936 * kMiB);
-  CHECK(alone(big()) > 7936 * kMiB);  // too big for any 8 GB card
+  CHECK(placement_alone(placement_kev()) > 4500 * kMiB);
+  CHECK(placement_alone(placement_kev()) < 5888 * kMiB);  // fits the 6 GB card alone
+  CHECK(placement_alone(placement_laya()) < 5888 * kMiB);
+  CHECK(placement_alone(placement_kev()) + placement_alone(placement_laya()) > 5888 * kMiB);  // not together
+  CHECK(placement_alone(judge()) > 5888 * kMiB);  // too big for 6 GB, fits 8 GB
+  CHECK(placement_alone(judge()) < 7936 * kMiB);
+  CHECK(placement_alone(big()) > 7936 * kMiB);  // too big for any 8 GB card
 }
 
 TEST_CASE("placement: 1x6 GB: kev and laya rotate on gpu 0, exactly the single-budget plan") {
-  const auto pp = place({kev(), laya()}, {gpu(0, 6144)}, opts());
-  const auto single = make_plan({kev(), laya()}, PlanOptions{5888 * kMiB, kOverhead, config::Residency::auto_});
+  const auto pp = place({placement_kev(), placement_laya()}, {gpu(0, 6144)}, opts());
+  const auto single = make_plan({placement_kev(), placement_laya()}, PlanOptions{5888 * kMiB, kPlacementOverhead, config::Residency::auto_});
   CHECK(pp.plan.allowed_sets == single.allowed_sets);
   CHECK(pp.plan.allowed_sets == Sets{{"kev"}, {"laya"}});
   CHECK(pp.plan.mode == Mode::rotate);
@@ -143,7 +143,7 @@ TEST_CASE("placement: 1x6 GB: kev and laya rotate on gpu 0, exactly the single-b
 }
 
 TEST_CASE("placement: 6+8 GB: kev and laya on different GPUs, co-resident, a pipeline needs no switch") {
-  const auto pp = place({kev(), laya()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
+  const auto pp = place({placement_kev(), placement_laya()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
   CHECK(pp.plan.ok());
   CHECK(on(pp, "kev") == std::vector<int>{1});  // the biggest first, where the most room is left
   CHECK(on(pp, "laya") == std::vector<int>{0});
@@ -156,7 +156,7 @@ TEST_CASE("placement: 6+8 GB: kev and laya on different GPUs, co-resident, a pip
 }
 
 TEST_CASE("placement: 6+8 GB with a third model: it rotates only on the GPU where it fits") {
-  const auto pp = place({kev(), laya(), judge()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
+  const auto pp = place({placement_kev(), placement_laya(), judge()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
   CHECK(pp.plan.ok());
   CHECK(on(pp, "judge") == std::vector<int>{1});  // only the 8 GB card holds it
   CHECK(on(pp, "kev") == std::vector<int>{0});
@@ -171,7 +171,7 @@ TEST_CASE("placement: 6+8 GB with a third model: it rotates only on the GPU wher
 }
 
 TEST_CASE("placement: 2x24 GB: both would fit one card, they are spread over both") {
-  const auto pp = place({kev(), laya()}, {gpu(0, 24576), gpu(1, 24576)}, opts());
+  const auto pp = place({placement_kev(), placement_laya()}, {gpu(0, 24576), gpu(1, 24576)}, opts());
   CHECK(on(pp, "kev") == std::vector<int>{0});
   CHECK(on(pp, "laya") == std::vector<int>{1});
   CHECK(pp.plan.mode == Mode::co_resident);
@@ -180,7 +180,7 @@ TEST_CASE("placement: 2x24 GB: both would fit one card, they are spread over bot
 
 TEST_CASE("placement: 4x8 GB: a model no card holds is split over two, the others get a card each") {
   const std::vector<Device> devs = {gpu(0, 8192), gpu(1, 8192), gpu(2, 8192), gpu(3, 8192)};
-  const auto pp = place({kev(), laya(), big()}, devs, opts());
+  const auto pp = place({placement_kev(), placement_laya(), big()}, devs, opts());
   CHECK(pp.plan.ok());
   REQUIRE(pp.placement.count("big"));
   const auto& split = pp.placement.at("big");
@@ -189,7 +189,7 @@ TEST_CASE("placement: 4x8 GB: a model no card holds is split over two, the other
   CHECK(split.bytes[0] <= devs[0].budget);
   CHECK(split.bytes[1] <= devs[1].budget);
   // Each card pays a compute buffer and the CUDA context: the halves sum to more than the whole.
-  CHECK(split.bytes[0] + split.bytes[1] > alone(big()));
+  CHECK(split.bytes[0] + split.bytes[1] > placement_alone(big()));
   CHECK(on(pp, "kev") == std::vector<int>{2});
   CHECK(on(pp, "laya") == std::vector<int>{3});
   CHECK(as_sets(pp.plan.allowed_sets) == as_sets(Sets{{"big", "kev", "laya"}}));
@@ -204,22 +204,22 @@ TEST_CASE("placement: 4x8 GB: a model no card holds is split over two, the other
 // plan), and the host figures the supervisor checks come from those specs.
 TEST_CASE("placement: every placed child has one spec, a split one included, with its host figures") {
   const std::vector<Device> devs = {gpu(0, 8192), gpu(1, 8192), gpu(2, 8192), gpu(3, 8192)};
-  const auto pp = place({kev(), laya(), big()}, devs, opts());
+  const auto pp = place({placement_kev(), placement_laya(), big()}, devs, opts());
   std::vector<std::string> names;
   for (const auto& c : pp.plan.children) names.push_back(c.name);
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"big", "kev", "laya"});
   REQUIRE(pp.plan.child_spec("big") != nullptr);
-  CHECK(pp.plan.child_spec("big")->bill.total_gpu() == alone(big()));
+  CHECK(pp.plan.child_spec("big")->bill.total_gpu() == placement_alone(big()));
   const auto host = child_host_bytes(pp.plan, false);
   CHECK(host.size() == 3);
   CHECK(host.at("big") == host_bytes(big()));
-  CHECK(host.at("kev") == host_bytes(kev()));
+  CHECK(host.at("kev") == host_bytes(placement_kev()));
 }
 
 TEST_CASE("placement: a split child rotates alone on its devices, others there take turns with it") {
   const std::vector<Device> devs = {gpu(0, 6144), gpu(1, 6144)};
-  const auto pp = place({big(), kev()}, devs, opts());
+  const auto pp = place({big(), placement_kev()}, devs, opts());
   CHECK(pp.plan.ok());
   CHECK(on(pp, "big") == std::vector<int>{0, 1});
   CHECK(on(pp, "kev") == std::vector<int>{0});
@@ -231,7 +231,7 @@ TEST_CASE("placement: what no placement holds is refused with a sentence") {
   huge.name = "huge";
   huge.model.n_layer = 200;
   huge.model.layer_bytes.assign(200, huge.model.layer_bytes[0]);
-  const auto pp = place({huge, kev()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
+  const auto pp = place({huge, placement_kev()}, {gpu(0, 6144), gpu(1, 8192)}, opts());
   CHECK_FALSE(pp.plan.ok());
   CHECK(pp.placement.count("huge") == 0);
   const auto msg = error_of(pp, "huge");
@@ -242,9 +242,9 @@ TEST_CASE("placement: what no placement holds is refused with a sentence") {
 }
 
 TEST_CASE("placement: gpu: N is obeyed, or refused when the card is missing or too small") {
-  auto k = kev();
+  auto k = placement_kev();
   k.gpu = {0};
-  auto l = laya();
+  auto l = placement_laya();
   l.gpu = {0};
   const auto pp = place({k, l}, {gpu(0, 6144), gpu(1, 8192)}, opts());
   CHECK(on(pp, "kev") == std::vector<int>{0});
@@ -264,7 +264,7 @@ TEST_CASE("placement: gpu: N is obeyed, or refused when the card is missing or t
 }
 
 TEST_CASE("placement: gpu: [0, 1] splits in the ratio of the device budgets") {
-  auto k = kev();
+  auto k = placement_kev();
   k.gpu = {0, 1};
   const std::vector<Device> devs = {gpu(0, 6144, "RTX 3060"), gpu(1, 8192, "GTX 1080")};
   const auto pp = place({k}, devs, opts());
@@ -282,13 +282,13 @@ TEST_CASE("placement: NVML's UUIDs name the devices in CUDA_VISIBLE_DEVICES") {
   std::vector<Device> devs = {gpu(0, 8192), gpu(1, 8192)};
   devs[0].uuid = "GPU-aaaa";
   devs[1].uuid = "GPU-bbbb";
-  const auto pp = place({kev(), laya()}, devs, opts());
+  const auto pp = place({placement_kev(), placement_laya()}, devs, opts());
   CHECK(spawn_placement(pp.placement.at("kev"), devs).visible == "GPU-aaaa");
   CHECK(spawn_placement(pp.placement.at("laya"), devs).visible == "GPU-bbbb");
 }
 
 TEST_CASE("placement: residency rotate keeps one child per device, devices still run side by side") {
-  const auto pp = place({kev(), laya(), judge()}, {gpu(0, 24576), gpu(1, 24576)}, opts(config::Residency::rotate));
+  const auto pp = place({placement_kev(), placement_laya(), judge()}, {gpu(0, 24576), gpu(1, 24576)}, opts(config::Residency::rotate));
   for (const auto& d : pp.devices) {
     for (const auto& s : d.allowed_sets) CHECK(s.size() == 1);
   }
@@ -299,7 +299,7 @@ TEST_CASE("placement: split_bytes puts layers where llama.cpp's load_tensors doe
   ProfileInput p;
   p.name = "s";
   p.model = test::stories260k_info();  // 5 layers + output: 6 offloaded "layers"
-  const Bill b = estimate(p.model, false, p.flags, {}, kOverhead);
+  const Bill b = estimate(p.model, false, p.flags, {}, kPlacementOverhead);
   // Even split: points 0.5, 1.0; layers at 0/6, 1/6, 2/6 -> device 0; 3/6 (not < 0.5), 4/6, output -> device 1.
   const auto bytes = split_bytes(p, b, {1.0, 1.0});
   const std::uint64_t layer = p.model.layer_bytes[0];
@@ -316,7 +316,7 @@ TEST_CASE("placement: split_bytes puts layers where llama.cpp's load_tensors doe
 TEST_CASE("placement: no devices known -> the single-budget plan, nothing placed") {
   PlanOptions o = opts();
   o.budget = 5888 * kMiB;
-  const auto pp = place({kev(), laya()}, {}, o);
+  const auto pp = place({placement_kev(), placement_laya()}, {}, o);
   CHECK(pp.placement.empty());
   CHECK(pp.plan.allowed_sets == Sets{{"kev"}, {"laya"}});
 }

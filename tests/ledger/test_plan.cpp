@@ -10,23 +10,23 @@ using kevlaya::test::q4ks_3b_info;
 using kevlaya::test::q4ks_7b_info;
 
 namespace {
-constexpr std::uint64_t kOverhead = 450 * kMiB;
+constexpr std::uint64_t kPlanOverhead = 450 * kMiB;
 using Sets = std::vector<std::vector<std::string>>;
 
-ProfileInput kev() {
+ProfileInput plan_kev() {
   ProfileInput p = test::reference_kev();
   p.share_key = "ngl=32 c=2048";
   return p;
 }
 
-ProfileInput laya() { return test::reference_laya(); }
+ProfileInput plan_laya() { return test::reference_laya(); }
 
-std::uint64_t alone(const ProfileInput& p) {
-  return estimate(p.model, p.output_tied, p.flags, p.adapters, kOverhead).total_gpu();
+std::uint64_t plan_alone(const ProfileInput& p) {
+  return estimate(p.model, p.output_tied, p.flags, p.adapters, kPlanOverhead).total_gpu();
 }
 
 PlanOptions budget(std::uint64_t bytes, config::Residency r = config::Residency::auto_) {
-  return PlanOptions{bytes, kOverhead, r};
+  return PlanOptions{bytes, kPlanOverhead, r};
 }
 
 bool has(const Plan& p, config::Severity s, const std::string& needle) {
@@ -38,19 +38,19 @@ bool has(const Plan& p, config::Severity s, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("plan: both fit together -> co-resident, one allowed set with both") {
-  const auto plan = make_plan({kev(), laya()}, budget(24 * 1024 * kMiB));
+  const auto plan = make_plan({plan_kev(), plan_laya()}, budget(24 * 1024 * kMiB));
   CHECK(plan.mode == Mode::co_resident);
   CHECK(plan.allowed_sets == Sets{{"kev", "laya"}});
   CHECK(plan.ok());
   REQUIRE(plan.sets.size() == 1);
-  CHECK(plan.sets[0].total_gpu == alone(kev()) + alone(laya()));
+  CHECK(plan.sets[0].total_gpu == plan_alone(plan_kev()) + plan_alone(plan_laya()));
   CHECK(plan.sets[0].fits);
 }
 
 TEST_CASE("plan: each fits alone but not together -> rotate, one at a time") {
-  const std::uint64_t b = std::max(alone(kev()), alone(laya())) + 1024 * kMiB;
-  REQUIRE(b < alone(kev()) + alone(laya()));
-  const auto plan = make_plan({kev(), laya()}, budget(b));
+  const std::uint64_t b = std::max(plan_alone(plan_kev()), plan_alone(plan_laya())) + 1024 * kMiB;
+  REQUIRE(b < plan_alone(plan_kev()) + plan_alone(plan_laya()));
+  const auto plan = make_plan({plan_kev(), plan_laya()}, budget(b));
   CHECK(plan.mode == Mode::rotate);
   CHECK(plan.allowed_sets == Sets{{"kev"}, {"laya"}});
   CHECK(plan.ok());
@@ -59,35 +59,35 @@ TEST_CASE("plan: each fits alone but not together -> rotate, one at a time") {
 }
 
 TEST_CASE("plan: residency rotate overrides a co-resident fit") {
-  const auto plan = make_plan({kev(), laya()}, budget(24 * 1024 * kMiB, config::Residency::rotate));
+  const auto plan = make_plan({plan_kev(), plan_laya()}, budget(24 * 1024 * kMiB, config::Residency::rotate));
   CHECK(plan.mode == Mode::rotate);
   CHECK(plan.allowed_sets == Sets{{"kev"}, {"laya"}});
 }
 
 TEST_CASE("plan: residency co-resident that does not fit is an error") {
-  const std::uint64_t b = std::max(alone(kev()), alone(laya())) + 1024 * kMiB;
-  const auto plan = make_plan({kev(), laya()}, budget(b, config::Residency::co_resident));
+  const std::uint64_t b = std::max(plan_alone(plan_kev()), plan_alone(plan_laya())) + 1024 * kMiB;
+  const auto plan = make_plan({plan_kev(), plan_laya()}, budget(b, config::Residency::co_resident));
   CHECK(plan.mode == Mode::co_resident);
   CHECK_FALSE(plan.ok());
   CHECK(has(plan, config::Severity::error, "co-resident"));
 }
 
 TEST_CASE("plan: three children, the pair that fits is kept together in rotate mode") {
-  auto small = laya();
+  auto small = plan_laya();
   small.name = "tiny";
   small.model.path = "/models/other-3b.gguf";
-  const std::uint64_t b = alone(laya()) + alone(small) + 64 * kMiB;
-  REQUIRE(b < alone(kev()) + alone(laya()));
-  REQUIRE(b >= alone(kev()));
-  const auto plan = make_plan({kev(), laya(), small}, budget(b));
+  const std::uint64_t b = plan_alone(plan_laya()) + plan_alone(small) + 64 * kMiB;
+  REQUIRE(b < plan_alone(plan_kev()) + plan_alone(plan_laya()));
+  REQUIRE(b >= plan_alone(plan_kev()));
+  const auto plan = make_plan({plan_kev(), plan_laya(), small}, budget(b));
   CHECK(plan.mode == Mode::rotate);
   CHECK(plan.allowed_sets == Sets{{"laya", "tiny"}, {"kev"}});
   CHECK(plan.sets.size() == 4);  // three pairs and the triple
 }
 
 TEST_CASE("plan: same base, different adapters -> one shared-base child with per-profile scales") {
-  auto a = kev();
-  auto b = kev();
+  auto a = plan_kev();
+  auto b = plan_kev();
   b.name = "laya";
   a.adapters = {{"kev-lora", "/l/kev.gguf", 20 * kMiB, 1.0}};
   b.adapters = {{"laya-lora", "/l/laya.gguf", 30 * kMiB, 0.5}};
@@ -112,12 +112,12 @@ TEST_CASE("plan: same base, different adapters -> one shared-base child with per
 }
 
 TEST_CASE("plan: shared-base grouping applies under residency rotate too") {
-  auto a = kev();
-  auto b = kev();
+  auto a = plan_kev();
+  auto b = plan_kev();
   b.name = "laya";
   a.adapters = {{"kev-lora", "/l/kev.gguf", 20 * kMiB, 1.0}};
   b.adapters = {{"laya-lora", "/l/laya.gguf", 30 * kMiB, 0.5}};
-  auto other = laya();
+  auto other = plan_laya();
   other.name = "judge";
   const auto plan = make_plan({a, b, other}, budget(24 * 1024 * kMiB, config::Residency::rotate));
   CHECK(plan.mode == Mode::rotate);
@@ -129,8 +129,8 @@ TEST_CASE("plan: shared-base grouping applies under residency rotate too") {
 }
 
 TEST_CASE("plan: shared_base false opts a profile out of the group") {
-  auto a = kev();
-  auto b = kev();
+  auto a = plan_kev();
+  auto b = plan_kev();
   b.name = "laya";
   b.shared_base = false;
   const auto plan = make_plan({a, b}, budget(24 * 1024 * kMiB));
@@ -142,8 +142,8 @@ TEST_CASE("plan: shared_base false opts a profile out of the group") {
 }
 
 TEST_CASE("plan: different flags on the same model do not share a child") {
-  auto a = kev();
-  auto b = kev();
+  auto a = plan_kev();
+  auto b = plan_kev();
   b.name = "laya";
   b.flags.ctx = 4096;
   b.share_key = "ngl=32 c=4096";
@@ -152,10 +152,10 @@ TEST_CASE("plan: different flags on the same model do not share a child") {
 }
 
 TEST_CASE("plan: a profile too big even alone is refused with the ngl that would fit") {
-  auto big = kev();
+  auto big = plan_kev();
   big.flags.ctx = 8192;
   const std::uint64_t b = 3 * 1024 * kMiB;
-  const auto plan = make_plan({big, laya()}, budget(b));
+  const auto plan = make_plan({big, plan_laya()}, budget(b));
   CHECK_FALSE(plan.ok());
   const auto& pb = plan.profiles[0];
   CHECK_FALSE(pb.fits_alone);
@@ -163,16 +163,16 @@ TEST_CASE("plan: a profile too big even alone is refused with the ngl that would
   REQUIRE(pb.suggest_ngl);
   auto f = big.flags;
   f.ngl = *pb.suggest_ngl;
-  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() <= b);
+  CHECK(estimate(big.model, false, f, {}, kPlanOverhead).total_gpu() <= b);
   f.ngl = *pb.suggest_ngl + 1;
-  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() > b);
+  CHECK(estimate(big.model, false, f, {}, kPlanOverhead).total_gpu() > b);
   CHECK(has(plan, config::Severity::error, "ngl " + std::to_string(*pb.suggest_ngl)));
   // the refused profile is in no allowed set; the other one still runs
   CHECK(plan.allowed_sets == Sets{{"laya"}});
 }
 
 TEST_CASE("plan: a context too long is refused with the ctx that would fit") {
-  auto big = kev();
+  auto big = plan_kev();
   big.flags.ngl = -1;
   big.flags.ctx = 32768;  // 4 GiB of KV on top of ~4 GiB of weights
   const std::uint64_t b = 6 * 1024 * kMiB;
@@ -184,24 +184,24 @@ TEST_CASE("plan: a context too long is refused with the ctx that would fit") {
   CHECK(*pb.suggest_ctx % 256 == 0);
   auto f = big.flags;
   f.ctx = *pb.suggest_ctx;
-  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() <= b);
+  CHECK(estimate(big.model, false, f, {}, kPlanOverhead).total_gpu() <= b);
   f.ctx = *pb.suggest_ctx + 256;
-  CHECK(estimate(big.model, false, f, {}, kOverhead).total_gpu() > b);
+  CHECK(estimate(big.model, false, f, {}, kPlanOverhead).total_gpu() > b);
   CHECK(has(plan, config::Severity::error, "ctx " + std::to_string(*pb.suggest_ctx)));
 }
 
 TEST_CASE("plan: under 10% headroom warns, comfortable headroom does not") {
-  const std::uint64_t need = alone(kev());
-  const auto tight = make_plan({kev()}, budget(need + need / 20));
+  const std::uint64_t need = plan_alone(plan_kev());
+  const auto tight = make_plan({plan_kev()}, budget(need + need / 20));
   CHECK(tight.ok());
   CHECK(has(tight, config::Severity::warning, "headroom"));
-  const auto roomy = make_plan({kev()}, budget(need * 2));
+  const auto roomy = make_plan({plan_kev()}, budget(need * 2));
   CHECK_FALSE(has(roomy, config::Severity::warning, "headroom"));
 }
 
 TEST_CASE("plan: a measurement decides over the estimate") {
-  auto p = kev();
-  const std::uint64_t need = alone(p);
+  auto p = plan_kev();
+  const std::uint64_t need = plan_alone(p);
   const auto est = make_plan({p}, budget(need));
   CHECK(est.ok());
   Measured m;
@@ -214,7 +214,7 @@ TEST_CASE("plan: a measurement decides over the estimate") {
 }
 
 TEST_CASE("plan: nothing fits -> rotate with no allowed set") {
-  const auto plan = make_plan({kev(), laya()}, budget(kOverhead));
+  const auto plan = make_plan({plan_kev(), plan_laya()}, budget(kPlanOverhead));
   CHECK(plan.mode == Mode::rotate);
   CHECK(plan.allowed_sets.empty());
   CHECK_FALSE(plan.ok());

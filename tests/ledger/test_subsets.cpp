@@ -14,10 +14,10 @@ using namespace kevlaya::ledger;
 
 namespace {
 
-using Sets = std::vector<std::vector<std::size_t>>;
+using IndexSets = std::vector<std::vector<std::size_t>>;
 
 // The search as the planner did it before: every bitmask, then the maximal ones, in mask order.
-Sets exhaustive(const std::vector<std::uint64_t>& cost, unsigned required, std::uint64_t budget, bool one_more) {
+IndexSets exhaustive(const std::vector<std::uint64_t>& cost, unsigned required, std::uint64_t budget, bool one_more) {
   const std::size_t n = cost.size();
   std::vector<unsigned> fit;
   for (unsigned m = required ? required : 1; m < (1U << n); ++m) {
@@ -27,7 +27,7 @@ Sets exhaustive(const std::vector<std::uint64_t>& cost, unsigned required, std::
       if (m & (1U << i)) sum += cost[i];
     if (sum <= budget) fit.push_back(m);
   }
-  Sets out;
+  IndexSets out;
   for (const auto m : fit) {
     if (std::any_of(fit.begin(), fit.end(), [&](unsigned o) { return o != m && (o & m) == m; })) continue;
     auto& v = out.emplace_back();
@@ -45,7 +45,7 @@ std::uint64_t sum_of(const std::vector<std::uint64_t>& cost, const std::vector<s
 
 // Every set fits and holds `required`; nothing else fits beside any of them; no two are equal.
 void check_sound(const std::vector<std::uint64_t>& cost, const std::vector<std::size_t>& required, std::uint64_t budget,
-                 const Sets& sets) {
+                 const IndexSets& sets) {
   for (const auto& s : sets) {
     CHECK(sum_of(cost, s) <= budget);
     for (const auto r : required) CHECK(std::find(s.begin(), s.end(), r) != s.end());

@@ -2,6 +2,9 @@
 
 #include "pipeline/request.hpp"
 
+// A named namespace: its using-directives stay in this file in the unity build (KEVLAYA_UNITY).
+namespace request_test {
+
 using namespace kevlaya;
 using namespace kevlaya::pipeline;
 using json = nlohmann::ordered_json;  // chat_body keeps the members' order
@@ -118,3 +121,5 @@ TEST_CASE("chat_body sends a schema's properties in the order the stage writes t
   const auto swapped = chat_body(s, {{"user", "hi"}}, std::nullopt)->dump();
   CHECK(swapped.find("\"reason\":{") < swapped.find("\"verdict\":{"));
 }
+
+}  // namespace request_test

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kTasks = 8;
 
-json pass_script() {
+json resume_pass_script() {
   return json::array({{{"model", "kev"}, {"reply", "cache"}},
                       {{"model", "laya"}, {"reply", R"({"verdict": "pass", "reason": "the strategy fits"})"}}});
 }
@@ -55,7 +55,7 @@ void check_resume_completes(const RunProject& p, std::size_t before) {
 }
 
 RunProject slow_project() {
-  return RunProject(pass_script(), {{"laya", "--fake-token-ms 40"}});
+  return RunProject(resume_pass_script(), {{"laya", "--fake-token-ms 40"}});
 }
 
 void write_tasks(const RunProject& p) {

@@ -61,13 +61,13 @@ std::map<int, std::string> fd_targets(pid_t pid) {
   return out;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool has_prefix(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // What the door holds that no child may: its sockets and pipes, and its files under `dir`.
 std::set<std::string> door_owned(pid_t door, const fs::path& dir) {
   std::set<std::string> out;
   for (const auto& [fd, target] : fd_targets(door))
-    if (starts_with(target, "socket:[") || starts_with(target, "pipe:[") || starts_with(target, dir.string()))
+    if (has_prefix(target, "socket:[") || has_prefix(target, "pipe:[") || has_prefix(target, dir.string()))
       out.insert(target);
   return out;
 }
@@ -125,8 +125,8 @@ std::map<std::string, int> running_children(int port) {
 void check_children(Serve& serve, const TempDir& dir) {
   const auto owned = door_owned(serve.proc().pid(), dir.path());
   // The check can see a leak: the door holds its listener, the held client and a child's log file.
-  CHECK(std::count_if(owned.begin(), owned.end(), [](const auto& t) { return starts_with(t, "socket:["); }) >= 2);
-  CHECK(std::any_of(owned.begin(), owned.end(), [&](const auto& t) { return starts_with(t, (dir / "logs").string()); }));
+  CHECK(std::count_if(owned.begin(), owned.end(), [](const auto& t) { return has_prefix(t, "socket:["); }) >= 2);
+  CHECK(std::any_of(owned.begin(), owned.end(), [&](const auto& t) { return has_prefix(t, (dir / "logs").string()); }));
   const auto children = running_children(serve.port());
   CHECK_FALSE(children.empty());
   for (const auto& [name, pid] : children) {

@@ -17,7 +17,7 @@ using namespace kevlaya::test;
 
 namespace {
 
-constexpr int kTasks = 200;
+constexpr int kJournalTasks = 200;
 constexpr int kKills = 3;
 
 std::vector<std::string> run_argv(const RunProject& p, bool resume) {
@@ -44,7 +44,7 @@ TEST_CASE("journal durability: kill -9 at random points of a 200-task run, resum
       {{{"model", "laya"}, {"reply", R"({"verdict": "pass", "reason": "fits"})"}}});
   RunProject p(pass, {{"kev", "--fake-token-ms 1"}, {"laya", "--fake-token-ms 1"}});
   std::vector<std::string> lines;
-  for (int i = 0; i < kTasks; ++i) lines.push_back(task_line("t" + std::to_string(i), "case " + std::to_string(i)));
+  for (int i = 0; i < kJournalTasks; ++i) lines.push_back(task_line("t" + std::to_string(i), "case " + std::to_string(i)));
   p.tasks("tasks.jsonl", lines);
   const std::string tag = p.dir.path().string();
 
@@ -80,7 +80,7 @@ TEST_CASE("journal durability: kill -9 at random points of a 200-task run, resum
     CHECK((rec["verdict"] == "accepted" || rec["verdict"] == "rejected"));  // finished, not error
     ++seen[rec["id"].get<std::string>()];
   }
-  CHECK(seen.size() == static_cast<std::size_t>(kTasks));
+  CHECK(seen.size() == static_cast<std::size_t>(kJournalTasks));
   for (const auto& [id, n] : seen) {
     INFO(id);
     CHECK(n == 1);
