@@ -51,8 +51,8 @@ http::ReloadOutcome to_outcome(const runtime::ReloadReport& r) {
   return o;
 }
 
-// The door's options for one snapshot, at startup and after each reload alike (a reload used to
-// drop the plan and /status "gpu" went null).
+// The door's options for one snapshot, at startup and after each reload alike (each carries its
+// plan: /status "gpu").
 http::ServerOptions door_options(const config::Config& cfg, const std::optional<ledger::Plan>& plan) {
   auto opt = http::ServerOptions::from(cfg.orch);
   if (plan) opt.gpu_plan = http::plan_json(*plan);  // /status "gpu"

@@ -1,4 +1,4 @@
-// What reaches a child, in one place (issue 35): its argv as llama-server reads it and its
+// What reaches a child, in one place: its argv as llama-server reads it and its
 // environment. Reload (does a child restart?), shared-base grouping (may profiles share a child?)
 // and the KV slot files (may saved slots be restored?) all compare this one derivation, so no list
 // of profile fields is kept twice and a flag set through extra_args or env is never missed.

@@ -71,7 +71,7 @@ std::optional<Error> check_host(const GatePolicy& p, const boost::beast::http::f
 enum class OriginVerdict { none, same, allowed, refused };
 OriginVerdict check_origin(const GatePolicy& p, std::string_view origin, std::string_view host);
 // The verdict on a request's header: refused for more than one Origin (which one a browser sent
-// is unknowable; the first one used to be judged and the others ignored).
+// is unknowable, so judging only the first would let a second one through unjudged).
 OriginVerdict check_origin(const GatePolicy& p, const boost::beast::http::fields& f);
 
 // True for application/json (any parameters) and application/<something>+json.
