@@ -402,6 +402,7 @@ function paintStatus(st) {
 function onEvent(ev) {
   window.kevlayaUi.events++;
   if (ev.type === 'phase') {
+    if (S.opened) S.opened.add(ev.child);
     const c = card(ev.child);
     c.data.state = ev.to;
     c.data.since_ms = ev.at_ms;
@@ -453,6 +454,22 @@ function applyProfiles(st) {
   }
 }
 
+// The first paint's /status was read before /events was followed, and a phase change between
+// the two reaches no event: one /status read once the stream is open gives each card its phase
+// now, unless a phase event for it has arrived since (that one is newer).
+function catchUp() {
+  const seen = S.opened = new Set();
+  api('/status').then((r) => (r.ok ? r.json() : null)).then((st) => {
+    for (const p of (st && st.profiles) || []) {
+      const c = S.cards.get(p.name);
+      if (!c || seen.has(p.name)) continue;
+      Object.assign(c.data, p);
+      paintCard(c);
+    }
+    if (st) paintGpu();
+  }).catch(() => {});
+}
+
 let refreshing = null;
 function refreshProfile() {
   if (refreshing) return;
@@ -471,6 +488,7 @@ async function follow(ctl) {
   const r = await api('/events', { signal: ctl.signal, headers: { Accept: 'text/event-stream' } });
   if (!r.ok || !r.body) return;
   setLive('live', true);
+  catchUp();
   const reader = r.body.getReader(), dec = new TextDecoder();
   let buf = '';
   for (;;) {
