@@ -30,28 +30,13 @@ constexpr const char* kServerName = "kevlaya-orch";
 // Response headers a page of an allowed origin may read.
 constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run, X-Kevlaya-Backend, X-Kevlaya-Remote";
 
-// Reads until `p` has its header (`header_only`) or the whole request, parsing each read as it
-// lands. Every read appends to what is buffered before the parser sees the buffer again: Beast's
-// own read operations parse the buffer before reading, so after parse_buffered's need_more they
-// handed the parser the same bytes twice, which Boost 1.74's chunk parser asserts against (an
-// ASan build aborted on a last chunk whose final CRLF was cut: fuzz_door). End of stream is
-// reported as Beast's read reports it.
+// Reads until `p` has its header (`header_only`) or the whole request (upstream::read_more: after
+// parse_buffered, never Beast's read operations).
 template <class Parser>
 asio::awaitable<void> read_parsed(tcp::socket& s, beast::flat_buffer& buf, Parser& p, bool header_only,
                                   error_code& ec) {
-  while (!ec && !(header_only ? p.is_header_done() : p.is_done())) {
-    const auto room = std::max(kReadChunk, buf.capacity() - buf.size());
-    const auto n = co_await s.async_read_some(buf.prepare(room), ec_token(ec));
-    if (ec == asio::error::eof) {
-      ec = {};
-      if (p.got_some()) p.put_eof(ec);
-      else ec = bhttp::error::end_of_stream;
-      co_return;
-    }
-    if (ec) co_return;
-    buf.commit(n);
-    upstream::parse_buffered(p, buf, ec, header_only);
-  }
+  while (!ec && !(header_only ? p.is_header_done() : p.is_done()))
+    co_await upstream::read_more(s, buf, p, kReadChunk, ec, header_only);
 }
 
 // Read failures that deserve an answer (the rest just close the connection).

@@ -487,14 +487,18 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
   // string_body appends at the body's current size, so clearing it after each read_some hands
   // every byte to the caller exactly once, as it arrives. (buffer_body reported body_limit for
   // Content-Length responses under Boost 1.74 in this setup; string_body does not.)
+  // The bytes that came with the head are parsed once; from then on each turn reads before the
+  // parser sees the buffer again (wire.hpp read_more: it must never get the same bytes twice).
+  bool head_bytes = buf_.size() > 0;
   while (!parser_->is_done()) {
     if ((result_.cancelled = cancelled())) co_return ended();
     error_code ec;
-    const auto buffered = buf_.size();
-    if (buffered > 0) parse_buffered(*parser_, buf_, ec);  // e.g. a whole answer read with its head
-    if (!ec && buf_.size() == buffered) {  // nothing parsed from the buffer: read more
+    if (head_bytes) {
+      parse_buffered(*parser_, buf_, ec);  // e.g. a whole answer read with its head
+      head_bytes = false;
+    } else {
       arm_timer();
-      co_await http::async_read_some(*conn_->s, buf_, *parser_, ec_token(ec));
+      co_await read_more(*conn_->s, buf_, *parser_, kReadBytes, ec);
       if (!ec) heard();
     }
     if ((result_.cancelled = cancelled())) co_return ended();

@@ -9,6 +9,7 @@
 // the order and form Beast's serializer writes them (tests/upstream/test_wire.cpp compares both).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
@@ -125,6 +126,29 @@ void parse_buffered(Parser& p, DynamicBuffer& buf, boost::system::error_code& ec
     }
     if (ec || n == 0) return;
   }
+}
+
+// Reads once from `stream` (up to the buffer's free room, at least `min_read` bytes of room),
+// appends to `buf`, then parses as parse_buffered does. After parse_buffered stops for more, the
+// parser must next see more bytes than it saw: Boost 1.74's chunk parser asserts on the same bytes
+// handed to it twice, and Beast's own read operations parse the buffer before reading, which does
+// exactly that. So after parse_buffered, every further read goes through here. End of stream is
+// reported as Beast's read reports it (put_eof once some of the message came, else end_of_stream).
+template <class AsyncStream, class Parser, class DynamicBuffer>
+boost::asio::awaitable<void> read_more(AsyncStream& stream, DynamicBuffer& buf, Parser& p, std::size_t min_read,
+                                       boost::system::error_code& ec, bool header_only = false) {
+  const auto room = std::max(min_read, buf.capacity() - buf.size());
+  const auto n = co_await stream.async_read_some(buf.prepare(room),
+                                                 boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  if (ec == boost::asio::error::eof) {
+    ec = {};
+    if (p.got_some()) p.put_eof(ec);
+    else ec = boost::beast::http::error::end_of_stream;
+    co_return;
+  }
+  if (ec) co_return;
+  buf.commit(n);
+  parse_buffered(p, buf, ec, header_only);
 }
 
 }  // namespace kevlaya::upstream

@@ -263,6 +263,41 @@ TEST_CASE("stream delivers each chunk before the server sends the next", "[upstr
   CHECK((*got)->body_bytes == 22);
 }
 
+TEST_CASE("stream: a last chunk whose final CRLF comes in a later read ends the answer, no assertion", "[upstream]") {
+  // The streamer parsed what came with the head, got need_more, then let Beast's read operation
+  // parse the same bytes again: Boost 1.74's chunk parser asserts on that (an ASan build aborted).
+  asio::io_context io;
+  TestServer srv(io);
+  Event head_seen(io);
+  std::vector<std::string> chunks;
+  std::optional<Result<StreamResult>> got;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kChunkedHead + "0\r\n\r");  // an empty answer, its last CRLF cut
+        co_await head_seen.wait();
+        co_await send(s, "\n");
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_head = [&](int, const Headers&) -> asio::awaitable<bool> {
+          head_seen.set();
+          co_return true;
+        };
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          chunks.emplace_back(b);
+          co_return true;
+        };
+        Request r{"POST", "/x", "{}", {}, 1s};
+        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
+      });
+  REQUIRE(got->ok());
+  CHECK((*got)->complete);
+  CHECK(chunks.empty());
+}
+
 TEST_CASE("stream cancel from another coroutine closes the upstream connection", "[upstream]") {
   asio::io_context io;
   TestServer srv(io);
