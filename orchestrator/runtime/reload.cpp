@@ -162,6 +162,7 @@ std::string list_of(const std::vector<std::string>& v) {
 struct FixedSetting {
   const char* key;
   std::string (*render)(const config::OrchestratorCfg&);
+  bool show_values = true;  // false: long and may hold paths, so only named
 };
 const FixedSetting kFixedAtStart[] = {
     {"listen", [](const config::OrchestratorCfg& o) { return o.listen.host + ":" + std::to_string(o.listen.port); }},
@@ -177,7 +178,8 @@ const FixedSetting kFixedAtStart[] = {
        const auto& t = o.tools;
        return t.builtin + "|" + t.mcp_servers.string() + "|" + t.mcp_servers_json + "|" + t.binary + "|" +
               list_of(t.extra_args);
-     }},
+     },
+     false},
     {"activity",  // session_headers apply at once (read per request)
      [](const config::OrchestratorCfg& o) {
        const auto& a = o.activity;
@@ -197,8 +199,7 @@ std::vector<std::string> needs_restart(const config::OrchestratorCfg& a, const c
   for (const auto& f : kFixedAtStart) {
     const auto from = f.render(a), to = f.render(b);
     if (from == to) continue;
-    // The tools host's settings are long and may hold paths: named, not rendered.
-    out.push_back(std::string(f.key) + (std::string_view(f.key) == "tools" ? ": changed" : ": " + from + " -> " + to) +
+    out.push_back(std::string(f.key) + (f.show_values ? ": " + from + " -> " + to : std::string(": changed")) +
                   " (needs a restart)");
   }
   // A removed peer's models go at once (carry_imported); a new one is asked only at start.
