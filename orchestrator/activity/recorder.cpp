@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <thread>
 
 namespace kevlaya::activity {
 namespace {
@@ -40,6 +39,7 @@ void Recorder::submit(Record r) {
       return;
     }
     queue_.push_back(std::move(r));
+    if (queue_.size() > 1) return;  // the writer is gathering or writing: nobody to wake
   }
   cv_.notify_one();
 }
@@ -97,8 +97,8 @@ void Recorder::write(std::vector<Record>& batch) {
 }
 
 // Each turn takes everything queued kBatchWindow after the first record (a kill -9 loses at most
-// the records of that window and of the write in progress); a query waits at most that window and
-// sees every record submitted before it.
+// the records of that window and of the write in progress); a query or a stop ends the window at
+// once, and a query sees every record submitted before it.
 void Recorder::run() {
   ensure_store();  // at once: the door's files are open before its first call, not during it
   for (;;) {
@@ -108,11 +108,8 @@ void Recorder::run() {
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [this] { return stop_ || !queue_.empty() || !queries_.empty(); });
-      if (!stop_ && queries_.empty()) {  // (not waiting on cv_: a submit meanwhile wakes nobody)
-        lk.unlock();
-        std::this_thread::sleep_for(kBatchWindow);
-        lk.lock();
-      }
+      // Records submitted meanwhile wake nobody (submit notifies only an empty queue's first).
+      cv_.wait_for(lk, kBatchWindow, [this] { return stop_ || !queries_.empty(); });
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
       queries.swap(queries_);
