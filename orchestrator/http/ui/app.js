@@ -441,40 +441,30 @@ function onEvent(ev) {
   }
 }
 
-// pid/port/backend fields after a switch: one /status read, cards only. Phase events own a local
-// child's phase: a card whose phase the snapshot disagrees with has had an event the snapshot
-// predates (it can arrive after the event, on its own connection), so it keeps what the events
-// said. A remote profile has no phase events: the snapshot owns its state.
+// The cards from one /status read: after a switch, pid/port/backend; once the stream opens, the
+// phases that changed between the first paint and the stream (no event carries those). Phase
+// events own a local child's phase: a card that had one since the stream opened and whose phase
+// the snapshot disagrees with keeps what the event said (the snapshot, on its own connection, can
+// predate it). A remote profile has no phase events: the snapshot owns its state.
 function applyProfiles(st) {
   for (const p of st.profiles || []) {
     const c = card(p.name);
-    if (p.backend !== 'remote' && c.data.state !== undefined && c.data.state !== p.state) continue;
+    if (p.backend !== 'remote' && S.opened && S.opened.has(p.name) && c.data.state !== p.state) continue;
     Object.assign(c.data, p);
     paintCard(c);
   }
+  paintGpu();
 }
 
-// The first paint's /status was read before /events was followed, and a phase change between
-// the two reaches no event: one /status read once the stream is open gives each card its phase
-// now, unless a phase event for it has arrived since (that one is newer).
-function catchUp() {
-  const seen = S.opened = new Set();
-  api('/status').then((r) => (r.ok ? r.json() : null)).then((st) => {
-    for (const p of (st && st.profiles) || []) {
-      const c = S.cards.get(p.name);
-      if (!c || seen.has(p.name)) continue;
-      Object.assign(c.data, p);
-      paintCard(c);
-    }
-    if (st) paintGpu();
-  }).catch(() => {});
-}
-
-let refreshing = null;
+// One /status read at a time; one asked for meanwhile runs after it (its answer may be newer).
+let refreshing = null, refreshAgain = false;
 function refreshProfile() {
-  if (refreshing) return;
+  if (refreshing) { refreshAgain = true; return; }
   refreshing = api('/status').then((r) => (r.ok ? r.json() : null)).then((st) => { if (st) applyProfiles(st); })
-    .catch(() => {}).finally(() => { refreshing = null; });
+    .catch(() => {}).finally(() => {
+      refreshing = null;
+      if (refreshAgain) { refreshAgain = false; refreshProfile(); }
+    });
 }
 
 function stopStream() {
@@ -488,7 +478,8 @@ async function follow(ctl) {
   const r = await api('/events', { signal: ctl.signal, headers: { Accept: 'text/event-stream' } });
   if (!r.ok || !r.body) return;
   setLive('live', true);
-  catchUp();
+  S.opened = new Set();  // the children with a phase event on this stream
+  refreshProfile();
   const reader = r.body.getReader(), dec = new TextDecoder();
   let buf = '';
   for (;;) {
