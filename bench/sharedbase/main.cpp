@@ -107,7 +107,8 @@ asio::awaitable<void> complete(asio::any_io_executor ex, const sv::Lease& lease)
 template <class Pick>
 std::vector<double> calls(const kevlaya::config::Config& cfg, sv::SupervisorOptions opt, int n, Pick pick) {
   asio::io_context ioc;
-  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg), std::move(opt));
+  const auto shared = std::make_shared<const kevlaya::config::Config>(cfg);
+  sv::Supervisor sup(ioc.get_executor(), shared, std::make_unique<sv::ProcessEffects>(ioc, shared), std::move(opt));
   std::vector<double> out;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (int i = 0; i <= n; ++i) {

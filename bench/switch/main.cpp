@@ -79,7 +79,8 @@ bool health_ok(int port);
 std::vector<double> orchestrator_shares(const std::string& bin, int n, const std::string& tmp) {
   auto cfg = two_profiles(bin, tmp);
   asio::io_context ioc;
-  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg));
+  const auto shared = std::make_shared<const kevlaya::config::Config>(cfg);
+  sv::Supervisor sup(ioc.get_executor(), shared, std::make_unique<sv::ProcessEffects>(ioc, shared));
   std::vector<double> shares;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (int i = 0; i <= n; ++i) {
@@ -110,7 +111,8 @@ kevlaya::config::Config two_profiles(const std::string& bin, const std::string& 
 std::vector<double> orchestrator_calls(const std::string& bin, int n, const std::string& tmp) {
   auto cfg = two_profiles(bin, tmp);
   asio::io_context ioc;
-  sv::Supervisor sup(ioc.get_executor(), cfg, std::make_unique<sv::ProcessEffects>(ioc, cfg));
+  const auto shared = std::make_shared<const kevlaya::config::Config>(cfg);
+  sv::Supervisor sup(ioc.get_executor(), shared, std::make_unique<sv::ProcessEffects>(ioc, shared));
   std::vector<double> calls;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (int i = 0; i <= n; ++i) {

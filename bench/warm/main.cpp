@@ -119,7 +119,7 @@ void bench_prefetch(const std::string& bin, const fs::path& model, int runs) {
   asio::io_context ioc;
   fs::path dir = fs::temp_directory_path() / "kevlaya-bench-warm-a";
   const auto cfg = config_in(dir);
-  sv::ProcessEffects fx(ioc, cfg);
+  sv::ProcessEffects fx(ioc, std::make_shared<const kevlaya::config::Config>(cfg));
   auto p = profile(bin, model, 512);
   std::vector<double> cold, pre, cached, pre_ms;
   warm::Prefetcher pf({0, 16ULL << 20, true, {}});
@@ -159,7 +159,7 @@ void bench_restore(const std::string& label, const std::string& bin, const fs::p
   fs::path dir = fs::temp_directory_path() / "kevlaya-bench-warm-b";
   fs::remove_all(dir);
   const auto cfg = config_in(dir);
-  sv::ProcessEffects fx(ioc, cfg);
+  sv::ProcessEffects fx(ioc, std::make_shared<const kevlaya::config::Config>(cfg));
   std::string prefix;
   for (int i = 0; i < words; ++i) prefix += "once upon a time " + std::to_string(i) + " ";
   std::vector<double> cold, restored, save, restore;

@@ -79,15 +79,15 @@ int serve(const ServeArgs& args) {
   if (!rt) return fail_with("serve", rt.error());
   auto& ioc = (*rt)->ioc();
   auto& sup = (*rt)->sup();
-  const config::Config& served = (*rt)->config();  // with the peers' models imported
-  const auto opt = door_options(served, (*rt)->residency().plan);
+  const auto& served = (*rt)->snapshot();  // with the peers' models imported (read before any reload)
+  const auto opt = door_options(served->config, served->plan);
   // Pipeline runs go through the same supervisor as model calls (one model call at a time per task).
-  auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, served);
+  auto runner = std::make_shared<ConfigPipelineRunner>(ioc.get_executor(), sup, ledger::config_of(served));
   http::Server door(sup, served, opt, runner);
   // Hot reload (docs/lifecycle.md): SIGHUP, POST /admin/reload, --watch-config.
-  runtime::Reloader reloader(**rt, source, overrides, [&door, runner](const runtime::Snapshot& s) {
-    door.set_config(s.config, door_options(s.config, s.plan));
-    runner->set_config(s.config);
+  runtime::Reloader reloader(**rt, source, overrides, [&door, runner](const ledger::SnapshotPtr& s) {
+    door.set_config(s, door_options(s->config, s->plan));
+    runner->set_config(ledger::config_of(s));
   });
   door.set_reload([&reloader]() -> asio::awaitable<http::ReloadOutcome> {
     co_return to_outcome(co_await reloader.reload());

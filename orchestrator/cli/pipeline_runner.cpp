@@ -6,12 +6,10 @@
 namespace kevlaya::cli {
 
 ConfigPipelineRunner::ConfigPipelineRunner(boost::asio::any_io_executor ex, supervisor::Supervisor& sup,
-                                           config::Config cfg)
-    : ex_(std::move(ex)), sup_(sup), cfg_(std::make_shared<const config::Config>(std::move(cfg))) {}
+                                           config::ConfigPtr cfg)
+    : ex_(std::move(ex)), sup_(sup), cfg_(std::move(cfg)) {}
 
-void ConfigPipelineRunner::set_config(config::Config cfg) {
-  cfg_ = std::make_shared<const config::Config>(std::move(cfg));
-}
+void ConfigPipelineRunner::set_config(config::ConfigPtr cfg) { cfg_ = std::move(cfg); }
 
 namespace {
 

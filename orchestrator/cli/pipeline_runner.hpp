@@ -11,8 +11,8 @@ namespace kevlaya::cli {
 
 class ConfigPipelineRunner : public http::PipelineRunner {
  public:
-  // `sup` must outlive the runner; `cfg` is copied (its pipelines are looked up by name).
-  ConfigPipelineRunner(boost::asio::any_io_executor ex, supervisor::Supervisor& sup, config::Config cfg);
+  // `sup` must outlive the runner; `cfg`'s pipelines are looked up by name.
+  ConfigPipelineRunner(boost::asio::any_io_executor ex, supervisor::Supervisor& sup, config::ConfigPtr cfg);
 
   // Errors: not_found (unknown pipeline), bad_request (task without input, bad candidates),
   // unavailable (interrupted); otherwise the journal record, whatever its verdict.
@@ -21,12 +21,12 @@ class ConfigPipelineRunner : public http::PipelineRunner {
 
   // A reloaded configuration for runs that start from now on (runs in progress keep theirs).
   // Call on the runner's executor (serve's one thread).
-  void set_config(config::Config cfg);
+  void set_config(config::ConfigPtr cfg);
 
  private:
   boost::asio::any_io_executor ex_;
   supervisor::Supervisor& sup_;
-  std::shared_ptr<const config::Config> cfg_;
+  config::ConfigPtr cfg_;
 };
 
 }  // namespace kevlaya::cli

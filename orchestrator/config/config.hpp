@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -351,6 +352,9 @@ struct Config {
   LoadingMessages loading_messages(const Profile& p) const;
   const Pipeline* find_pipeline(const std::string& name) const;
 };
+
+// A configuration in force, shared: every holder keeps its version alive (ledger::Snapshot).
+using ConfigPtr = std::shared_ptr<const Config>;
 
 struct LoadResult {
   Config config;

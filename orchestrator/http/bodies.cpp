@@ -16,7 +16,7 @@ using nlohmann::json;
 
 }  // namespace
 
-Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view text) {
+Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_view text) {
   // Validated without building a tree (the body is forwarded as sent): common/json_scan.hpp.
   auto scan = scan_json(text);
   if (!scan) return make_error(Errc::bad_request, "request body: " + scan.error().message);
@@ -33,9 +33,9 @@ Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view t
     if (model.front() != '"') return make_error(Errc::bad_request, "\"model\" must be a string");
     call.requested = json_string(model);
   }
-  auto profile = cfg.resolve_model(call.requested);
+  auto profile = cfg->resolve_model(call.requested);
   if (!profile) return profile.error();
-  call.cfg = &cfg;
+  call.cfg = cfg;
   call.prof = *profile;
   if (!keep_alive.empty()) {
     call.keep_alive_field = true;

@@ -20,8 +20,8 @@ struct ModelCall {
   std::string requested;  // `model` as sent ("" when absent or null)
   bool model_null = false;  // sent as `"model": null`: the child gets the profile's name instead
   // The profile it names, resolved once in the door's configuration of that moment, which the call
-  // keeps reading (every version stays alive across reloads).
-  const config::Config* cfg = nullptr;
+  // holds (and keeps alive) until it ends: a reload meanwhile does not change what it reads.
+  config::ConfigPtr cfg;
   const config::Profile* prof = nullptr;
   const std::string& profile() const { return prof->name; }
   bool stream = false;
@@ -41,8 +41,8 @@ inline Result<const config::Profile*> resolve_model(const config::Config& cfg, c
 }
 
 // Parses a model call's body: a JSON object whose `model` (absent or null = none) is resolved by
-// Config::resolve_model. Errors: 400 (not JSON, too deep, `model` not a string), 404 (unknown model).
-Result<ModelCall> parse_model_call(const config::Config& cfg, std::string_view body);
+// Config::resolve_model; the call keeps `cfg` (its `prof` points into it). Errors: 400 (not JSON, too deep, `model` not a string), 404 (unknown model).
+Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
 // sent; "" = never renamed), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive`

@@ -86,14 +86,18 @@ struct Feed {
 // The door's shared state (owned by Server, kept alive by every connection).
 class Door {
  public:
-  Door(supervisor::Supervisor& s, const config::Config& c, ServerOptions o, std::shared_ptr<PipelineRunner> r);
+  Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r);
   ~Door();
 
   void request_done();  // in_flight--, wakes a drain waiting for zero
 
   Strand strand;
   supervisor::Supervisor& sup;
-  const config::Config* cfg;  // the current version (Server::set_config); older ones stay alive
+  // The version in force (Server::set_config), its configuration and its plan (null: not planned).
+  // A handler that waits and then reads it again copies it first: a reload meanwhile may free it.
+  config::ConfigPtr cfg;
+  std::shared_ptr<const ledger::Plan> plan;
+  void follow(const ledger::SnapshotPtr& s);  // sets both
   ServerOptions opt;
   GatePolicy gate;  // built once from opt (Host, Origin rules)
   std::shared_ptr<PipelineRunner> runner;

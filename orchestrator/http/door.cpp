@@ -23,18 +23,24 @@ using tcp = asio::ip::tcp;
 
 }  // namespace
 
-Door::Door(supervisor::Supervisor& s, const config::Config& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : strand(s.strand()), sup(s), cfg(&c), opt(std::move(o)),
+Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
+    : strand(s.strand()), sup(s), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
+  follow(c);
   describe_metrics(metrics);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
   if (opt.capture.enabled)
     captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20,
-                                                       c.orch.state_dir.empty() ? c.orch.state_dir : c.orch.state_dir / "captures");
+                                                       cfg->orch.state_dir.empty() ? cfg->orch.state_dir : cfg->orch.state_dir / "captures");
 }
 
 Door::~Door() = default;
+
+void Door::follow(const ledger::SnapshotPtr& s) {
+  cfg = ledger::config_of(s);
+  plan = s->plan ? std::shared_ptr<const ledger::Plan>(s, &*s->plan) : nullptr;
+}
 
 void Door::request_done() {
   --in_flight;
@@ -93,7 +99,7 @@ ServerOptions ServerOptions::from(const config::OrchestratorCfg& orch) {
   return o;
 }
 
-Server::Server(supervisor::Supervisor& sup, const config::Config& cfg, ServerOptions opt,
+Server::Server(supervisor::Supervisor& sup, const ledger::SnapshotPtr& cfg, ServerOptions opt,
                std::shared_ptr<PipelineRunner> runner)
     : door_(std::make_shared<Door>(sup, cfg, std::move(opt), std::move(runner))) {
   std::weak_ptr<Door> weak = door_;
@@ -204,9 +210,9 @@ void Server::start() {
 
 void Server::set_reload(ReloadFn fn) { door_->reload = std::move(fn); }
 
-void Server::set_config(const config::Config& cfg, ServerOptions opt) {
+void Server::set_config(ledger::SnapshotPtr cfg, ServerOptions opt) {
   // Inline when called on the door's strand (the supervisor's reload turn), else posted there.
-  asio::dispatch(door_->strand, [d = door_, c = &cfg, opt = std::move(opt)]() mutable {
+  asio::dispatch(door_->strand, [d = door_, c = std::move(cfg), opt = std::move(opt)]() mutable {
     opt.host = d->opt.host;  // the socket stays bound where it is (a restart moves it)
     opt.port = d->opt.port;
     opt.keepalive_interval = d->opt.keepalive_interval;
@@ -218,7 +224,7 @@ void Server::set_config(const config::Config& cfg, ServerOptions opt) {
     opt.tools_binary = d->opt.tools_binary;
     opt.vertex_predict_route = d->opt.vertex_predict_route;
     opt.vertex_health_route = d->opt.vertex_health_route;
-    d->cfg = c;
+    d->follow(c);
     d->opt = std::move(opt);
     d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
   });

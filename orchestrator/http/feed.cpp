@@ -65,11 +65,7 @@ std::int64_t int_param(std::string_view query, std::string_view key, std::int64_
 // The child's name for `model` (a profile or alias, or a child seen on /events), or "": a member
 // of a shared child is served, and logged, by the plan's shared child ("base+kev+laya").
 std::string log_name(const Door& d, const std::string& model) {
-  if (const auto* p = d.cfg->find_profile(model)) {
-    const auto& children = d.opt.gpu_plan.is_object() ? d.opt.gpu_plan.value("children", json::object()) : json::object();
-    const auto it = children.find(p->name);
-    return it != children.end() && it->is_string() ? it->get<std::string>() : p->name;
-  }
+  if (const auto* p = d.cfg->find_profile(model)) return d.plan ? d.plan->child_of(p->name) : p->name;
   return d.phases.count(model) ? model : std::string{};
 }
 

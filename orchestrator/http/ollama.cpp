@@ -9,7 +9,7 @@
 #include "common/bounded_json.hpp"
 #include "http/detail.hpp"
 #include "http/ollama.hpp"
-#include "ledger/inputs.hpp"
+#include "ledger/plan.hpp"
 
 namespace kevlaya::http {
 namespace {
@@ -49,32 +49,20 @@ json tags_json(const config::Config& cfg) {
   return {{"models", models}};
 }
 
-// The ledger's bill for each profile it can price (bytes on the GPU, and in all).
-std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> ledger_sizes(const config::Config& cfg) {
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;
-  auto g = ledger::gather(cfg);
-  if (!g) return out;
-  const auto overhead = static_cast<std::uint64_t>(cfg.orch.gpu.overhead_mib) << 20;
-  for (const auto& p : g->profiles) {
-    auto bill = ledger::estimate(p.model, p.output_tied, p.flags, p.adapters, overhead);
-    if (p.measured) bill = ledger::apply_measured(bill, *p.measured);
-    const auto gpu = bill.total_gpu();
-    out[p.name] = {gpu, gpu + bill.weights_cpu + bill.kv_cpu + bill.compute_cpu};
-  }
-  return out;
-}
-
-json ps_json(const config::Config& cfg, const supervisor::Snapshot& snap) {
+// The resident profiles with the plan's bill of each (bytes on the GPU, and in all; 0 when the
+// plan could not price it): what the startup or the last reload read, no model file read again.
+json ps_json(const config::Config& cfg, const ledger::Plan* plan, const supervisor::Snapshot& snap) {
   json models = json::array();
-  std::optional<std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> sizes;
   for (const auto& st : snap.profiles) {
     const auto* p = cfg.find_profile(st.name);
     if (!p || st.state != supervisor::Phase::ready) continue;
-    if (!sizes) sizes = ledger_sizes(cfg);  // reads GGUF headers: only when something is resident
-    const auto it = sizes->find(p->name);
+    const ledger::Bill* bill = nullptr;
+    if (plan)
+      for (const auto& b : plan->profiles)
+        if (b.name == p->name) bill = &b.effective;
     json m = tag_json(*p);
-    m["size"] = it == sizes->end() ? 0 : it->second.second;
-    m["size_vram"] = it == sizes->end() ? 0 : it->second.first;
+    m["size_vram"] = bill ? bill->total_gpu() : 0;
+    m["size"] = bill ? bill->total_gpu() + bill->weights_cpu + bill->kv_cpu + bill->compute_cpu : 0;
     m["expires_at"] = kForever;
     models.push_back(std::move(m));
   }
@@ -158,7 +146,9 @@ std::string_view body_of(const Request& req) {
   return "{}";  // GET /api/*: no body
 }
 
-Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) { return json_reply(200, ps_json(*d.cfg, snap)); }
+Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) {
+  return json_reply(200, ps_json(*d.cfg, d.plan.get(), snap));
+}
 
 }  // namespace
 

@@ -88,7 +88,7 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
     call.target = std::string(target);
     return call;
   }
-  auto parsed = parse_model_call(*d.cfg, req.body());
+  auto parsed = parse_model_call(d.cfg, req.body());
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));
@@ -378,21 +378,6 @@ Error relay_error(const Lease& lease, const Result<upstream::StreamResult>& res)
   return e;
 }
 
-// The profile's health timeouts (docs/reliability.md#liveness): the head within
-// first_byte_timeout_s, then no gap over chunk_timeout_s, and a liveness probe of the child after
-// each hung_check_s of silence (a child that fails it is replaced and this call ends at once).
-upstream::StreamOptions stream_options(Door& d, const config::HealthCfg& h, const Lease& lease) {
-  using std::chrono::milliseconds;
-  using std::chrono::seconds;
-  upstream::StreamOptions o;
-  o.deadline = std::chrono::duration_cast<milliseconds>(d.opt.upstream_deadline);
-  o.first_byte_timeout = seconds(h.first_byte_timeout_s);
-  o.idle_timeout = seconds(h.chunk_timeout_s);
-  o.check_after = seconds(h.hung_check_s);
-  o.still_alive = d.sup.liveness_probe(lease);
-  return o;
-}
-
 // `me.cancel`: cancelled when the client hangs up (the caller watches the connection for the whole
 // call) or an admin cancels the call. `me.rec` gets the child, waits, time to first token, timings
 // and error kind.
@@ -413,7 +398,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   r.capture = me.capture.get();  // null with captures off
   auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
                                        relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
-                                       stream_options(d, call.prof->health, lease), me.cancel);
+                                       d.sup.call_options(lease, d.opt.upstream_deadline), me.cancel);
   c.unwatch();
   if (r.first_byte != Clock::time_point{})
     rec.ttft_ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.first_byte - t0).count();

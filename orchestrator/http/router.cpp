@@ -17,6 +17,7 @@
 #include "http/model_server.hpp"
 #include "http/router_api.hpp"
 #include "http/ui.hpp"
+#include "ledger/snapshot.hpp"
 #include "warm/page_cache.hpp"
 
 namespace kevlaya::http {
@@ -77,9 +78,10 @@ Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
 
 // GET /v1/models/{id}: the profile `id` names (an alias answers with its profile's entry).
 asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) {
-  const auto* prof = d.cfg->find_profile(id);
+  const auto cfg = d.cfg;  // `prof` is read after a wait: its version stays alive
+  const auto* prof = cfg->find_profile(id);
   if (!prof) {
-    co_await c.send(unknown_model_reply(*d.cfg, id));
+    co_await c.send(unknown_model_reply(*cfg, id));
     co_return;
   }
   const auto snap = co_await d.sup.snapshot();
@@ -166,6 +168,7 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
   m.set("kevlaya_uptime_seconds", {}, seconds_since(d.started_at));
   m.set("kevlaya_queue_depth", {}, d.waiting);
   m.set("kevlaya_open_connections", {}, static_cast<double>(d.conns.size()));
+  m.set("kevlaya_config_versions", {}, static_cast<double>(ledger::Snapshot::live()));
   const auto& rs = d.runs->stats();
   m.set("kevlaya_pipeline_runs_queued", {}, static_cast<double>(rs.queued));
   m.set("kevlaya_pipeline_runs_queued_bytes", {}, static_cast<double>(rs.queued_bytes));
@@ -447,6 +450,8 @@ void describe_metrics(Metrics& m) {
   const std::vector<double> tps = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
   m.describe("kevlaya_uptime_seconds", T::gauge, "Seconds since the REST door started.");
   m.describe("kevlaya_open_connections", T::gauge, "Client connections open now.");
+  m.describe("kevlaya_config_versions", T::gauge,
+             "Configuration versions alive: the one in force, and older ones a call or a child still runs.");
   m.describe("kevlaya_queue_depth", T::gauge, "Model requests waiting at the door for a lease.");
   m.describe("kevlaya_model_queue_depth", T::gauge, "Requests queued in the supervisor, by model.");
   m.describe("kevlaya_model_state", T::gauge, "1 for the current state of each model profile (gpu: its devices).");

@@ -22,7 +22,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "http/pipeline_runner.hpp"
-#include "ledger/plan.hpp"
+#include "ledger/snapshot.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::http {
@@ -75,8 +75,8 @@ class Door;
 
 class Server {
  public:
-  // `sup` and `cfg` must outlive the server; `runner` may be null (pipeline routes answer 503).
-  Server(supervisor::Supervisor& sup, const config::Config& cfg, ServerOptions opt,
+  // `sup` must outlive the server; `runner` may be null (pipeline routes answer 503).
+  Server(supervisor::Supervisor& sup, const ledger::SnapshotPtr& cfg, ServerOptions opt,
          std::shared_ptr<PipelineRunner> runner = nullptr);
   ~Server();
   Server(const Server&) = delete;
@@ -89,9 +89,9 @@ class Server {
   // POST /admin/reload runs `fn` (on the door's executor); without one it answers 503.
   void set_reload(ReloadFn fn);
   // A reloaded configuration: routes, keys, Host/Origin rules, limits and queues follow it (the
-  // listen address does not: it needs a restart). `cfg` must outlive the server. Applied at once
+  // listen address does not: it needs a restart). Calls in progress keep theirs. Applied at once
   // when called on the door's strand (as in Supervisor::reload's `switched`).
-  void set_config(const config::Config& cfg, ServerOptions opt);
+  void set_config(ledger::SnapshotPtr cfg, ServerOptions opt);
   // Stops accepting, closes idle connections, waits for in-flight requests (bounded by
   // drain_timeout), then closes what is left. Does not stop the supervisor.
   boost::asio::awaitable<void> stop();

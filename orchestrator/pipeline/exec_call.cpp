@@ -49,19 +49,14 @@ struct Exchange {
   std::string body;
 };
 
-// One POST over a cancellable connection (stop() closes it). A child silent for health.hung_check_s
-// is probed (`still_alive`): one that does not answer is replaced and the call ends at once.
+// One POST over a cancellable connection (stop() closes it), bounded as a door call is
+// (Supervisor::call_options: the profile's health timeouts, a silent child probed and replaced).
 asio::awaitable<Result<Exchange>> post_chat(CallEnv& env, const upstream::Endpoint& ep, std::string body,
-                                            std::function<asio::awaitable<bool>()> still_alive) {
+                                            upstream::StreamOptions opt) {
   upstream::Request req;
   req.method = "POST";
   req.target = "/v1/chat/completions";
   req.body = std::move(body);
-  upstream::StreamOptions opt;
-  opt.deadline = env.call_timeout;
-  opt.idle_timeout = env.call_timeout;  // non-streamed: silence until the whole answer is ready
-  opt.check_after = std::chrono::seconds(config::HealthCfg{}.hung_check_s);
-  opt.still_alive = std::move(still_alive);
   auto ex_ptr = std::make_shared<Exchange>();
   upstream::StreamCallbacks cb;
   cb.on_head = [ex_ptr](int status, const upstream::Headers&) -> asio::awaitable<bool> {
@@ -91,7 +86,8 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
   if (env.on_lease) env.on_lease(lease->profile());
   if (env.stopping) co_return make_error(Errc::unavailable, "call abandoned: the run was interrupted");
   const auto t0 = Clock::now();
-  auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, model, *lease), env.sup->liveness_probe(*lease));
+  auto ex = co_await post_chat(env, lease->endpoint(), with_lora(body, model, *lease),
+                               env.sup->call_options(*lease, env.call_timeout));
   const double call_ms = fractional_ms_since(t0);
   if (!ex) {
     if (ex.error().code == Errc::upstream_error && !env.stopping && co_await env.sup->check_alive(*lease)) {

@@ -23,7 +23,7 @@ struct ResidencySetup {
   std::vector<std::string> warnings;      // plan diagnostics, "subject: message"
   std::optional<Error> refused;           // an adapter incompatible with its base: do not spawn
   std::optional<Error> unread;            // a model the ledger could not read (the plan fell back to rotate)
-  std::optional<ledger::Plan> plan;       // the plan followed (for /status); none when not planned
+  std::optional<ledger::Plan> plan;       // the plan followed, moved into the snapshot (ledger/snapshot.hpp)
   std::vector<ledger::Device> devices;    // the GPUs planned for (empty = none known)
   std::map<std::string, config::DevicePlacement> placements;  // by profile; see apply_placements
 };

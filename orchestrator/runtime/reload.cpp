@@ -146,8 +146,8 @@ Prepared prepare(const config::Source& source, const std::function<void(config::
 // prepare() as a coroutine for the planner thread. Its arguments are copies held by its frame (a
 // lambda's captures did not outlive GCC 12's coroutine lambda: a bad free at its end).
 asio::awaitable<Prepared> prepare_on(config::Source source, std::function<void(config::Config&)> overrides,
-                                     config::Config running, bool accept_unsettled) {
-  co_return prepare(source, overrides, running, accept_unsettled);
+                                     ledger::SnapshotPtr running, bool accept_unsettled) {
+  co_return prepare(source, overrides, running->config, accept_unsettled);
 }
 
 std::string list_of(const std::vector<std::string>& v) {
@@ -223,7 +223,7 @@ std::string config_files_stamp(const fs::path& file, const config::OrchestratorC
 }
 
 Reloader::Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
-                   std::function<void(const Snapshot&)> applied)
+                   std::function<void(const ledger::SnapshotPtr&)> applied)
     : rt_(rt), source_(std::move(source)), overrides_(std::move(overrides)), applied_(std::move(applied)),
       shared_(std::make_shared<Shared>()) {}
 
@@ -239,7 +239,7 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   }
   shared->busy = true;
   ReloadReport rep;
-  const config::Config& running = versions_.empty() ? rt_.config() : versions_.back().config;
+  ledger::SnapshotPtr running = rt_.snapshot();  // this reload's base, alive until it returns
   const bool accept_unsettled = shared->retries >= kMaxRetries;
   auto next = co_await asio::co_spawn(shared->planner.get_executor(),
                                       prepare_on(source_, overrides_, running, accept_unsettled), asio::use_awaitable);
@@ -254,14 +254,18 @@ asio::awaitable<ReloadReport> Reloader::reload() {
   shared->retries = 0;
   rep.errors = std::move(next.errors);
   if (next.options) {
-    rep.needs_restart = needs_restart(running.orch, next.config.orch);
+    rep.needs_restart = needs_restart(running->config.orch, next.config.orch);
     for (const auto& n : rep.needs_restart) spdlog::warn("reload: {}", n);
-    versions_.push_back(Snapshot{std::move(next.config), std::move(next.plan)});
+    auto snap = ledger::make_snapshot(std::move(next.config), std::move(next.plan));
     // The door follows in the supervisor's turn: no request is resolved in one version and
-    // admitted in the other.
-    rep.diff = co_await rt_.sup().reload(versions_.back().config, std::move(*next.options), [this] {
-      if (applied_) applied_(versions_.back());
-    });
+    // admitted in the other. (Named, not temporaries of the co_await: GCC 12 destroys a
+    // temporary lambda's captures there once too often.)
+    std::function<void()> switched = [this, snap] {
+      rt_.publish(snap);
+      if (applied_) applied_(snap);
+    };
+    auto cfg = ledger::config_of(snap);
+    rep.diff = co_await rt_.sup().reload(std::move(cfg), std::move(*next.options), std::move(switched));
     rep.ok = true;
   }
   if (!rep.ok) spdlog::error("reload: the new configuration is invalid; nothing changed");
@@ -288,14 +292,13 @@ void Reloader::schedule_retry() {
 void Reloader::watch(std::chrono::milliseconds interval) {
   auto loop = [this, interval, shared = shared_]() -> asio::awaitable<void> {
     asio::steady_timer t(rt_.ioc());
-    std::string last = config_files_stamp(source_.file, rt_.config().orch);
+    std::string last = config_files_stamp(source_.file, rt_.snapshot()->config.orch);
     for (;;) {
       t.expires_after(interval);
       boost::system::error_code ec;
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
-      const auto& orch = versions_.empty() ? rt_.config().orch : versions_.back().config.orch;
-      auto now = config_files_stamp(source_.file, orch);
+      auto now = config_files_stamp(source_.file, rt_.snapshot()->config.orch);
       if (now == last) continue;
       last = std::move(now);
       spdlog::info("reload: a configuration file changed");

@@ -10,26 +10,18 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
-#include "ledger/plan.hpp"
+#include "ledger/snapshot.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace kevlaya::runtime {
 
 class Runtime;
-
-// One applied configuration and the residency plan made for it: what the door and /status follow.
-// Each reload publishes a new one; the Reloader keeps every one alive (readers hold references).
-struct Snapshot {
-  config::Config config;
-  std::optional<ledger::Plan> plan;  // the plan followed (/status "gpu"); none when not planned
-};
 
 struct ReloadReport {
   bool ok = false;
@@ -46,10 +38,10 @@ class Reloader {
   // `source`: kevlaya.yaml as given to serve (empty = defaults in the current directory) and any
   // --models-dir (each reload rescans it);
   // `overrides`: command-line settings applied to every version (e.g. --host/--port);
-  // `applied`: called with each new snapshot in the supervisor's reload turn, on its strand (the
-  // snapshot stays alive as long as the Reloader).
+  // `applied`: called with each new snapshot in the supervisor's reload turn, on its strand, after
+  // the runtime published it (Runtime::snapshot); whoever follows it keeps its own pointer.
   Reloader(Runtime& rt, config::Source source, std::function<void(config::Config&)> overrides,
-           std::function<void(const Snapshot&)> applied);
+           std::function<void(const ledger::SnapshotPtr&)> applied);
   ~Reloader();
 
   // Reloads now (one at a time: a second call waits for the first). Never throws for bad input.
@@ -73,8 +65,7 @@ class Reloader {
   Runtime& rt_;
   config::Source source_;  // reloaded as given: a --models-dir stays
   std::function<void(config::Config&)> overrides_;
-  std::function<void(const Snapshot&)> applied_;
-  std::list<Snapshot> versions_;  // every applied snapshot (the door keeps pointers)
+  std::function<void(const ledger::SnapshotPtr&)> applied_;
   std::shared_ptr<Shared> shared_;
 };
 

@@ -35,20 +35,20 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
   // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
   auto residency = plan_and_place(cfg);
   if (!residency) return residency.error();
-  std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), lock ? std::move(*lock) : StateLock::none()));
-  rt->residency_ = std::move(residency.value());
-  auto effects = std::make_unique<supervisor::ProcessEffects>(rt->ioc_, rt->cfg_);
+  auto snap = ledger::make_snapshot(std::move(cfg), std::move(residency->plan));  // the plan's one owner
+  std::unique_ptr<Runtime> rt(new Runtime(snap, lock ? std::move(*lock) : StateLock::none()));
+  auto effects = std::make_unique<supervisor::ProcessEffects>(rt->ioc_, ledger::config_of(snap));
   rt->stale_killed_ = effects->stale_killed();
   if (rt->stale_killed_ > 0)
     spdlog::warn("killed {} leftover child(ren) of a previous run", rt->stale_killed_);
-  auto opts = rt->residency_.options;
+  auto opts = std::move(residency->options);
   opts.serial_executor = true;  // ioc_ is run by one thread (run() below)
-  rt->sup_ = std::make_unique<supervisor::Supervisor>(rt->ioc_.get_executor(), rt->cfg_, std::move(effects),
+  rt->sup_ = std::make_unique<supervisor::Supervisor>(rt->ioc_.get_executor(), ledger::config_of(snap), std::move(effects),
                                                       std::move(opts));
   return rt;
 }
 
-Runtime::Runtime(config::Config cfg, StateLock lock) : cfg_(std::move(cfg)), lock_(std::move(lock)) {
+Runtime::Runtime(ledger::SnapshotPtr snap, StateLock lock) : snap_(std::move(snap)), lock_(std::move(lock)) {
   signalled_.expires_at(asio::steady_timer::time_point::max());
 }
 

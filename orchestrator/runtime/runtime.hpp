@@ -17,6 +17,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "ledger/snapshot.hpp"
 #include "runtime/exit_codes.hpp"
 #include "runtime/plan_setup.hpp"
 #include "runtime/state_lock.hpp"
@@ -36,8 +37,9 @@ class Runtime {
   boost::asio::io_context& ioc() { return ioc_; }
   boost::asio::any_io_executor executor() { return ioc_.get_executor(); }
   supervisor::Supervisor& sup() { return *sup_; }
-  const config::Config& config() const { return cfg_; }
-  const ResidencySetup& residency() const { return residency_; }
+  // The configuration in force and its plan: the startup one, then each reload's (publish).
+  const ledger::SnapshotPtr& snapshot() const { return snap_; }
+  void publish(ledger::SnapshotPtr s) { snap_ = std::move(s); }  // a reload's (runtime::Reloader)
   int stale_killed() const { return stale_killed_; }  // leftover children of a dead instance
 
   // First signal: `hook` runs at once (e.g. Executor::stop), then `drain` is awaited (e.g. the
@@ -57,16 +59,15 @@ class Runtime {
   bool interrupted() const { return interrupted_; }
 
  private:
-  Runtime(config::Config cfg, StateLock lock);
+  Runtime(ledger::SnapshotPtr snap, StateLock lock);
   boost::asio::awaitable<void> shutdown_once();
   boost::asio::awaitable<void> drain_then_stop();
 
   // One thread runs ioc_ and performs all of its I/O (sockets, pipes, pidfds): the reactor's
   // per-descriptor locks are off (~9 % of the door's CPU per request). Other threads may only post.
   boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
-  config::Config cfg_;
+  ledger::SnapshotPtr snap_;  // never null
   StateLock lock_;  // released last: the children are gone by then
-  ResidencySetup residency_;
   std::unique_ptr<supervisor::Supervisor> sup_;
   int stale_killed_ = 0;
   std::function<void()> hook_;

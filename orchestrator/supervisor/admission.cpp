@@ -115,6 +115,8 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   s->profile = w->profile;
   s->child = ps.profile->name;
   s->endpoint = ps.endpoint;
+  const auto* asked = cfg_->find_profile(w->profile);  // a shared child's member: its own settings
+  s->health = (asked ? *asked : *ps.profile).health;
   if (ps.profile->backend != config::Backend::command) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;

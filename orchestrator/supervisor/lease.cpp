@@ -63,7 +63,7 @@ void Lease::note_context(std::int64_t tokens, double prefill_tokens_per_s) const
     s_->prefill_us_per_token.store(static_cast<std::int64_t>(1e6 / prefill_tokens_per_s), std::memory_order_relaxed);
 }
 
-Supervisor::Supervisor(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+Supervisor::Supervisor(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
                        SupervisorOptions opts)
     : impl_(std::make_shared<SupervisorImpl>(ex, std::move(cfg), std::move(effects), std::move(opts))) {}
 
@@ -160,6 +160,17 @@ asio::awaitable<bool> Supervisor::check_alive(const Lease& lease) {
 asio::awaitable<bool> Supervisor::check_responsive(const Lease& lease) {
   if (!lease.valid()) co_return false;
   co_return co_await asio::co_spawn(impl_->strand_, impl_->check_responsive(lease.shared()), asio::use_awaitable);
+}
+
+upstream::StreamOptions Supervisor::call_options(const Lease& lease, std::chrono::milliseconds deadline) {
+  const auto& h = lease.shared()->health;
+  upstream::StreamOptions o;
+  o.deadline = deadline;
+  o.first_byte_timeout = std::chrono::seconds(h.first_byte_timeout_s);
+  o.idle_timeout = std::chrono::seconds(h.chunk_timeout_s);
+  o.check_after = std::chrono::seconds(h.hung_check_s);
+  o.still_alive = liveness_probe(lease);
+  return o;
 }
 
 std::function<asio::awaitable<bool>()> Supervisor::liveness_probe(const Lease& lease) {

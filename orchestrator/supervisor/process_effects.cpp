@@ -46,8 +46,8 @@ int pick_free_port(const std::string& host) {
   return acc.local_endpoint().port();
 }
 
-ProcessEffects::ProcessEffects(asio::io_context& ioc, const config::Config& cfg)
-    : ioc_(ioc), orch_(cfg.orch), cfg_(&cfg) {
+ProcessEffects::ProcessEffects(asio::io_context& ioc, config::ConfigPtr cfg)
+    : ioc_(ioc), orch_(cfg->orch), cfg_(std::move(cfg)) {
   if (!orch_.state_dir.empty()) stale_killed_ = reap_stale(orch_.state_dir);
   if (orch_.prefetch.enabled) {
     warm::PrefetchOptions po;

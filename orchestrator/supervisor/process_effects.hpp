@@ -25,15 +25,14 @@ class ProcessEffects : public Effects {
  public:
   // Kills leftover children recorded in cfg.orch.state_dir by a previous run (checked via /proc),
   // and predicts the next profile from the pipelines (the stage after the one now serving).
-  // `cfg` must outlive the effects (until configure() names another).
-  ProcessEffects(asio::io_context& ioc, const config::Config& cfg);
-  ProcessEffects(asio::io_context& ioc, const config::Config&& cfg) = delete;  // would dangle
+  // Folders and prefetch settings are kept as `cfg` has them (a reload cannot change them).
+  ProcessEffects(asio::io_context& ioc, config::ConfigPtr cfg);
   ~ProcessEffects() override;
 
   asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override;
   asio::awaitable<StopReport> stop(const std::string& profile) override;
   // Prediction and prefetch follow `cfg` from now on (its model paths, its pipelines).
-  void configure(const config::Config& cfg) override { cfg_ = &cfg; }
+  void configure(config::ConfigPtr cfg) override { cfg_ = std::move(cfg); }
   // Prefetches `profile`'s files unless it is alive or already being prefetched; never blocks.
   void likely_next(const std::string& profile) override;
   std::optional<std::uint64_t> host_ram_available() override;  // warm::mem_available_mib, live
@@ -81,7 +80,7 @@ class ProcessEffects : public Effects {
 
   asio::io_context& ioc_;
   config::OrchestratorCfg orch_;
-  const config::Config* cfg_;                                // in force (configure); never null
+  config::ConfigPtr cfg_;                                    // in force (configure); never null
   std::map<std::string, std::shared_ptr<Running>> running_;  // by child name; shared: a start may outlive its entry
   std::unique_ptr<warm::Prefetcher> prefetcher_;             // null when prefetch is disabled
   std::string prefetching_;                                  // profile last handed to the prefetcher

@@ -40,6 +40,7 @@ Result<Lease> SupervisorImpl::remote_lease(const config::Profile& p) {
   s->profile = p.name;
   s->child = p.name;
   s->endpoint = remotes_->endpoint(p.name);
+  s->health = p.health;
   s->upstream_model = p.remote_model.empty() ? p.name : p.remote_model;
   s->remote = true;
   s->owner = weak_from_this();  // on_release finds no child for it: a no-op

@@ -56,15 +56,14 @@ Error prefixed(Error e, const std::string& profile) {
 
 }  // namespace
 
-SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
                                SupervisorOptions opts)
     : strand_(opts.serial_executor ? ex : asio::make_strand(ex)),
+      cfg_(std::move(cfg)),
       effects_(std::move(effects)),
       opts_(std::move(opts)),
       wake_(strand_) {
-  versions_.push_back(std::move(cfg));
-  cfg_ = &versions_.back();
-  effects_->configure(*cfg_);
+  effects_->configure(cfg_);
   for (const auto& [name, p] : build_children()) profs_[name].profile = p;
   seed_loads();
   start_remotes();
@@ -104,23 +103,22 @@ void SupervisorImpl::store_load(const config::Profile& child, std::int64_t ms) {
 
 // Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
 // Remote profiles have no child (remote_routes.cpp).
-std::map<std::string, const config::Profile*> SupervisorImpl::build_children() {
+ChildProfiles SupervisorImpl::build_children() {
   child_of_.clear();
   lora_of_.clear();
   for (const auto& p : cfg_->profiles)
     if (p.backend != config::Backend::remote) child_of_[p.name] = p.name;
-  std::map<std::string, const config::Profile*> out;
+  ChildProfiles out;
   add_shared_bases(out);
   for (const auto& p : cfg_->profiles) {
-    if (child_of_.count(p.name) && child_of_[p.name] == p.name) out[p.name] = &p;
+    if (child_of_.count(p.name) && child_of_[p.name] == p.name) out[p.name] = {cfg_, &p};
   }
   return out;
 }
 
 // One synthesized profile per group: the first member's settings, every adapter at scale 0 (the
 // `lora` field of each request selects the member's adapters; unlisted ones would stay at 0).
-// (group_profiles_ only grows: a child of an earlier configuration may still use its profile.)
-void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profile*>& out) {
+void SupervisorImpl::add_shared_bases(ChildProfiles& out) {
   for (const auto& g : opts_.shared_bases) {
     const bool known = g.members.size() > 1 && std::all_of(g.members.begin(), g.members.end(), [&](const auto& m) {
       const auto it = child_of_.find(m);
@@ -135,8 +133,7 @@ void SupervisorImpl::add_shared_bases(std::map<std::string, const config::Profil
     child.alias.clear();
     child.lora.clear();
     for (const auto& a : g.adapters) child.lora.push_back({a.name, a.path, 0.0});
-    group_profiles_.push_back(std::move(child));
-    out[g.name] = &group_profiles_.back();
+    out[g.name] = std::make_shared<const config::Profile>(std::move(child));
     for (const auto& m : g.members) {
       child_of_[m] = g.name;
       if (const auto sc = g.scales.find(m); sc != g.scales.end()) lora_of_[m] = sc->second;  // every id (the plan's)
@@ -257,16 +254,16 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
     asio::steady_timer timer;  // cancelled when `out` is set
   };
   auto self = shared_from_this();
-  const config::Profile& prof = *profs_[name].profile;
+  const auto prof = profs_[name].profile;  // the version started, alive until the start returns
   auto p = std::make_shared<Pending>(strand_);
-  auto task = [self, p, &prof, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
+  auto task = [self, p, prof, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
     StartOutcome out;
     try {
       if (self->shutting_down_ || self->profs_[name].gen != gen) {  // abandoned before it began
         out.failure.kind = FailureKind::internal;
         out.failure.message = "abandoned before it started";
       } else {
-        out = co_await self->effects_->start(prof, cb);
+        out = co_await self->effects_->start(*prof, cb);
       }
     } catch (const std::exception& e) {
       out.failure.kind = FailureKind::internal;
@@ -283,8 +280,8 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
     }
   };
   asio::co_spawn(strand_, std::move(task), asio::detached);
-  const auto limit = std::chrono::seconds(prof.health.startup_timeout_s) +
-                     milliseconds(static_cast<std::int64_t>(prof.stop.grace_s * 1000)) + kWatchdogSlack;
+  const auto limit = std::chrono::seconds(prof->health.startup_timeout_s) +
+                     milliseconds(static_cast<std::int64_t>(prof->stop.grace_s * 1000)) + kWatchdogSlack;
   const auto deadline = Clock::now() + limit;
   while (!p->out) {
     boost::system::error_code ec;
@@ -293,7 +290,7 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
     if (!p->out && Clock::now() >= deadline) {
       StartOutcome out;
       out.failure.kind = FailureKind::startup_timeout;
-      out.failure.message = "not ready within " + std::to_string(prof.health.startup_timeout_s) +
+      out.failure.message = "not ready within " + std::to_string(prof->health.startup_timeout_s) +
                             " s (health.startup_timeout_s): the start did not finish";
       out.failure.hint = "check the child's log and the state and log directories";
       p->out = std::move(out);

@@ -52,6 +52,7 @@ struct LeaseShared {
   upstream::Endpoint endpoint;
   std::string upstream_model;  // the body's `model` upstream; "" = as the caller wrote it
   bool remote = false;         // backend: remote (no child; the monitor is told of broken calls)
+  config::HealthCfg health;    // the profile's (Supervisor::call_options)
   std::atomic<bool> crashed{false};
   // The request's keep_alive in seconds (Lease::set_keep_alive); kNoKeepAlive = none given.
   static constexpr std::int64_t kNoKeepAlive = INT64_MIN;
@@ -119,9 +120,8 @@ class Effects {
   virtual asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) = 0;
   // Stops the child (SIGTERM group, grace, SIGKILL, reap, VRAM wait). Never fails; no-op if absent.
   virtual asio::awaitable<StopReport> stop(const std::string& profile) = 0;
-  // The configuration now in force, at construction and after each reload; the supervisor keeps
-  // it alive as long as the effects. Default: ignored.
-  virtual void configure(const config::Config& /*cfg*/) {}
+  // The configuration now in force, at construction and after each reload. Default: ignored.
+  virtual void configure(config::ConfigPtr /*cfg*/) {}
   // Hint: `profile` is likely to be started soon (e.g. the oldest queued request's model); the
   // real effects prefetch its files into the page cache. Must not block. Default: ignored.
   virtual void likely_next(const std::string& /*profile*/) {}
@@ -195,8 +195,8 @@ struct ReloadDiff {
 
 class Supervisor {
  public:
-  // `effects` is owned; `cfg` is copied (profiles + orchestrator settings).
-  Supervisor(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+  // `effects` is owned; `cfg` is shared (a snapshot's, config::ConfigPtr).
+  Supervisor(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
              SupervisorOptions opts = {});
   ~Supervisor();  // does not wait: call shutdown() first for a graceful stop
   Supervisor(const Supervisor&) = delete;
@@ -248,15 +248,20 @@ class Supervisor {
   asio::awaitable<bool> check_responsive(const Lease& lease);
   // check_responsive as an upstream::StreamOptions::still_alive callback (true = keep waiting).
   std::function<asio::awaitable<bool>()> liveness_probe(const Lease& lease);
+  // How a call through `lease` is bounded (docs/reliability.md#liveness), for the door's calls and
+  // the pipelines' alike: the whole exchange within `deadline`; by the lease's profile, the head
+  // within health.first_byte_timeout_s, no gap over chunk_timeout_s, and a liveness probe after
+  // each hung_check_s of silence.
+  upstream::StreamOptions call_options(const Lease& lease, std::chrono::milliseconds deadline);
 
   // Applies a new configuration (docs/lifecycle.md): unchanged children keep running untouched;
   // changed ones are drained (in-flight requests finish) and restarted with the new profile when
   // next needed; removed ones are drained and stopped, and requests queued for them fail with
-  // not_found; new ones become routable. Every version is kept (children of an old version may
-  // still be draining; a version is a few KB). Publishes a `reload` event. `switched` runs on the
+  // not_found; new ones become routable. A child keeps the version it runs alive until it follows
+  // the new one (unchanged) or stops; the rest of the old version is dropped now. Publishes a `reload` event. `switched` runs on the
   // strand in the turn the new version takes effect, before any request is admitted against it:
   // a front door switches its own version there, so both resolve a model in the same one.
-  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts, std::function<void()> switched = {});
+  asio::awaitable<ReloadDiff> reload(config::ConfigPtr cfg, SupervisorOptions opts, std::function<void()> switched = {});
 
   // Every phase change and every completed switch, to any number of subscribers. `fn` runs on the
   // supervisor's strand, in order, and must not block (post to your own executor). Thread-safe.

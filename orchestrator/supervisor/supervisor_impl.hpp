@@ -23,7 +23,7 @@ struct Context {
 };
 
 struct ProfState {
-  const config::Profile* profile = nullptr;
+  std::shared_ptr<const config::Profile> profile;  // keeps the configuration it came from alive
   Phase phase = Phase::stopped;  // changed only through SupervisorImpl::set_phase
   upstream::Endpoint endpoint;
   int pid = 0;
@@ -84,9 +84,11 @@ struct PendingSwitch {
   std::optional<Clock::time_point> drain_start;
 };
 
+using ChildProfiles = std::map<std::string, std::shared_ptr<const config::Profile>>;
+
 class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
  public:
-  SupervisorImpl(asio::any_io_executor ex, config::Config cfg, std::unique_ptr<Effects> effects,
+  SupervisorImpl(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
                  SupervisorOptions opts);
 
   asio::awaitable<Result<Lease>> acquire(std::string model, std::optional<Clock::time_point> deadline,
@@ -97,7 +99,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<Result<Lease>> wait(std::shared_ptr<Waiter> w, std::shared_ptr<upstream::CancelToken> cancel);
   void abandon(const std::shared_ptr<Waiter>& w);  // the waiter's caller left
   asio::awaitable<Status> unload(std::optional<std::string> model);
-  asio::awaitable<ReloadDiff> reload(config::Config cfg, SupervisorOptions opts, std::function<void()> switched);
+  asio::awaitable<ReloadDiff> reload(config::ConfigPtr cfg, SupervisorOptions opts, std::function<void()> switched);
   asio::awaitable<Snapshot> snapshot();
   asio::awaitable<void> shutdown();
   void on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s, Context ctx);
@@ -115,7 +117,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
 
  private:
-  void add_shared_bases(std::map<std::string, const config::Profile*>& out);
+  void add_shared_bases(ChildProfiles& out);
   const std::string& child_of(const std::string& profile) const;
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
@@ -148,21 +150,19 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::vector<std::string> wanted() const;
   void publish_unload(const std::string& name, ProfState& ps, const StopReport& rep);
   void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
-  std::map<std::string, const config::Profile*> build_children();  // child name -> its profile
+  ChildProfiles build_children();  // child name -> its profile
   void seed_loads();  // each child's stored loads (state_dir), where it has none in memory
   void store_load(const config::Profile& child, std::int64_t ms);  // a successful load, into state_dir
   void retire(const std::string& name, ProfState& ps, const char* reason);
   void requeue();
   void note_call(const std::string& child, Asker who);  // admission.cpp: the switch-ahead history
 
-  std::list<config::Config> versions_;  // every configuration applied; the last is current
-  const config::Config* cfg_ = nullptr;  // = &versions_.back()
+  config::ConfigPtr cfg_;  // in force; children of an older one hold theirs (ProfState::profile)
   std::unique_ptr<Effects> effects_;
   mutable std::string ram_warned_;  // the model ram_short last warned about (one line per episode)
   SupervisorOptions opts_;
   std::map<std::string, ProfState> profs_;  // by child name
   std::map<std::string, std::string> child_of_;  // profile -> child name (itself unless grouped)
-  std::list<config::Profile> group_profiles_;  // synthesized profiles of shared-base children
   std::map<std::string, std::vector<ledger::LoraScale>> lora_of_;  // member -> lease scales
   std::deque<std::shared_ptr<Waiter>> queue_;
   std::vector<std::string> recent_;  // child names of the last calls that came alone (switch ahead), oldest first

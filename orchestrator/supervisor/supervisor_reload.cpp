@@ -73,14 +73,13 @@ void SupervisorImpl::requeue() {
   queue_.swap(keep);
 }
 
-asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, SupervisorOptions opts,
+asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::ConfigPtr cfg, SupervisorOptions opts,
                                                    std::function<void()> switched) {
   auto self = shared_from_this();
   ReloadDiff diff;
   const auto remotes_before = remote_keys(*cfg_);
-  versions_.push_back(std::move(cfg));
-  cfg_ = &versions_.back();
-  effects_->configure(*cfg_);  // what the effects predict and prefetch follows the new version
+  cfg_ = std::move(cfg);
+  effects_->configure(cfg_);  // what the effects predict and prefetch follows the new version
   if (switched) switched();     // and the door's, in this turn
   opts.serial_executor = opts_.serial_executor;  // a property of the executor, fixed at construction
   opts_ = std::move(opts);
@@ -133,7 +132,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::Config cfg, Superviso
   co_return diff;
 }
 
-asio::awaitable<ReloadDiff> Supervisor::reload(config::Config cfg, SupervisorOptions opts,
+asio::awaitable<ReloadDiff> Supervisor::reload(config::ConfigPtr cfg, SupervisorOptions opts,
                                                std::function<void()> switched) {
   co_return co_await asio::co_spawn(impl_->strand_, impl_->reload(std::move(cfg), std::move(opts), std::move(switched)),
                                     asio::use_awaitable);

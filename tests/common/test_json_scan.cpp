@@ -149,7 +149,7 @@ TEST_CASE("json scan: a model call's fields read from the scan as from a parsed 
   }
   const std::string body =
       R"({"m\u006fdel":"l\u0061ya","stream":false,"opts":{"model":"kev","stream":true},"stream":true})";
-  auto call = kevlaya::http::parse_model_call(cfg, body);
+  auto call = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), body);
   REQUIRE(call.ok());
   CHECK(call->requested == "laya");
   CHECK(call->profile() == "laya");
@@ -161,7 +161,7 @@ TEST_CASE("json scan: a model call's fields read from the scan as from a parsed 
            {R"(["kev"])", "request body is not a JSON object"},
            {R"({"model":"kev",})", "request body: not valid JSON: expected a key at byte 15"},
            {std::string(200, '[') + std::string(200, ']'), "request body: " + kevlaya::json_depth_message()}}) {
-    auto r = kevlaya::http::parse_model_call(cfg, bad);
+    auto r = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), bad);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == kevlaya::Errc::bad_request);
     CHECK(r.error().message == says);

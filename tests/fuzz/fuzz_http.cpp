@@ -71,7 +71,8 @@ void route_body(kh::Route route, const std::string& body) {
     if (body.find('\0') == std::string::npos &&
         kevlaya::scan_json(body).ok() != kevlaya::parse_json_bounded(body).ok())
       __builtin_trap();
-    auto call = kh::parse_model_call(config(), body);
+    static const auto shared = std::make_shared<const kevlaya::config::Config>(config());
+    auto call = kh::parse_model_call(shared, body);
     if (!call) return;
     const auto out = kh::child_body(*call, body, call->profile(), call->requested.size() % 2 ? lora
                                                                                            : decltype(lora){});

@@ -237,12 +237,13 @@ Door::Door(DoorOptions o) {
     so_sup.allowed_sets = {{"kev", "laya"}};
     so_sup.devices = {{0, "sim0", 6144}, {1, "sim1", 8192}};
   }
-  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), cfg_,
+  const auto shared = ledger::make_snapshot(cfg_);  // door and supervisor share one version
+  sup_ = std::make_unique<supervisor::Supervisor>(ioc_.get_executor(), ledger::config_of(shared),
                                                   std::make_unique<FakeEffects>(world_), so_sup);
   auto so = http::ServerOptions::from(cfg_.orch);
   so.events_keepalive = o.events_keepalive;
   so.events_buffer = o.events_buffer;
-  server_ = std::make_unique<http::Server>(*sup_, cfg_, so, o.runner);
+  server_ = std::make_unique<http::Server>(*sup_, shared, so, o.runner);
   auto port = server_->listen();
   if (!port) throw std::runtime_error(port.error().message);
   port_ = *port;

@@ -25,7 +25,7 @@ TEST_CASE("drop-in: with one profile a null or unknown model resolves to it, and
   cfg.profiles.emplace_back().name = "kev";
   for (const char* body : {R"({"model":null,"prompt":"x"})", R"({"model":"gpt-3.5-turbo","prompt":"x"})"}) {
     INFO(body);
-    auto call = kevlaya::http::parse_model_call(cfg, body);
+    auto call = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), body);
     REQUIRE(call.ok());
     CHECK(call->profile() == "kev");
     const auto sent = json::parse(kevlaya::http::child_body(*call, body, "kev", {}));

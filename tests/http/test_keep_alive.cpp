@@ -63,13 +63,13 @@ TEST_CASE("keep_alive: the door's field is parsed from a model call and not sent
   p.name = "kev";
   cfg.profiles.push_back(p);
   const std::string body = R"({"model":"kev","keep_alive":"5m","messages":[]})";
-  auto call = kevlaya::http::parse_model_call(cfg, body);
+  auto call = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), body);
   REQUIRE(call.ok());
   CHECK(call->keep_alive_s == 300);
   const auto sent = json::parse(kevlaya::http::child_body(*call, body, "kev", {}));
   CHECK_FALSE(sent.contains("keep_alive"));
   CHECK(sent["model"] == "kev");
-  auto bad = kevlaya::http::parse_model_call(cfg, R"({"model":"kev","keep_alive":"soon"})");
+  auto bad = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), R"({"model":"kev","keep_alive":"soon"})");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == kevlaya::Errc::bad_request);
 }
@@ -82,7 +82,7 @@ TEST_CASE("child body: a rewritten body keeps the caller's member order (a schem
   cfg.profiles.push_back(p);
   const std::string body = R"({"model":"kev-alias","keep_alive":60,"response_format":{"type":"json_schema",)"
                            R"("json_schema":{"schema":{"properties":{"zeta":{},"alpha":{}}}}},"messages":[]})";
-  auto call = kevlaya::http::parse_model_call(cfg, body);
+  auto call = kevlaya::http::parse_model_call(std::make_shared<const kevlaya::config::Config>(cfg), body);
   REQUIRE(call.ok());
   const auto sent = kevlaya::http::child_body(*call, body, "kev", {{0, 1.0}});
   CHECK(sent.find("\"zeta\"") < sent.find("\"alpha\""));
@@ -102,10 +102,14 @@ TEST_CASE("model call: resolved once, in the configuration it keeps") {
   laya.name = "laya";
   laya.alias = {"verifier"};
   cfg.profiles = {kev, laya};
-  auto call = kevlaya::http::parse_model_call(cfg, R"({"model":"verifier","messages":[]})");
+  auto shared = std::make_shared<const kevlaya::config::Config>(cfg);
+  const std::weak_ptr<const kevlaya::config::Config> seen = shared;
+  auto call = kevlaya::http::parse_model_call(shared, R"({"model":"verifier","messages":[]})");
   REQUIRE(call.ok());
-  CHECK(call->cfg == &cfg);
-  CHECK(call->prof == &cfg.profiles[1]);
+  CHECK(call->cfg == shared);
+  CHECK(call->prof == &shared->profiles[1]);
+  shared.reset();  // a reload: the door drops the version, the call keeps it
+  CHECK_FALSE(seen.expired());
   CHECK(call->profile() == "laya");
   CHECK(call->requested == "verifier");
 }

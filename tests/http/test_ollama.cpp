@@ -2,10 +2,13 @@
 // endpoints (whole and NDJSON-streamed), options and format mapped, refusals Ollama-shaped.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <sstream>
 
 #include "door_fixture.hpp"
 #include "http/ollama.hpp"
+#include "support/models.hpp"
+#include "support/process.hpp"
 
 using namespace kevlaya::test;
 using kevlaya::http::OllamaKind;
@@ -181,4 +184,30 @@ TEST_CASE("ollama: an SSE event larger than the bound ends the stream with an er
   CHECK(json::parse(out)["error"].get<std::string>().find("over 8 MiB") != std::string::npos);
   CHECK(s.feed(chunk).empty());  // done: nothing more is kept or sent
   CHECK(s.feed("\n\ndata: [DONE]\n\n").empty());
+}
+
+// /api/ps answers from the plan in force (made at start or reload), reading no model file on the
+// door's thread (before: every GGUF header again per call, and 0 bytes once a file had moved).
+TEST_CASE("ollama: /api/ps reports the plan's bill without reading the model file again", "[http][e2e]") {
+  TempDir dir("ollama-ps-plan");
+  const auto model = dir / "kev.gguf";
+  std::filesystem::copy_file(tiny_llama(), model);
+  write_text(dir / "profiles/kev.yaml", "name: kev\nbinary: " + standin_binary().string() + "\nmodel: " +
+                                            model.string() + "\nngl: 99\nctx: 256\n");
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\n"
+                                   "log_dir: logs\ngpu:\n  vram_mib: 3000\n");
+  Serve serve(dir / "kevlaya.yaml");
+  REQUIRE(http_request(serve.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
+  const auto status = http_request(serve.port(), "GET", "/status").json_body();
+  INFO(status.dump());
+  const double planned_mib = status["gpu"]["plan"]["kev"]["total_mib"].get<double>();
+  std::filesystem::rename(model, dir / "moved.gguf");  // the running child keeps it open
+  const auto ps = http_request(serve.port(), "GET", "/api/ps").json_body();
+  INFO(ps.dump());
+  REQUIRE(ps["models"].size() == 1);
+  const double vram = ps["models"][0]["size_vram"].get<double>();
+  CHECK(planned_mib > 0);
+  CHECK(std::abs(vram / (1 << 20) - planned_mib) < 0.01);
+  CHECK(ps["models"][0]["size"].get<double>() >= vram);
 }

@@ -1,8 +1,11 @@
-// The pure parts of hot reload: what needs a restart, and the file stamp --watch-config polls.
+// Hot reload: what needs a restart, the file stamp --watch-config polls, and what a reload frees.
 #include <catch2/catch.hpp>
 
 #include "runtime/reload.hpp"
+#include "support/http_client.hpp"
+#include "support/models.hpp"
 #include "support/paths.hpp"
+#include "support/process.hpp"
 
 using namespace kevlaya;
 using namespace kevlaya::test;
@@ -67,4 +70,30 @@ TEST_CASE("reload: the configuration files' stamp changes when a profile is edit
   CHECK(s2 != s1);
   std::filesystem::remove(d / "profiles/laya.yaml");
   CHECK(runtime::config_files_stamp(d / "kevlaya.yaml", o) == s1);
+}
+
+// Through serve: each reload publishes one snapshot that the door, the supervisor and the pipeline
+// runner share; the one before is freed once nothing runs it (before: every version was kept).
+TEST_CASE("reload: after 100 reloads through the door one configuration version is alive", "[runtime][e2e]") {
+  TempDir dir("reload-versions");
+  const std::string common = "binary: " + standin_binary().string() + "\nmodel: " + tiny_llama().string() +
+                             "\nngl: 0\nparallel: 1\n";
+  write_text(dir / "profiles/kev.yaml", "name: kev\nctx: 256\n" + common);
+  write_text(dir / "pipelines/.keep", "");
+  write_text(dir / "kevlaya.yaml", "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n");
+  Serve serve(dir / "kevlaya.yaml");
+  const std::string chat = R"({"model":"kev","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})";
+  REQUIRE(http_request(serve.port(), "POST", "/v1/chat/completions", chat).status == 200);
+  for (int i = 0; i < 100; ++i) {
+    // laya comes and goes every other reload, kev (running) never changes
+    if (i % 2 == 0) write_text(dir / "profiles/laya.yaml", "name: laya\nctx: 256\n" + common);
+    else std::filesystem::remove(dir / "profiles/laya.yaml");
+    const auto r = http_request(serve.port(), "POST", "/admin/reload");
+    INFO(i << ": " << r.body);
+    REQUIRE(r.status == 200);
+  }
+  const auto m = http_request(serve.port(), "GET", "/metrics");
+  REQUIRE(m.status == 200);
+  CHECK(m.body.find("\nkevlaya_config_versions 1\n") != std::string::npos);
+  CHECK(http_request(serve.port(), "POST", "/v1/chat/completions", chat).status == 200);
 }

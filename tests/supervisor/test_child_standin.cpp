@@ -134,7 +134,7 @@ TEST_CASE("supervisor: port in use is classified, allocated ports are retried") 
   }
   SECTION("bind failures on allocated ports: three attempts, then port_in_use") {
     auto cfg = test::fast_config({standin("port", {"--fake-bind-fail"})}, dir.path());
-    ProcessEffects fx(ioc, cfg);
+    ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
     StartOutcome out;
     run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(cfg.profiles[0], nullptr); });
     REQUIRE_FALSE(out.ok());
@@ -215,7 +215,7 @@ TEST_CASE("supervisor: crash mid-request fails the lease with child_crashed, nex
   test::TempDir dir("sup-crash");
   asio::io_context ioc;
   auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg)));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
@@ -241,7 +241,7 @@ TEST_CASE("supervisor: a reset from a child whose process is gone is a crash at 
   test::TempDir dir("sup-notice");
   asio::io_context ioc;
   auto cfg = test::fast_config({standin("crash", {"--fake-crash-after", "0"})}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg)));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto a = co_await sup.acquire("crash", in(10s));
     REQUIRE(a.ok());
@@ -266,7 +266,7 @@ TEST_CASE("supervisor: crash loop at load -> profile failed with cooldown") {
   auto p = standin("loop", {"--fake-exit-before-listen", "1"});
   p.restart.max_restarts = 2;
   auto cfg = test::fast_config({p}, dir.path());
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg)));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     std::vector<Errc> codes;
     for (int i = 0; i < 4; ++i) {
@@ -309,7 +309,7 @@ TEST_CASE("supervisor: a leftover child started through a loader wrapper is reco
   asio::io_context ioc;
   config::Config cfg;
   cfg.orch.state_dir = dir / "state";
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(pid));
 }
@@ -336,7 +336,7 @@ TEST_CASE("supervisor: stale state file -> leftover child killed, unrelated pid 
   asio::io_context ioc;
   config::Config cfg;
   cfg.orch.state_dir = dir / "state";
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(pid));
   CHECK(std::filesystem::is_empty(dir / "state"));
@@ -370,7 +370,7 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
     asio::io_context ioc;
     config::Config cfg;
     cfg.orch.state_dir = state;
-    ProcessEffects fx(ioc, cfg);
+    ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
     CHECK(fx.stale_killed() == 0);
     CHECK(test::alive(child));
     CHECK(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
@@ -380,7 +380,7 @@ TEST_CASE("state dir: a child of a live orchestrator is spared, only its own dea
   asio::io_context ioc;
   config::Config cfg;
   cfg.orch.state_dir = state;
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   CHECK(fx.stale_killed() == 1);
   CHECK_FALSE(test::alive(child));
   CHECK_FALSE(std::filesystem::exists(state / ("kev-" + std::to_string(child) + ".json")));
@@ -396,7 +396,7 @@ TEST_CASE("child api key: the child refuses requests without the per-start key, 
   config::Config cfg;
   cfg.orch.state_dir = dir / "state";
   cfg.orch.log_dir = dir / "logs";
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   const auto p = standin("key");
   const Effects::ExitCallback ignore = [](ChildFailure) {};
   StartOutcome out;

@@ -90,7 +90,7 @@ TEST_CASE("devices: the plan places two profiles per simulated GPU, rotating per
 TEST_CASE("devices: a switch on gpu 1 does not wait for a switch on gpu 0 held by a busy child") {
   TwoGpus m;
   asio::io_context ioc;
-  Supervisor sup(ioc.get_executor(), m.cfg, std::make_unique<ProcessEffects>(ioc, m.cfg), m.setup.options);
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(m.cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(m.cfg)), m.setup.options);
   bool draining_a0 = false;
   auto sub = sup.subscribe([&](const Event& e) {
     if (e.type == Event::Type::phase && e.child == "a0" && e.to == Phase::draining) draining_a0 = true;
@@ -122,7 +122,7 @@ TEST_CASE("devices: a switch on gpu 1 does not wait for a switch on gpu 0 held b
 TEST_CASE("devices: both GPUs rotate at once, one child per device at every switch, CUDA_VISIBLE_DEVICES") {
   TwoGpus m;
   asio::io_context ioc;
-  Supervisor sup(ioc.get_executor(), m.cfg, std::make_unique<ProcessEffects>(ioc, m.cfg), m.setup.options);
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(m.cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(m.cfg)), m.setup.options);
   Sampler s;
   std::map<std::string, std::vector<int>> event_gpus;
   auto sub = sup.subscribe([&](const Event& e) {  // on the supervisor's strand, at every phase change

@@ -219,7 +219,7 @@ TEST_CASE("lifecycle: reload keeps unchanged children, replaces a changed one af
     next.profiles[0].ctx = 4096;                       // kev changed
     next.profiles.erase(next.profiles.begin() + 2);    // big removed
     next.profiles.push_back(test::fast_profile("new", "x", "/m/new.gguf"));
-    const auto diff = co_await f.sup.reload(next, opts);
+    const auto diff = co_await f.sup.reload(std::make_shared<const config::Config>(next), opts);
     CHECK(diff.changed == std::vector<std::string>{"kev"});
     CHECK(diff.removed == std::vector<std::string>{"big"});
     CHECK(diff.added == std::vector<std::string>{"new"});
@@ -259,7 +259,7 @@ TEST_CASE("lifecycle: reload keeps a child whose idle, pin or aliases changed, o
     kev.alias = {"decider"};
     kev.extra_args = {"-c", std::to_string(kev.ctx)};  // the child reads the last -c: the same context
     kev.ctx = 128;
-    const auto diff = co_await f.sup.reload(next, opts);
+    const auto diff = co_await f.sup.reload(std::make_shared<const config::Config>(next), opts);
     CHECK(diff.changed.empty());
     CHECK(std::count(diff.unchanged.begin(), diff.unchanged.end(), "kev") == 1);
     auto again = co_await f.sup.acquire("kev", in(2s));
@@ -295,7 +295,7 @@ TEST_CASE("lifecycle: a request in flight across a reload resolves once") {
     auto next = cfg;
     next.profiles[1].name = "verifier";  // laya's model under another name, answering to "laya"
     next.profiles[1].alias = {"laya"};
-    co_await f.sup.reload(next, {});
+    co_await f.sup.reload(std::make_shared<const config::Config>(next), {});
     for (int i = 0; i < 500 && !waited; ++i) co_await sleep_for(2ms);
     REQUIRE(waited.has_value());
     REQUIRE_FALSE(waited->ok());
@@ -327,7 +327,7 @@ TEST_CASE("lifecycle: a reload's switched callback runs once, before any handler
   run_co(f.ioc, [&]() -> asio::awaitable<void> {
     const auto& strand = f.sup.strand();
     asio::co_spawn(strand, [&]() -> asio::awaitable<void> {
-      diff = co_await f.sup.reload(next, {}, [&] { ++switched; });
+      diff = co_await f.sup.reload(std::make_shared<const config::Config>(next), {}, [&] { ++switched; });
       done = true;
     }, asio::detached);
     asio::co_spawn(strand, [&]() -> asio::awaitable<void> {  // runs once the reload is queued
@@ -397,4 +397,35 @@ TEST_CASE("lifecycle: the child whose slots hold the longer context stays, the o
     CHECK(s.recent_switches.back().reason == "cheapest to reload");
     co_await f.sup.shutdown();
   });
+}
+
+// One configuration per reload, shared by pointer: a version stays alive while a child runs it or
+// a caller holds it, not for the life of the process (before: every version was kept).
+TEST_CASE("lifecycle: after 100 reloads only the configuration in force is alive") {
+  asio::io_context ioc;
+  FakeWorld world;
+  auto first = std::make_shared<const config::Config>(lifecycle_config(600));
+  const std::weak_ptr<const config::Config> first_seen = first;
+  Supervisor sup(ioc.get_executor(), std::move(first), std::make_unique<FakeEffects>(world));
+  std::vector<std::weak_ptr<const config::Config>> versions;
+  long alive = -1;
+  run_co(ioc, [&]() -> asio::awaitable<void> {
+    auto k = co_await sup.acquire("kev", in(2s));  // kev's child runs the first version
+    REQUIRE(k.ok());
+    k->release();
+    for (int i = 0; i < 100; ++i) {
+      auto next = lifecycle_config(600);
+      next.profiles[1].ctx += 256 * (i % 2);  // laya changed every other time, kev never
+      auto p = std::make_shared<const config::Config>(std::move(next));
+      versions.push_back(p);
+      co_await sup.reload(std::move(p), {});
+    }
+    alive = std::count_if(versions.begin(), versions.end(), [](const auto& v) { return !v.expired(); });
+    const auto s = co_await sup.snapshot();
+    CHECK(s.profiles.size() == 3);
+    co_await sup.shutdown();
+  });
+  CHECK(first_seen.expired());
+  CHECK(alive == 1);
+  CHECK(!versions.back().expired());
 }

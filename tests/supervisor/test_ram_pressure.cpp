@@ -26,7 +26,7 @@ std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, i
   kev.pin = pin_kev;
   auto cfg = test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, std::filesystem::path());
   if (preload_kev) cfg.orch.preload = {"kev"};
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<test::FakeEffects>(world), opts);
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<test::FakeEffects>(world), opts);
   if (preload_kev) sup.start_wanted();
   test::run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "laya"}) {

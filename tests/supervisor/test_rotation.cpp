@@ -43,7 +43,7 @@ Rotation rotate(const std::string& binary, int n, const std::string& name) {
   auto cfg = test::fast_config({a, b}, dir.path());
   asio::io_context ioc;
   Rotation rot;
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg)));
   bool done = false;
   int fds_after_warmup = 0, threads_after_warmup = 0;
   // Count supervised children, i.e. process-group leaders (each child is spawned into its own
@@ -111,7 +111,7 @@ void shutdown_after_stop_in_flight(const std::string& binary) {
   auto cfg = test::fast_config({a, b}, dir.path());
   cfg.orch.scheduling.switch_ahead = false;
   asio::io_context ioc;
-  Supervisor sup(ioc.get_executor(), cfg, std::make_unique<ProcessEffects>(ioc, cfg));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg)));
   std::vector<Event> seen;
   auto sub = sup.subscribe([&](const Event& e) { seen.push_back(e); });
   run_co(ioc, [&]() -> asio::awaitable<void> {

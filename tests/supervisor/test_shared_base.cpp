@@ -115,7 +115,7 @@ TEST_CASE("shared base: an allowed set naming a member keeps the group's child a
   test::FakeWorld w;
   auto opt = group_options();
   opt.allowed_sets = {{"kev+laya", "other"}};  // in child names, as the plan states them
-  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(three_profiles()), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     for (const char* m : {"kev", "other", "laya"}) {
       auto l = co_await sup.acquire(m, in(2s));
@@ -136,7 +136,7 @@ TEST_CASE("shared base: a group naming an unknown profile is ignored, members ke
   unknown.name = "kev+nobody";
   unknown.members = {"kev", "nobody"};
   opt.shared_bases = {unknown};
-  Supervisor sup(ioc.get_executor(), three_profiles(), std::make_unique<test::FakeEffects>(w), opt);
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(three_profiles()), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto l = co_await sup.acquire("kev", in(2s));
     REQUIRE(l.ok());

@@ -49,7 +49,7 @@ config::Config kev_and_laya() {
 }
 
 SupervisorFixture::SupervisorFixture(config::Config cfg, supervisor::SupervisorOptions opts)
-    : sup(ioc.get_executor(), std::move(cfg), std::make_unique<FakeEffects>(world), record_ready(std::move(opts))),
+    : sup(ioc.get_executor(), std::make_shared<const config::Config>(std::move(cfg)), std::make_unique<FakeEffects>(world), record_ready(std::move(opts))),
       sub(sup.subscribe([this](const supervisor::Event& e) { events.push_back(e); })) {}
 
 supervisor::SupervisorOptions SupervisorFixture::record_ready(supervisor::SupervisorOptions opts) {

@@ -45,7 +45,7 @@ TEST_CASE("prefetch: the next pipeline stage's model is read while the first one
   auto cfg = two_models(dir, 0);
   if (!droppable(dir / "laya.gguf")) KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
   asio::io_context ioc;
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   auto out = test::start(ioc, fx, cfg.profiles[0]);
   REQUIRE(out.ok());
   fx.wait_prefetch_idle();
@@ -63,7 +63,7 @@ TEST_CASE("prefetch: a hinted profile is prefetched, a cold start reports its lo
   cfg.pipelines.clear();
   if (!droppable(dir / "laya.gguf")) KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
   asio::io_context ioc;
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   SECTION("hinted") {
     fx.likely_next("laya");
     fx.wait_prefetch_idle();
@@ -82,7 +82,7 @@ TEST_CASE("prefetch: nothing is read under prefetch.min_available_mib", "[warm]"
   auto cfg = two_models(dir, std::int64_t(1) << 40);  // far above any machine's MemAvailable
   if (!droppable(dir / "laya.gguf")) KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
   asio::io_context ioc;
-  ProcessEffects fx(ioc, cfg);
+  ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   auto out = test::start(ioc, fx, cfg.profiles[0]);
   REQUIRE(out.ok());
   fx.wait_prefetch_idle();
@@ -99,13 +99,13 @@ TEST_CASE("prefetch: after a reload that moves a model, the new file is the one 
   if (!droppable(dir / "laya.gguf") || !droppable(dir / "laya-moved.gguf"))
     KEVLAYA_SKIP("the build tree's file system ignores POSIX_FADV_DONTNEED");
   asio::io_context ioc;
-  auto owned = std::make_unique<ProcessEffects>(ioc, cfg);
+  auto owned = std::make_unique<ProcessEffects>(ioc, std::make_shared<const config::Config>(cfg));
   ProcessEffects& fx = *owned;
-  Supervisor sup(ioc.get_executor(), cfg, std::move(owned));
+  Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(cfg), std::move(owned));
   auto next = cfg;
   next.profiles[1].model = dir / "laya-moved.gguf";
   test::run_co(ioc, [&]() -> asio::awaitable<void> {
-    co_await sup.reload(next, SupervisorOptions{});
+    co_await sup.reload(std::make_shared<const config::Config>(next), SupervisorOptions{});
     auto kev = co_await sup.acquire("kev", test::in(std::chrono::seconds(30)));  // then laya is predicted
     REQUIRE(kev.ok());
     kev->release();

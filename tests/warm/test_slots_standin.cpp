@@ -20,7 +20,7 @@ constexpr int kPromptWords = 300;
 
 struct Rig {
   explicit Rig(const std::string& tag, const std::string& binary = test::standin_binary().string())
-      : dir(tag), cfg{test::warm_orch(dir.path(), false), {}, {}}, fx(ioc, cfg) {
+      : dir(tag), cfg{test::warm_orch(dir.path(), false), {}, {}}, fx(ioc, std::make_shared<const config::Config>(cfg)) {
     profile = test::warm_profile("kev", binary, test::tiny_llama());
   }
   fs::path slot_file() const {
@@ -28,7 +28,7 @@ struct Rig {
   }
   TempDir dir;
   asio::io_context ioc;
-  config::Config cfg;  // outlives fx
+  config::Config cfg;
   ProcessEffects fx;
   config::Profile profile;
 };
