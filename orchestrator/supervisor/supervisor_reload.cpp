@@ -90,6 +90,7 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::ConfigPtr cfg, Superv
     if (it == next.end()) {
       diff.removed.push_back(name);
       ps.removed = true;
+      ps.profile = std::make_shared<const config::Profile>(*ps.profile);  // its own: the old version goes
       retire(name, ps, "reload");
     } else if (config::child_key(*ps.profile) == config::child_key(*it->second)) {  // what the child runs
       diff.unchanged.push_back(name);
