@@ -153,7 +153,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool head_sent() const { return head_sent_; }
   int status() const { return status_; }
   std::int64_t bytes_out() const { return bytes_out_; }  // response body bytes of this request so far
-  std::string peer() const;                              // the client's address ("" when unknown)
+  const std::string& peer() const;                       // the client's address ("" when unknown)
 
   // Cancels `token` if the client closes its end while the response is pending.
   void watch_disconnect(std::shared_ptr<upstream::CancelToken> token);
@@ -200,6 +200,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<Door> door_;
   asio::ip::tcp::socket socket_;
+  mutable std::optional<std::string> peer_;  // read once (a system call), then every request's
   asio::steady_timer watchdog_;
   Clock::time_point deadline_ = Clock::time_point::max();  // of the pending operation; max = none
   Clock::time_point armed_ = Clock::time_point::max();     // the watchdog's expiry; max = not armed

@@ -432,10 +432,13 @@ void Connection::peek_for_hangup(std::uint64_t gen, std::shared_ptr<upstream::Ca
       });
 }
 
-std::string Connection::peer() const {
-  error_code ec;
-  const auto ep = socket_.remote_endpoint(ec);
-  return ec ? std::string() : ep.address().to_string();
+const std::string& Connection::peer() const {
+  if (!peer_) {
+    error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? std::string() : ep.address().to_string();
+  }
+  return *peer_;
 }
 
 void Connection::unwatch() {
