@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "common/bounded_file.hpp"
+#include "config/backend.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
 #include "ledger/placement.hpp"
@@ -72,14 +73,14 @@ void print_profiles(std::ostream& out, const cfg::Config& c) {
       for (const auto& a : p.alias) out << ' ' << a;
       out << ')';
     }
-    if (p.backend == cfg::Backend::remote) {
+    if (!cfg::backend_of(p).spawns) {
       out << "  remote " << p.url << '\n';
       continue;
     }
     out << "  " << (p.model.empty() ? "-" : p.model.filename().string());
     if (!p.quant.empty()) out << ' ' << p.quant;
     out << "  ngl " << ngl_text(p.ngl) << "  ctx " << p.ctx << "  np " << p.parallel;
-    if (p.backend == cfg::Backend::command) out << "  (command)";
+    if (const auto& b = cfg::backend_of(p); !b.llama_server) out << "  (" << b.name << ")";
     if (!p.lora.empty()) out << "  lora " << p.lora.size();
     for (std::size_t i = 0; i < p.gpu.size(); ++i) out << (i ? "," : "  gpu ") << p.gpu[i];
     if (p.evict.protect) out << "  evict " << cfg::evict_text(p.evict);
@@ -155,7 +156,7 @@ LedgerCount check_ledger(std::ostream& out, cfg::Config c) {
       out << "models_dir: " << f.profile << ": " << ledger::to_string(f.choice) << '\n';
   }
   const bool local = std::any_of(c.profiles.begin(), c.profiles.end(), [](const cfg::Profile& p) {
-    return p.backend == cfg::Backend::llama_server && !p.model.empty();
+    return cfg::backend_of(p).llama_server && !p.model.empty();
   });
   if (!local) return n;
   auto g = ledger::gather(c);
@@ -239,7 +240,7 @@ void add_args(CLI::App& app, Globals& g) {
       std::cerr << "kevlaya-orch args: no profile named '" << o->profile << "'\n";
       return;
     }
-    if (p->backend == cfg::Backend::remote) {
+    if (!cfg::backend_of(*p).spawns) {
       std::cout << "# profile '" << p->name << "' is remote (" << p->url << "); nothing is started\n";
       g.exit_code = kExitOk;
       return;

@@ -1,4 +1,5 @@
 #include "cli/pipeline_session.hpp"
+#include "config/backend.hpp"
 
 #include <unistd.h>
 
@@ -82,7 +83,7 @@ void print_binaries(const config::Config& cfg, const std::vector<config::Stage>&
   for (const auto& s : stages) {
     const auto* p = cfg.find_profile(s.model);
     if (!p || !seen.insert(p->name).second) continue;
-    if (p->backend == config::Backend::remote) {  // nothing runs here: say where calls go
+    if (!config::backend_of(*p).spawns) {  // nothing runs here: say where calls go
       out << "remote: " << p->name << " -> " << p->url << "  (model "
           << (p->remote_model.empty() ? p->name : p->remote_model) << ")\n";
       continue;

@@ -9,6 +9,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/bytes.hpp"
+#include "config/backend.hpp"
 #include "http/apis.hpp"
 #include "http/detail.hpp"
 #include "warm/slot_cache.hpp"
@@ -124,7 +125,7 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
   auto prof = resolve_model(*d.cfg, model);
   if (!prof) return error_reply(prof.error());
   const bool get = req.method() == bhttp::verb::get;
-  if ((*prof)->backend != config::Backend::llama_server || !enables_cors_proxy((*prof)->extra_args))
+  if (!config::backend_of(**prof).llama_server || !enables_cors_proxy((*prof)->extra_args))
     return error_reply(make_error(Errc::forbidden,
                                   std::string(get ? "GET" : "POST") + " /cors-proxy: model '" +
                                       (*prof)->name + "' does not run llama-server's CORS proxy",

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/clock.hpp"
+#include "config/backend.hpp"
 #include "http/auth.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
@@ -121,7 +122,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     const auto* prof = named != by_name.end() ? named->second : d.cfg->find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
-    if (prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
+    if (prof && config::backend_of(*prof).llama_server && !prof->model.empty())
       if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
         j["page_cache_pct"] = *pct;  // -1: file unreadable; absent: not measured yet (docs/warm.md)
     if (p.last_failure) {
@@ -185,7 +186,7 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     if (p.remote)
       m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
     if (const auto* prof = d.cfg->find_profile(p.name);
-        prof && prof->backend == config::Backend::llama_server && !prof->model.empty())
+        prof && config::backend_of(*prof).llama_server && !prof->model.empty())
       if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
         m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, *pct);
   }

@@ -1,6 +1,7 @@
 #include "http/router_api.hpp"
 
 #include "common/bounded_json.hpp"
+#include "config/backend.hpp"
 #include "http/bodies.hpp"
 
 namespace kevlaya::http {
@@ -15,7 +16,7 @@ nlohmann::json router_status_json(const config::Profile& prof, const supervisor:
                       : ph == Phase::starting                     ? "loading"
                                                                   : "unloaded";
   json args = json::array();
-  if (prof.backend == config::Backend::llama_server)  // no per-start secret: build_argv's display form
+  if (config::backend_of(prof).llama_server)  // no per-start secret: build_argv's display form
     args = config::build_argv(prof, "127.0.0.1", st && st->port > 0 ? st->port : 0);
   json status = {{"value", value}, {"args", std::move(args)}};
   if (ph == Phase::failed) {

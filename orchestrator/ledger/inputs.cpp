@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/hash.hpp"
+#include "config/backend.hpp"
 #include "ledger/calibration.hpp"
 
 namespace kevlaya::ledger {
@@ -44,7 +45,7 @@ Result<Gathered> gather(const config::Config& cfg) {
     if (s) store = std::move(*s);  // a corrupt store only loses the measured column
   }
   for (const auto& p : cfg.profiles) {
-    if (p.backend == config::Backend::command && p.vram_mib) {  // priced as declared; no file to read
+    if (config::backend_of(p).declared_vram && p.vram_mib) {  // priced as declared; no file to read
       ProfileInput in;
       in.name = p.name;
       in.declared_gpu = static_cast<std::uint64_t>(*p.vram_mib) * kMiB;
@@ -53,7 +54,7 @@ Result<Gathered> gather(const config::Config& cfg) {
       g.profiles.push_back(std::move(in));
       continue;
     }
-    if (p.backend != config::Backend::llama_server || p.model.empty()) {
+    if (!config::backend_of(p).llama_server || p.model.empty()) {
       g.skipped.push_back(p.name);
       continue;
     }

@@ -1,6 +1,7 @@
 // The per-child bill. Every formula cites the llama.cpp b10470 code it reproduces; see docs/ledger.md.
 #include "ledger/ledger.hpp"
 
+#include "config/backend.hpp"
 #include "config/fingerprint.hpp"
 #include "config/flags.hpp"
 
@@ -71,7 +72,7 @@ Flags flags_from_profile(const config::Profile& p) {
   if (p.flash_attn) f.flash_attn = *p.flash_attn;
   // Priced as it runs: the child's argv in order (profile flags, then extra_args), the last value of
   // a flag winning as in llama-server, so `extra_args: [-c, 8192]` is priced at 8192.
-  if (p.backend == config::Backend::llama_server) {
+  if (config::backend_of(p).llama_server) {
     const auto argv = config::child_argv(p);  // the argv config::fingerprint reads too
     const std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
     for (const auto& use : config::scan_flags(args)) read_flag(f, use.flag->key, use.value);

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include "config/backend.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::remote {
@@ -66,12 +67,8 @@ Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg&
     if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
     const auto k = m.value("kevlaya", json::object());
     if (k.is_object() && k.value("backend", "") == "remote") continue;  // the peer's own remotes
-    config::Profile p;
-    p.name = m["id"].get<std::string>();
+    config::Profile p = config::remote_profile(m["id"].get<std::string>(), peer.url);
     p.loc = peer.loc;
-    p.backend = config::Backend::remote;
-    p.binary.clear();
-    p.url = peer.url;
     p.api_key = peer.api_key;
     p.peer = peer.url;
     // Checked through the peer's own entry for it: a model the peer stops serving becomes

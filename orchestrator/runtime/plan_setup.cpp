@@ -14,6 +14,7 @@
 
 #include "common/bytes.hpp"
 #include "common/strings.hpp"
+#include "config/backend.hpp"
 #include "ledger/calibration.hpp"
 #include "runtime/discovered.hpp"
 #include "supervisor/child.hpp"
@@ -189,7 +190,7 @@ namespace {
 std::map<std::string, config::DevicePlacement> unplanned(const config::Config& cfg) {
   std::map<std::string, config::DevicePlacement> out;
   for (const auto& p : cfg.profiles) {
-    if (p.gpu.empty() || p.backend != config::Backend::llama_server) continue;
+    if (p.gpu.empty() || !config::backend_of(p).llama_server) continue;
     auto& d = out[p.name];
     d.devices = p.gpu;
     for (const int g : p.gpu) d.visible += (d.visible.empty() ? "" : ",") + std::to_string(g);

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "config/backend.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
@@ -25,7 +26,7 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
   // asks, and an admin's load or a pipeline stage names a model exactly.
   const config::Profile* p = cfg_->find_profile(model);
   if (!p) return make_error(Errc::not_found, "unknown model '" + model + "'");
-  if (p->backend == config::Backend::remote) return remote_lease(*p);  // never queued behind a switch
+  if (!config::backend_of(*p).spawns) return remote_lease(*p);  // never queued behind a switch
   const std::string& child = child_of(p->name);
   auto& ps = profs_[child];
   auto now = Clock::now();
@@ -117,7 +118,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   s->endpoint = ps.endpoint;
   const auto* asked = cfg_->find_profile(w->profile);  // a shared child's member: its own settings
   s->health = (asked ? *asked : *ps.profile).health;
-  if (ps.profile->backend != config::Backend::command) s->upstream_model = w->profile;
+  if (config::backend_of(*ps.profile).renames_model) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;
   ++ps.in_flight;

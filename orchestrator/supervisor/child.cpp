@@ -1,6 +1,7 @@
 // Child process lifecycle. Boost.Process v1 only spawns (then the child is detached); exit is
 // observed through a pidfd (readable when the process exits) and reaped with waitpid.
 #include "supervisor/child.hpp"
+#include "config/backend.hpp"
 #include "supervisor/child_output.hpp"
 
 #include <signal.h>
@@ -77,7 +78,7 @@ bp::environment child_env(const ChildOptions& o) {
     if (inherited && !p.env.count(name)) drop.push_back(name);
   }
   for (const auto& n : drop) env.erase(n);
-  if (vertex && p.backend == config::Backend::llama_server) {
+  if (vertex && config::backend_of(p).llama_server) {
     env.set("AIP_MODE", "PREDICTION");
     env.set("AIP_HTTP_PORT", std::to_string(o.port));
     env.set("AIP_PREDICT_ROUTE", "/predict");
@@ -185,7 +186,7 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), opts_.slot_save_path.string(), opts_.api_key};
   // argv[0] is what runs, for every backend: the very words `kevlaya-orch args` prints.
   auto argv = config::build_argv(opts_.profile, spawn);
-  const bool command = opts_.profile.backend == config::Backend::command;
+  const bool command = config::backend_of(opts_.profile).own_command;
   fs::path exe = argv.empty() ? fs::path() : resolve_binary(argv.front());
   if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
     ChildFailure f;
@@ -519,7 +520,7 @@ asio::awaitable<StopReport> Child::Impl::stop() {
 // stop.command (backend=command), bounded by stop.timeout_s; the signal follows if the server lives on.
 asio::awaitable<void> Child::Impl::run_stop_command(StopReport& rep) {
   const auto& st = opts_.profile.stop;
-  if (st.command.empty() || opts_.profile.backend != config::Backend::command) co_return;
+  if (st.command.empty() || !config::backend_of(opts_.profile).own_command) co_return;
   const config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), {}, {}};
   const auto timeout = milliseconds(static_cast<std::int64_t>(st.command_timeout_s * 1000));
   // Named first: GCC 12 mishandles temporaries passed inside a co_await expression.

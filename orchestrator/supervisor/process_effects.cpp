@@ -12,6 +12,7 @@
 #include "common/clock.hpp"
 #include "common/fd.hpp"
 #include "common/random.hpp"
+#include "config/backend.hpp"
 #include "supervisor/nvml.hpp"
 #include "supervisor/state_file.hpp"
 #include "warm/page_cache.hpp"
@@ -59,7 +60,7 @@ ProcessEffects::ProcessEffects(asio::io_context& ioc, config::ConfigPtr cfg)
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
 
 asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, ExitCallback on_exit) {
-  if (p.backend == config::Backend::remote) {  // the Supervisor routes these without a child
+  if (!config::backend_of(p).spawns) {  // the Supervisor routes these without a child
     StartOutcome bug;
     bug.failure.kind = FailureKind::internal;
     bug.failure.message = p.name + " is a remote profile: there is nothing to start";
@@ -104,7 +105,7 @@ asio::awaitable<StartOutcome> ProcessEffects::spawn_child(const config::Profile&
     if (run.slots) o.slot_save_path = run.slots->dir;
     // A fresh key per start, known only to this process: the door's keys cannot be skipped by
     // talking to the child's port. Other backends are not llama-server and get none.
-    if (p.backend == config::Backend::llama_server) o.api_key = random_hex(kChildKeyBytes);
+    if (config::backend_of(p).llama_server) o.api_key = random_hex(kChildKeyBytes);
     auto child = Child::create(ioc_, o);
     // Keep-alive connections to this process only: closed when it dies or stops.
     auto pool = std::make_shared<upstream::ConnectionPool>(static_cast<std::size_t>(std::max(8, 2 * p.parallel)));

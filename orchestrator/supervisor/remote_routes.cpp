@@ -4,6 +4,7 @@
 // remote cannot be used now (unreachable at its last check).
 #include <spdlog/spdlog.h>
 
+#include "config/backend.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace kevlaya::supervisor {
@@ -11,7 +12,7 @@ namespace kevlaya::supervisor {
 void SupervisorImpl::start_remotes() {
   std::vector<config::Profile> remotes;
   for (const auto& p : cfg_->profiles)
-    if (p.backend == config::Backend::remote) remotes.push_back(p);
+    if (!config::backend_of(p).spawns) remotes.push_back(p);
   if (remotes.empty()) return;
   remotes_ = std::make_unique<remote::Monitor>(strand_, remotes, [this](const std::string& name, const remote::Health& st) {
     Event e;  // on strand_ (the monitor runs there)

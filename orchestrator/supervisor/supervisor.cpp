@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/clock.hpp"
+#include "config/backend.hpp"
 #include "config/fingerprint.hpp"
 #include "ledger/calibration.hpp"
 #include "ledger/plan.hpp"
@@ -107,7 +108,7 @@ ChildProfiles SupervisorImpl::build_children() {
   child_of_.clear();
   lora_of_.clear();
   for (const auto& p : cfg_->profiles)
-    if (p.backend != config::Backend::remote) child_of_[p.name] = p.name;
+    if (config::backend_of(p).spawns) child_of_[p.name] = p.name;
   ChildProfiles out;
   add_shared_bases(out);
   for (const auto& p : cfg_->profiles) {

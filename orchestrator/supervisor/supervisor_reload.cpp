@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "config/backend.hpp"
 #include "config/fingerprint.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
@@ -22,7 +23,7 @@ namespace {
 std::map<std::string, std::string> remote_keys(const config::Config& c) {
   std::map<std::string, std::string> out;
   for (const auto& p : c.profiles)
-    if (p.backend == config::Backend::remote) out[p.name] = config::child_key(p);
+    if (!config::backend_of(p).spawns) out[p.name] = config::child_key(p);
   return out;
 }
 

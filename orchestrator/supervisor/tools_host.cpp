@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "common/random.hpp"
+#include "config/backend.hpp"
 #include "supervisor/child.hpp"
 #include "supervisor/process_effects.hpp"
 
@@ -64,9 +65,7 @@ asio::awaitable<bool> ToolsHost::Impl::serve_once() {
   ChildOptions o;
   const std::string key = random_hex(kKeyBytes);
   const int port = pick_free_port("127.0.0.1");
-  o.profile.name = kName;
-  o.profile.backend = config::Backend::command;  // no --model: llama-server serves as a router
-  o.profile.command = tools_host_argv(opts_, port, key);
+  o.profile = config::command_profile(kName, tools_host_argv(opts_, port, key));  // no --model: a router
   o.profile.stop.grace_s = kStopGraceS;
   o.host = "127.0.0.1";
   o.port = port;

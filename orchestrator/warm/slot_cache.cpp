@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "config/backend.hpp"
 #include "config/fingerprint.hpp"
 
 namespace kevlaya::warm {
@@ -61,7 +62,7 @@ fs::path slot_dir(const fs::path& state_dir, const std::string& profile) {
 }
 
 std::optional<fs::path> slot_save_dir(const config::Profile& p, const fs::path& state_dir) {
-  if (!p.slot_cache.enabled || p.backend != config::Backend::llama_server || state_dir.empty()) return std::nullopt;
+  if (!p.slot_cache.enabled || !config::backend_of(p).llama_server || state_dir.empty()) return std::nullopt;
   return slot_dir(state_dir, p.name);
 }
 
