@@ -4,7 +4,8 @@ directly (same binary, model and flags, no key) and through `kevlaya-orch serve`
 answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
-                           [--baseline ORCH] [--nginx] [--keep-alive] [--prompt-kib N]
+                           [--baseline ORCH [--baseline-yaml LINES]] [--nginx] [--keep-alive]
+                           [--prompt-kib N]
                            [--rounds 9]
 
 Prints median added latency (non-streaming), added time to first SSE chunk, throughput at 16
@@ -13,7 +14,8 @@ burst beside direct bursts of the same round), and the door's own CPU time per r
 /proc/PID/task/*/schedstat: far less noisy than latency on a loaded machine). Each request opens a
 fresh connection; --keep-alive reuses one per client thread and server, as the SDKs do. Uses the stand-in server unless
 --server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
-build, e.g. before a change) in the same run, interleaved, so before/after share the machine state.
+build, e.g. before a change) in the same run, interleaved, so before/after share the machine state;
+--baseline-yaml adds kevlaya.yaml lines to the baseline door only (the same binary with a setting off).
 --nginx adds nginx (from PATH: one worker, `proxy_pass` with an upstream keep-alive pool) in front of
 the direct child as a reference row: what a lean proxy's extra hop costs on this machine."""
 import argparse, http.client, json, os, re, statistics, subprocess, sys, tempfile, threading, time
@@ -148,6 +150,8 @@ def main():
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--baseline", default=None, help="a second kevlaya-orch, measured interleaved")
+    ap.add_argument("--baseline-yaml", default="",
+                    help="kevlaya.yaml lines added for the baseline door only, e.g. 'activity: {enabled: false}'")
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
     ap.add_argument("--rounds", type=int, default=9, help="throughput rounds (median ratio reported)")
     ap.add_argument("--keep-alive", action="store_true",
@@ -181,7 +185,8 @@ def main():
                 if i:  # its own state and logs
                     cfg = f"{d}/kevlaya-{name}.yaml"
                     with open(f"{d}/kevlaya.yaml") as f, open(cfg, "w") as g:
-                        g.write(f.read().replace(f"{d}/state", f"{d}/state-{name}").replace(f"{d}/logs", f"{d}/logs-{name}"))
+                        g.write(f.read().replace(f"{d}/state", f"{d}/state-{name}").replace(f"{d}/logs", f"{d}/logs-{name}")
+                                + (a.baseline_yaml + "\n" if a.baseline_yaml else ""))
                 procs.append((name, *start_door(bin_, cfg)))
             direct, child = start_direct(server, os.path.abspath(a.model), a.clients, ctx)
             if a.nginx:
