@@ -41,7 +41,8 @@ inline Result<const config::Profile*> resolve_model(const config::Config& cfg, c
 }
 
 // Parses a model call's body: a JSON object whose `model` (absent or null = none) is resolved by
-// Config::resolve_model; the call keeps `cfg` (its `prof` points into it). Errors: 400 (not JSON, too deep, `model` not a string), 404 (unknown model).
+// Config::resolve_model; the call keeps `cfg` (its `prof` points into it). Errors: 400 (not JSON,
+// too deep, `model` not a string), 404 (unknown model).
 Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_view body);
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was

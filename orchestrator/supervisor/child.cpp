@@ -1,7 +1,6 @@
 // Child process lifecycle. Boost.Process v1 only spawns (then the child is detached); exit is
 // observed through a pidfd (readable when the process exits) and reaped with waitpid.
 #include "supervisor/child.hpp"
-#include "config/backend.hpp"
 #include "supervisor/child_output.hpp"
 
 #include <signal.h>
@@ -29,6 +28,7 @@
 
 #include "common/clock.hpp"
 #include "common/fd.hpp"
+#include "config/backend.hpp"
 #include "supervisor/spawn_setup.hpp"
 #include "supervisor/state_file.hpp"
 #include "supervisor/stop_command.hpp"
