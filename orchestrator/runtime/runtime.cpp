@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "remote/peers.hpp"
+#include "runtime/plan_setup.hpp"
 #include "supervisor/process_effects.hpp"
 
 namespace kevlaya::runtime {

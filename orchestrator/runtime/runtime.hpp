@@ -19,7 +19,6 @@
 #include "config/config.hpp"
 #include "ledger/snapshot.hpp"
 #include "runtime/exit_codes.hpp"
-#include "runtime/plan_setup.hpp"
 #include "runtime/state_lock.hpp"
 #include "supervisor/supervisor.hpp"
 
