@@ -99,16 +99,16 @@ std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_vi
   if (f != body.end() && !(f->is_string() && safe_slot_filename(f->get_ref<const std::string&>())))
     return invalid("Invalid filename");
   if (action != "erase" && f == body.end()) return invalid("\"filename\" is required for action " + action);
-  auto prof = resolve_model(*d.cfg, model);
+  auto prof = resolve_model(d.cfg(), model);
   if (!prof) return error_reply(prof.error());
-  if (!warm::slot_save_dir(**prof, d.cfg->orch.state_dir))
+  if (!warm::slot_save_dir(**prof, d.cfg().orch.state_dir))
     return llama_error(501,
                        "model '" + (*prof)->name + "' has no slot folder: set slot_cache.enabled: true in its "
                        "profile (the door then runs its child with --slot-save-path " +
-                           warm::slot_dir(d.cfg->orch.state_dir, (*prof)->name).string() + ")",
+                           warm::slot_dir(d.cfg().orch.state_dir, (*prof)->name).string() + ")",
                        "not_supported_error");
   call.requested = model;
-  call.cfg = d.cfg;
+  call.cfg = ledger::config_of(d.snap);
   call.prof = *prof;
   call.raw = true;
   call.target = "/slots/" + std::string(id) + "?action=" + action;
@@ -122,7 +122,7 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
   const std::string model = q == std::string_view::npos ? std::string() : query_param(target.substr(q + 1), "model");
-  auto prof = resolve_model(*d.cfg, model);
+  auto prof = resolve_model(d.cfg(), model);
   if (!prof) return error_reply(prof.error());
   const bool get = req.method() == bhttp::verb::get;
   if (!config::backend_of(**prof).llama_server || !enables_cors_proxy((*prof)->extra_args))
@@ -132,7 +132,7 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
                                   "add --ui-mcp-proxy to the profile's extra_args (any caller with a key can "
                                   "then make its child fetch any URL: docs/security.md)"));
   call.requested = model;
-  call.cfg = d.cfg;
+  call.cfg = ledger::config_of(d.snap);
   call.prof = *prof;
   call.raw = true;
   call.relay_headers = true;

@@ -93,11 +93,10 @@ class Door {
 
   Strand strand;
   supervisor::Supervisor& sup;
-  // The version in force (Server::set_config), its configuration and its plan (null: not planned).
-  // A handler that waits and then reads it again copies it first: a reload meanwhile may free it.
-  config::ConfigPtr cfg;
-  std::shared_ptr<const ledger::Plan> plan;
-  void follow(const ledger::SnapshotPtr& s);  // sets both
+  // The version in force (Server::set_config): its configuration and its plan. A handler that
+  // waits and then reads it again copies `snap` first: a reload meanwhile may free the one it read.
+  ledger::SnapshotPtr snap;
+  const config::Config& cfg() const { return snap->config; }
   ServerOptions opt;
   GatePolicy gate;  // built once from opt (Host, Origin rules)
   std::shared_ptr<PipelineRunner> runner;

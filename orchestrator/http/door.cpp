@@ -24,23 +24,17 @@ using tcp = asio::ip::tcp;
 }  // namespace
 
 Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : strand(s.strand()), sup(s), opt(std::move(o)),
+    : strand(s.strand()), sup(s), snap(c), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
-  follow(c);
   describe_metrics(metrics);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
   if (opt.capture.enabled)
     captures = std::make_unique<activity::CaptureRing>(static_cast<std::size_t>(opt.capture.max_mib) << 20,
-                                                       cfg->orch.state_dir.empty() ? cfg->orch.state_dir : cfg->orch.state_dir / "captures");
+                                                       cfg().orch.state_dir.empty() ? cfg().orch.state_dir : cfg().orch.state_dir / "captures");
 }
 
 Door::~Door() = default;
-
-void Door::follow(const ledger::SnapshotPtr& s) {
-  cfg = ledger::config_of(s);
-  plan = s->plan ? std::shared_ptr<const ledger::Plan>(s, &*s->plan) : nullptr;
-}
 
 void Door::request_done() {
   --in_flight;
@@ -224,7 +218,7 @@ void Server::set_config(ledger::SnapshotPtr cfg, ServerOptions opt) {
     opt.tools_binary = d->opt.tools_binary;
     opt.vertex_predict_route = d->opt.vertex_predict_route;
     opt.vertex_health_route = d->opt.vertex_health_route;
-    d->follow(c);
+    d->snap = std::move(c);
     d->opt = std::move(opt);
     d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
   });

@@ -65,7 +65,7 @@ std::int64_t int_param(std::string_view query, std::string_view key, std::int64_
 // The child's name for `model` (a profile or alias, or a child seen on /events), or "": a member
 // of a shared child is served, and logged, by the plan's shared child ("base+kev+laya").
 std::string log_name(const Door& d, const std::string& model) {
-  if (const auto* p = d.cfg->find_profile(model)) return d.plan ? d.plan->child_of(p->name) : p->name;
+  if (const auto* p = d.cfg().find_profile(model)) return d.snap->plan ? d.snap->plan->child_of(p->name) : p->name;
   return d.phases.count(model) ? model : std::string{};
 }
 
@@ -186,11 +186,11 @@ asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::strin
     co_await c.send(error_reply(make_error(Errc::not_found, "no model or child named '" + model + "'")));
     co_return;
   }
-  if (d.cfg->orch.log_dir.empty()) {
+  if (d.cfg().orch.log_dir.empty()) {
     co_await c.send(error_reply(make_error(Errc::not_found, "children's logs are not kept (log_dir is unset)")));
     co_return;
   }
-  json j = read_log(supervisor::child_log_path(d.cfg->orch.log_dir, name), int_param(query, "after", -1),
+  json j = read_log(supervisor::child_log_path(d.cfg().orch.log_dir, name), int_param(query, "after", -1),
                     int_param(query, "lines", 200));
   j["model"] = name;
   co_await c.send(json_reply(200, j));

@@ -181,14 +181,14 @@ asio::awaitable<void> update_model_server_metrics(Door& d, const supervisor::Sna
     auto res = co_await upstream::fetch(d.strand, ep, std::move(req));
     if (res && res->status == 200 && res->body.size() <= kMaxSlotsBytes) bodies.push_back(std::move(res->body));
   }
-  set_model_server_metrics(d.metrics, *d.cfg, snap, d.waiting, kv_usage_from_slots(bodies),
+  set_model_server_metrics(d.metrics, d.cfg(), snap, d.waiting, kv_usage_from_slots(bodies),
                            static_cast<double>(activity::unix_ms()) / 1000.0);
 }
 
 asio::awaitable<void> readyz(Door& d, Connection& c, std::string_view query, bool door_ready) {
   const std::string q(query);  // the request's target may not outlive the snapshot's wait
   const auto snap = co_await d.sup.snapshot();
-  co_await c.send(readiness_reply(*d.cfg, snap, q, door_ready && !d.draining));
+  co_await c.send(readiness_reply(d.cfg(), snap, q, door_ready && !d.draining));
 }
 
 }  // namespace kevlaya::http

@@ -95,14 +95,14 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, st
   for (const char* k : {"model", "name"})
     if (auto f = typed_field(body, k, JsonKind::string); !f) return f.error();
   const auto name = model_field(body);
-  auto resolved = d.cfg->resolve_model(name);  // the one resolution (":latest" included)
+  auto resolved = d.cfg().resolve_model(name);  // the one resolution (":latest" included)
   if (!resolved) return resolved.error();
   const config::Profile* prof = *resolved;
   auto mapped = ollama_to_openai(kind, body, prof->name, prof->ctx);
   if (!mapped) return mapped.error();
   ProxyCall call;
   call.requested = prof->name;  // the translated body names the profile already
-  call.cfg = d.cfg;
+  call.cfg = ledger::config_of(d.snap);
   call.prof = prof;
   call.stream = ollama_streams(kind, body);
   call.target = ollama_target(kind, body);
@@ -127,7 +127,7 @@ Result<ProxyCall> plan_call(const Door& d, OllamaKind kind, const json& body, st
 // (Plain function: GCC 12 mishandles braced initialisers and ?: temporaries inside coroutines.)
 std::optional<Reply> local_reply(const Door& d, const std::string& name, const Result<json>& body) {
   if (name == "version") return json_reply(200, {{"version", kOllamaVersion}});
-  if (name == "tags") return json_reply(200, tags_json(*d.cfg));
+  if (name == "tags") return json_reply(200, tags_json(d.cfg()));
   if (name != "show" && name != "chat" && name != "generate" && name != "embed" && name != "embeddings")
     return ollama_error(501, "/api/" + name + " is not supported by kevlaya: models are profiles in kevlaya.yaml's "
                              "profiles_dir, not pulled or created through the API (docs/http.md)");
@@ -136,7 +136,7 @@ std::optional<Reply> local_reply(const Door& d, const std::string& name, const R
   if (name != "show") return std::nullopt;
   for (const char* k : {"model", "name"})
     if (auto f = typed_field(body.value(), k, JsonKind::string); !f) return ollama_error(400, f.error().message);
-  auto prof = d.cfg->resolve_model(model_field(body.value()));
+  auto prof = d.cfg().resolve_model(model_field(body.value()));
   if (!prof) return ollama_error(prof.error());
   return json_reply(200, show_json(**prof));
 }
@@ -147,7 +147,7 @@ std::string_view body_of(const Request& req) {
 }
 
 Reply ps_reply(const Door& d, const supervisor::Snapshot& snap) {
-  return json_reply(200, ps_json(*d.cfg, d.plan.get(), snap));
+  return json_reply(200, ps_json(d.cfg(), d.snap->plan ? &*d.snap->plan : nullptr, snap));
 }
 
 }  // namespace

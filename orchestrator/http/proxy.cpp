@@ -54,9 +54,9 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
   Call call;
   const auto slash = arg.find('/');
   call.requested = std::string(arg.substr(0, slash));
-  auto profile = resolve_model(*d.cfg, call.requested);
+  auto profile = resolve_model(d.cfg(), call.requested);
   if (!profile) return profile.error();
-  call.cfg = d.cfg;
+  call.cfg = ledger::config_of(d.snap);
   call.prof = *profile;
   call.raw = true;
   call.method = req.method() == bhttp::verb::get ? "GET" : "POST";
@@ -79,16 +79,16 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   call.shape = m.api->shape;
   if (m.api->from == ModelFrom::query) {  // GET /props?model=, /slots?model=
     call.requested = query_param(query_of(target), "model");
-    auto profile = resolve_model(*d.cfg, call.requested);
+    auto profile = resolve_model(d.cfg(), call.requested);
     if (!profile) return profile.error();
-    call.cfg = d.cfg;
+    call.cfg = ledger::config_of(d.snap);
     call.prof = *profile;
     call.method = "GET";
     call.raw = true;
     call.target = std::string(target);
     return call;
   }
-  auto parsed = parse_model_call(d.cfg, req.body());
+  auto parsed = parse_model_call(ledger::config_of(d.snap), req.body());
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
   call.target = std::string(target.substr(0, target.find('?')));

@@ -61,7 +61,7 @@ json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, s
 json models_json(const Door& d, const supervisor::Snapshot& snap) {
   json data = json::array();
   const auto created = activity::unix_ms() / 1000;
-  for (const auto& prof : d.cfg->profiles) data.push_back(model_json(prof, snap, created));
+  for (const auto& prof : d.cfg().profiles) data.push_back(model_json(prof, snap, created));
   return {{"object", "list"}, {"data", data}};
 }
 
@@ -79,10 +79,10 @@ Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
 
 // GET /v1/models/{id}: the profile `id` names (an alias answers with its profile's entry).
 asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) {
-  const auto cfg = d.cfg;  // `prof` is read after a wait: its version stays alive
-  const auto* prof = cfg->find_profile(id);
+  const auto version = d.snap;  // `prof` is read after a wait: its version stays alive
+  const auto* prof = version->config.find_profile(id);
   if (!prof) {
-    co_await c.send(unknown_model_reply(*cfg, id));
+    co_await c.send(unknown_model_reply(version->config, id));
     co_return;
   }
   const auto snap = co_await d.sup.snapshot();
@@ -101,7 +101,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
        switches = json::array(), by_model = json::object();
   std::size_t fresh = warm::kResidencyFreshPerCall;  // page-cache measurements this call may make
   std::unordered_map<std::string_view, const config::Profile*> by_name;  // one lookup per profile
-  for (const auto& prof : d.cfg->profiles) by_name.emplace(prof.name, &prof);
+  for (const auto& prof : d.cfg().profiles) by_name.emplace(prof.name, &prof);
   for (const auto& p : snap.profiles) {
     const bool local = !p.remote;  // a remote holds no local residency
     if (local && (p.state == Phase::ready || p.state == Phase::draining)) resident.push_back(p.name);
@@ -119,7 +119,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     }
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
     const auto named = by_name.find(p.name);
-    const auto* prof = named != by_name.end() ? named->second : d.cfg->find_profile(p.name);
+    const auto* prof = named != by_name.end() ? named->second : d.cfg().find_profile(p.name);
     if (prof) j["backend"] = config::to_string(prof->backend);
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
     if (prof && config::backend_of(*prof).llama_server && !prof->model.empty())
@@ -185,7 +185,7 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     m.set("kevlaya_model_state", state, 1);
     if (p.remote)
       m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
-    if (const auto* prof = d.cfg->find_profile(p.name);
+    if (const auto* prof = d.cfg().find_profile(p.name);
         prof && config::backend_of(*prof).llama_server && !prof->model.empty())
       if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
         m.set("kevlaya_model_page_cache_percent", {{"model", p.name}}, *pct);
@@ -225,11 +225,11 @@ Reply unloaded_reply(bool router) {
 // only says the process serves.
 Reply health_reply(Door& d, bool live) {
   if (d.draining && !live) return json_reply(503, {{"status", "draining"}});
-  if (!live && !d.preload_ready && !d.cfg->orch.preload.empty())
+  if (!live && !d.preload_ready && !d.cfg().orch.preload.empty())
     d.preload_ready = !d.phases.empty() && std::none_of(d.phases.begin(), d.phases.end(), [](const auto& kv) {
       return kv.second == Phase::starting;
     });
-  const bool loading = (!d.preload_ready && !d.cfg->orch.preload.empty()) || (d.tools && !d.tools->settled());
+  const bool loading = (!d.preload_ready && !d.cfg().orch.preload.empty()) || (d.tools && !d.tools->settled());
   if (!live && loading)
     return json_reply(503, {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}});
   return json_reply(200, {{"status", "ok"}, {"uptime_s", seconds_since(d.started_at)}});
@@ -266,7 +266,7 @@ asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model, bo
 
 // POST /models/load and /models/unload: the router's {"model": name} body, the handlers above.
 asio::awaitable<void> router_models(Door& d, const Request& req, Connection& c, bool load) {
-  auto name = router_model_name(*d.cfg, req.body());
+  auto name = router_model_name(d.cfg(), req.body());
   if (!name) {
     co_await c.send(error_reply(name.error()));
     co_return;

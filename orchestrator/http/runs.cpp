@@ -136,7 +136,7 @@ Status RunQueue::check_run(std::string_view body, const std::string& name) const
 }
 
 std::optional<Reply> RunQueue::admit(const Request& req, const std::string& name) {
-  if (!d_.cfg->find_pipeline(name)) return unknown_pipeline(*d_.cfg, name);
+  if (!d_.cfg().find_pipeline(name)) return unknown_pipeline(d_.cfg(), name);
   if (!d_.runner)
     return error_reply(make_error(Errc::unavailable, "pipelines are not enabled in this server"));
   const auto& lim = d_.opt.runs;
