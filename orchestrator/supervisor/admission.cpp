@@ -44,6 +44,7 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
   auto w = std::make_shared<Waiter>(strand_);
   w->id = next_id_++;
   w->profile = p->name;
+  w->health = p->health;
   w->child = child;
   w->enqueued = now;
   w->deadline = until.value_or(now + std::chrono::seconds(cfg_->orch.queue.max_wait_s));
@@ -116,8 +117,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   s->profile = w->profile;
   s->child = ps.profile->name;
   s->endpoint = ps.endpoint;
-  const auto* asked = cfg_->find_profile(w->profile);  // a shared child's member: its own settings
-  s->health = (asked ? *asked : *ps.profile).health;
+  s->health = std::move(w->health);  // a shared child's member: its own settings
   if (config::backend_of(*ps.profile).renames_model) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;

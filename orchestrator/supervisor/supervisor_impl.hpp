@@ -64,6 +64,7 @@ struct Waiter {
   Waiter(asio::any_io_executor ex) : timer(ex) {}
   std::uint64_t id = 0;
   std::string profile;  // the profile asked for
+  config::HealthCfg health;  // its health settings, as admitted (the lease's call_options)
   std::string child;    // the child that serves it (profile name, or shared-base group child)
   Clock::time_point enqueued{};
   Clock::time_point deadline{};
