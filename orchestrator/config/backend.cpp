@@ -4,9 +4,9 @@ namespace kevlaya::config {
 
 namespace {
 
-constexpr BackendTraits kLlamaServer{"llama-server", true, true, false, true, false};
-constexpr BackendTraits kCommand{"command", true, false, true, false, true};
-constexpr BackendTraits kRemote{"remote", false, false, false, true, false};
+constexpr BackendTraits kLlamaServer{.name = "llama-server", .llama_server = true};
+constexpr BackendTraits kCommand{.name = "command", .own_command = true, .renames_model = false, .declared_vram = true};
+constexpr BackendTraits kRemote{.name = "remote", .spawns = false};
 
 }  // namespace
 
