@@ -109,6 +109,50 @@ void run_all(asio::io_context& io, Coros&&... coros) {
 const std::string kChunkedHead =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
 
+// What stream() made of an answer the server sent in two parts.
+struct TwoParts {
+  int head_status = 0;
+  std::string content_type;
+  std::vector<std::string> chunks;
+  std::optional<Result<StreamResult>> got;
+};
+
+// A streamed answer sent as `first` after the request, then `second` only once the client has
+// seen its head (`after_head`) or its first chunk: the second part cannot arrive with the first.
+TwoParts stream_in_two_parts(const std::string& first, const std::string& second, bool after_head) {
+  asio::io_context io;
+  TestServer srv(io);
+  Event seen(io);
+  TwoParts out;
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, first);
+        co_await seen.wait();
+        co_await send(s, second);
+      },
+      [&]() -> asio::awaitable<void> {
+        StreamCallbacks cb;
+        cb.on_head = [&](int st, const Headers& h) -> asio::awaitable<bool> {
+          out.head_status = st;
+          for (auto& [k, v] : h)
+            if (k == "Content-Type") out.content_type = v;
+          if (after_head) seen.set();
+          co_return true;
+        };
+        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+          out.chunks.emplace_back(b);
+          seen.set();
+          co_return true;
+        };
+        Request r{"POST", "/x", "{}", {}, 1s};
+        out.got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
+      });
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("fetch returns status, headers and body and sends the request body", "[upstream]") {
@@ -222,80 +266,27 @@ TEST_CASE("fetch reports a connection closed before the response", "[upstream]")
 }
 
 TEST_CASE("stream delivers each chunk before the server sends the next", "[upstream]") {
-  asio::io_context io;
-  TestServer srv(io);
-  Event first_seen(io);
-  std::vector<std::string> chunks;
-  int head_status = 0;
-  std::string content_type;
-  std::optional<Result<StreamResult>> got;
-  run_all(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
-        co_await read_request(s);
-        co_await send(s, kChunkedHead + chunk("data: one\n\n"));
-        co_await first_seen.wait();  // the second chunk exists only after the client saw the first
-        co_await send(s, chunk("data: two\n\n") + "0\r\n\r\n");
-      },
-      [&]() -> asio::awaitable<void> {
-        StreamCallbacks cb;
-        cb.on_head = [&](int st, const Headers& h) -> asio::awaitable<bool> {
-          head_status = st;
-          for (auto& [k, v] : h)
-            if (k == "Content-Type") content_type = v;
-          co_return true;
-        };
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
-          chunks.emplace_back(b);
-          first_seen.set();
-          co_return true;
-        };
-        Request r{"POST", "/x", "{}", {}, 1s};
-        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
-      });
+  // The second chunk exists only after the client saw the first.
+  const auto r = stream_in_two_parts(kChunkedHead + chunk("data: one\n\n"), chunk("data: two\n\n") + "0\r\n\r\n",
+                                     /*after_head=*/false);
+  const auto& got = r.got;
   REQUIRE(got->ok());
   CHECK((*got)->complete);
   CHECK((*got)->status == 200);
-  CHECK(head_status == 200);
-  CHECK(content_type == "text/event-stream");
-  CHECK(chunks == std::vector<std::string>{"data: one\n\n", "data: two\n\n"});
+  CHECK(r.head_status == 200);
+  CHECK(r.content_type == "text/event-stream");
+  CHECK(r.chunks == std::vector<std::string>{"data: one\n\n", "data: two\n\n"});
   CHECK((*got)->body_bytes == 22);
 }
 
 TEST_CASE("stream: a last chunk whose final CRLF comes in a later read ends the answer, no assertion", "[upstream]") {
   // The streamer parsed what came with the head, got need_more, then let Beast's read operation
   // parse the same bytes again: Boost 1.74's chunk parser asserts on that (an ASan build aborted).
-  asio::io_context io;
-  TestServer srv(io);
-  Event head_seen(io);
-  std::vector<std::string> chunks;
-  std::optional<Result<StreamResult>> got;
-  run_all(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
-        co_await read_request(s);
-        co_await send(s, kChunkedHead + "0\r\n\r");  // an empty answer, its last CRLF cut
-        co_await head_seen.wait();
-        co_await send(s, "\n");
-      },
-      [&]() -> asio::awaitable<void> {
-        StreamCallbacks cb;
-        cb.on_head = [&](int, const Headers&) -> asio::awaitable<bool> {
-          head_seen.set();
-          co_return true;
-        };
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
-          chunks.emplace_back(b);
-          co_return true;
-        };
-        Request r{"POST", "/x", "{}", {}, 1s};
-        got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
-      });
+  const auto r = stream_in_two_parts(kChunkedHead + "0\r\n\r", "\n", /*after_head=*/true);  // its last CRLF cut
+  const auto& got = r.got;
   REQUIRE(got->ok());
   CHECK((*got)->complete);
-  CHECK(chunks.empty());
+  CHECK(r.chunks.empty());
 }
 
 TEST_CASE("stream cancel from another coroutine closes the upstream connection", "[upstream]") {
