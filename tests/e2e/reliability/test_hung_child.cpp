@@ -103,23 +103,29 @@ TEST_CASE("hung child: a real llama-server stopped while ready is noticed, kille
   stopped_child_is_replaced(server, {}, false);
 }
 
-// A pipeline stage's call is bounded as a door call is (Supervisor::call_options): the profile's
-// hung_check_s, not the default 10 s (before: a stage waited 10 s on a stopped child).
-TEST_CASE("hung child: a pipeline stage's call honours the profile's hung_check_s", "[reliability]") {
+namespace {
+
+// A pipeline stage's call on a child SIGSTOPped during the call (`during`) or before it: the stopped
+// child is found hung within the profile's bound, killed and replaced.
+void stage_on_stopped_child(const std::string& binary, const std::vector<std::string>& flags, bool during) {
   TempDir dir("hung-pipeline");
-  const auto cfg = write_hung_config(dir, standin_binary().string(), {"--fake-token-ms", "100"});
+  const auto cfg = write_hung_config(dir, binary, flags);
   write_text(dir / "pipelines/one.yaml", "name: one\nstages:\n  - name: decide\n    model: kev\n"
                                          "    user: \"{{input}}\"\n    sampling:\n      max_tokens: 60\n");
   Serve serve(cfg);
   REQUIRE(chat(serve.port(), "kev", false, 120s).status == 200);
   const int pid = profile_status(serve.port())["pid"].get<int>();
   REQUIRE(pid > 0);
+  if (!during) REQUIRE(::kill(pid, SIGSTOP) == 0);
+  auto t0 = std::chrono::steady_clock::now();
   auto run = std::async(std::launch::async, [&] {
     return http_post(serve.port(), "/v1/pipelines/one/runs", R"({"input":"disk full"})", 120s);
   });
-  while (profile_status(serve.port())["in_flight"].get<int>() == 0) std::this_thread::sleep_for(5ms);
-  const auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(::kill(pid, SIGSTOP) == 0);
+  if (during) {
+    while (profile_status(serve.port())["in_flight"].get<int>() == 0) std::this_thread::sleep_for(5ms);
+    t0 = std::chrono::steady_clock::now();
+    REQUIRE(::kill(pid, SIGSTOP) == 0);
+  }
   const auto hung = [&] {
     const auto st = profile_status(serve.port());
     return st.contains("last_failure") && st["last_failure"].is_object() && st["last_failure"]["kind"] == "hung";
@@ -131,4 +137,18 @@ TEST_CASE("hung child: a pipeline stage's call honours the profile's hung_check_
   CHECK(took < kBound);
   CHECK(::kill(pid, 0) != 0);  // killed and reaped
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+// A pipeline stage's call is bounded as a door call is (Supervisor::call_options): the profile's
+// hung_check_s, not the default 10 s (before: a stage waited 10 s on a stopped child).
+TEST_CASE("hung child: a pipeline stage's call honours the profile's hung_check_s", "[reliability]") {
+  stage_on_stopped_child(standin_binary().string(), {"--fake-token-ms", "100"}, true);
+}
+
+TEST_CASE("hung child: a pipeline stage on a stopped real llama-server is noticed within hung_check_s",
+          "[reliability]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(server);
+  stage_on_stopped_child(server, {}, false);
 }
