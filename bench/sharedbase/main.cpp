@@ -85,7 +85,7 @@ sv::SupervisorOptions shared_options(const kevlaya::config::Config& cfg) {
   for (const auto& p : cfg.profiles) g.adapters.push_back({p.lora[0].name, p.lora[0].path.string(), 0, 1.0});
   g.scales = {{"kev", {{0, 1.0}, {1, 0.0}}}, {"laya", {{0, 0.0}, {1, 1.0}}}};
   sv::SupervisorOptions o;
-  o.shared_bases = {g};
+  o.children = {g};
   return o;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ledger/children.hpp"
 #include "supervisor/process_effects.hpp"
 #include "upstream/client.hpp"
 #include "warm/page_cache.hpp"
@@ -79,9 +80,10 @@ struct Started {
 
 Started start(asio::io_context& ioc, sv::ProcessEffects& fx, const kevlaya::config::Profile& p) {
   Started s;
+  const auto child = kevlaya::ledger::lone_child(std::make_shared<const kevlaya::config::Profile>(p));
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto t0 = Clock::now();
-    auto out = co_await fx.start(p, [](sv::ChildFailure) {});
+    auto out = co_await fx.start(*child, [](sv::ChildFailure) {});
     s.ready_ms = ms(Clock::now() - t0);
     if (!out.ok()) throw std::runtime_error("start failed: " + out.failure.message);
     s.report = *out.report;

@@ -336,7 +336,14 @@ std::string Plan::child_of(const std::string& profile) const {
 }
 
 ChildSpec child_alone(const ProfileInput& p, const ProfileBill& b) {
-  return ChildSpec{p.name, {p.name}, p.adapters, {}, b.effective, host_bytes(p), host_part(b.effective)};
+  ChildSpec c;
+  c.name = p.name;
+  c.members = {p.name};
+  c.adapters = p.adapters;
+  c.bill = b.effective;
+  c.host_alone = host_bytes(p);
+  c.host_beside = host_part(b.effective);
+  return c;
 }
 
 std::vector<ChildSpec> Plan::shared_children() const {

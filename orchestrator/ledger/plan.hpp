@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct ChildSpec {
   Bill bill;                                             // GPU bill with every adapter loaded (effective)
   std::uint64_t host_alone = 0;   // host RAM without a GPU: its largest member's host_bytes
   std::uint64_t host_beside = 0;  // host RAM beside a GPU: its largest member's host_part
+  // Set once it is bound to a configuration (bind_children, ledger/children.hpp): the settings its
+  // process runs with and their config::child_key (a reload restarts the child when it changes).
+  std::shared_ptr<const config::Profile> profile;
+  std::string key;
   bool shared() const { return members.size() > 1; }
 };
 

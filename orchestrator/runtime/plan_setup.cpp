@@ -82,7 +82,7 @@ void attach_calibration(ResidencySetup& setup, const config::Config& cfg, const 
   };
   auto recorder = std::make_shared<Recorder>();
   setup.options.on_ready = [keys, recorder, log_dir = cfg.orch.log_dir, state_dir = cfg.orch.state_dir](
-                               const config::Profile& child, const supervisor::StartReport&) {
+                               const ledger::ChildSpec& child, const supervisor::StartReport&) {
     const auto it = keys->find(child.name);
     if (it == keys->end() || it->second.first.empty()) return;
     asio::post(recorder->pool, [name = child.name, entry = it->second, log_dir, state_dir] {
@@ -151,7 +151,7 @@ supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
     }
     o.allowed_sets.push_back(std::move(children));
   }
-  o.shared_bases = plan.shared_children();
+  o.children = plan.children;
   return o;
 }
 
@@ -274,7 +274,6 @@ ResidencySetup setup_residency(const config::Config& cfg) {
   const auto [placed, why, ram_warning] = plan_machine(cfg, setup.devices, *gathered);
   const auto& plan = placed.plan;
   setup.options = options_from_plan(plan);
-  setup.options.host_bytes = ledger::child_host_bytes(plan, !setup.devices.empty());
   for (const auto& d : setup.devices)
     setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
   for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);

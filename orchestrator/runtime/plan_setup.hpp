@@ -17,7 +17,7 @@
 namespace kevlaya::runtime {
 
 struct ResidencySetup {
-  supervisor::SupervisorOptions options;  // allowed_sets, shared_bases, on_ready (calibration)
+  supervisor::SupervisorOptions options;  // allowed_sets, children, on_ready (calibration), devices
   ledger::Mode mode = ledger::Mode::rotate;
   std::string summary;                    // one line for the startup log
   std::vector<std::string> warnings;      // plan diagnostics, "subject: message"
@@ -66,7 +66,7 @@ struct RamPlan {
 };
 RamPlan plan_without_gpu(const config::Config& cfg, const ledger::Gathered& gathered);
 
-// Supervisor options for a plan (pure): its allowed sets in child names, and its shared-base children.
+// Supervisor options for a plan (pure): its allowed sets in child names, and its children.
 supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan);
 
 // Records the buffer sizes a child logged at its last load (read from the tail of `log_file`)

@@ -28,7 +28,7 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
   if (!p) return make_error(Errc::not_found, "unknown model '" + model + "'");
   if (!config::backend_of(*p).spawns) return remote_lease(*p);  // never queued behind a switch
   const std::string& child = child_of(p->name);
-  auto& ps = profs_[child];
+  auto& ps = children_[child];
   auto now = Clock::now();
   if (now < ps.failed_until) {
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
@@ -107,7 +107,7 @@ void SupervisorImpl::abandon(const std::shared_ptr<Waiter>& w) {
   reschedule();
 }
 
-void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now) {
+void SupervisorImpl::release_to(std::uint64_t waiter_id, ChildState& ps, Clock::time_point now) {
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](const auto& w) { return w->id == waiter_id; });
   if (it == queue_.end()) return;
   auto w = *it;
@@ -115,29 +115,29 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ProfState& ps, Clock::t
   auto s = std::make_shared<LeaseShared>();
   s->id = next_id_++;
   s->profile = w->profile;
-  s->child = ps.profile->name;
+  s->child = ps.spec->name;
   s->endpoint = ps.endpoint;
   s->health = std::move(w->health);  // a shared child's member: its own settings
-  if (config::backend_of(*ps.profile).renames_model) s->upstream_model = w->profile;
+  if (config::backend_of(ps.settings()).renames_model) s->upstream_model = w->profile;
   s->owner = weak_from_this();
   ps.leases[s->id] = s;
   ++ps.in_flight;
   // The part of the wait spent bringing the child up (0 when it was already ready).
   std::int64_t switch_ms = ps.became_ready_at > w->enqueued ? whole_ms(ps.became_ready_at - w->enqueued) : 0;
-  const auto lora = lora_of_.find(w->profile);
+  const auto lora = ps.spec->scales.find(w->profile);  // a shared child's member: its adapters on
   w->result.emplace(Lease(std::move(s), whole_ms(now - w->enqueued), switch_ms,
-                          lora != lora_of_.end() ? lora->second : std::vector<ledger::LoraScale>{}));
+                          lora != ps.spec->scales.end() ? lora->second : std::vector<ledger::LoraScale>{}));
   w->timer.cancel();
 }
 
 void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s,
                                 Context ctx) {
-  auto it = profs_.find(child);
-  if (it == profs_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
+  auto it = children_.find(child);
+  if (it == children_.end() || it->second.leases.erase(lease_id) == 0) return;  // cut earlier
   auto& ps = it->second;
   if (ctx.tokens >= 0) {  // its slots hold about the last `parallel` calls' contexts
     ps.contexts.push_back(ctx.tokens);
-    while (ps.contexts.size() > static_cast<std::size_t>(std::max(1, ps.profile->parallel))) ps.contexts.pop_front();
+    while (ps.contexts.size() > static_cast<std::size_t>(std::max(1, ps.settings().parallel))) ps.contexts.pop_front();
   }
   if (ctx.prefill_us_per_token > 0) ps.prefill_s_per_token = static_cast<double>(ctx.prefill_us_per_token) / 1e6;
   note_keep_alive(ps, keep_alive_s);
@@ -173,7 +173,7 @@ void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
   queue_.swap(keep);
 }
 
-void SupervisorImpl::cut_leases(ProfState& ps, const Error& e) {
+void SupervisorImpl::cut_leases(ChildState& ps, const Error& e) {
   for (auto& [id, weak] : ps.leases) {
     if (auto s = weak.lock()) {
       s->crash = e;

@@ -68,7 +68,7 @@ Subscription Supervisor::subscribe(std::function<void(const Event&)> fn) {
 
 // ---- phases --------------------------------------------------------------------------------
 
-void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
+void SupervisorImpl::set_phase(const std::string& name, ChildState& ps, Phase to,
                                std::optional<ChildFailure> why) {
   if (ps.phase == to) return;
   Event e;
@@ -77,7 +77,7 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
   e.from = ps.phase;
   e.to = checked_transition(ps.phase, to, name);
   e.failure = std::move(why);
-  e.gpus = ps.profile->placement.devices;
+  e.gpus = ps.settings().placement.devices;
   if (to == Phase::starting) {
     ps.starting_since = Clock::now();
     e.expected_load_s = expected_load_s(ps);
@@ -91,9 +91,9 @@ void SupervisorImpl::set_phase(const std::string& name, ProfState& ps, Phase to,
 // ---- switch records ------------------------------------------------------------------------
 
 int SupervisorImpl::switch_key(const std::string& child) const {
-  const auto it = profs_.find(child);
-  if (it == profs_.end() || it->second.profile->placement.devices.empty()) return -1;
-  return it->second.profile->placement.devices.front();
+  const auto it = children_.find(child);
+  if (it == children_.end() || it->second.settings().placement.devices.empty()) return -1;
+  return it->second.settings().placement.devices.front();
 }
 
 PendingSwitch* SupervisorImpl::pending_switch(const std::string& child) {

@@ -59,7 +59,8 @@ ProcessEffects::ProcessEffects(asio::io_context& ioc, config::ConfigPtr cfg)
 
 ProcessEffects::~ProcessEffects() = default;  // Child handles SIGKILL anything left
 
-asio::awaitable<StartOutcome> ProcessEffects::start(const config::Profile& p, ExitCallback on_exit) {
+asio::awaitable<StartOutcome> ProcessEffects::start(const ledger::ChildSpec& c, ExitCallback on_exit) {
+  const config::Profile& p = *c.profile;  // what the child runs, named for it
   if (!config::backend_of(p).spawns) {  // the Supervisor routes these without a child
     StartOutcome bug;
     bug.failure.kind = FailureKind::internal;

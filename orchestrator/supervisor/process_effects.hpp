@@ -29,7 +29,7 @@ class ProcessEffects : public Effects {
   ProcessEffects(asio::io_context& ioc, config::ConfigPtr cfg);
   ~ProcessEffects() override;
 
-  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override;
+  asio::awaitable<StartOutcome> start(const ledger::ChildSpec& c, ExitCallback on_exit) override;
   asio::awaitable<StopReport> stop(const std::string& profile) override;
   // Prediction and prefetch follow `cfg` from now on (its model paths, its pipelines).
   void configure(config::ConfigPtr cfg) override { cfg_ = std::move(cfg); }

@@ -11,7 +11,6 @@
 
 #include "common/clock.hpp"
 #include "config/backend.hpp"
-#include "config/fingerprint.hpp"
 #include "ledger/calibration.hpp"
 #include "ledger/plan.hpp"
 #include "supervisor/supervisor_impl.hpp"
@@ -65,7 +64,7 @@ SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::ConfigPtr cfg, 
       opts_(std::move(opts)),
       wake_(strand_) {
   effects_->configure(cfg_);
-  for (const auto& [name, p] : build_children()) profs_[name].profile = p;
+  for (auto& c : ledger::bind_children(cfg_, opts_.children)) children_[c->name].spec = std::move(c);
   seed_loads();
   start_remotes();
 }
@@ -74,7 +73,7 @@ namespace {
 
 // A child's key in the load-time store: its name and what reaches it (a changed model or flags
 // start over).
-std::string load_key(const config::Profile& p) { return p.name + "|" + config::child_key(p); }
+std::string load_key(const ledger::ChildSpec& c) { return c.name + "|" + c.key; }
 
 }  // namespace
 
@@ -85,14 +84,14 @@ void SupervisorImpl::seed_loads() {
     spdlog::warn("{}", store.error().message);  // only the ETA and the reload cost start empty
     return;
   }
-  for (auto& [name, ps] : profs_) {
-    if (!ps.profile || !ps.loads_ms.empty()) continue;
-    if (const auto it = store->find(load_key(*ps.profile)); it != store->end())
+  for (auto& [name, ps] : children_) {
+    if (!ps.spec || !ps.loads_ms.empty()) continue;
+    if (const auto it = store->find(load_key(*ps.spec)); it != store->end())
       ps.loads_ms.assign(it->second.begin(), it->second.end());
   }
 }
 
-void SupervisorImpl::store_load(const config::Profile& child, std::int64_t ms) {
+void SupervisorImpl::store_load(const ledger::ChildSpec& child, std::int64_t ms) {
   if (cfg_->orch.state_dir.empty()) return;
   // A read, a rewrite and an fsync: posted, so it runs on the strand after what the caller queued
   // (the waiting requests this start granted go to the child first).
@@ -102,49 +101,16 @@ void SupervisorImpl::store_load(const config::Profile& child, std::int64_t ms) {
   });
 }
 
-// Child names of the current configuration and their profiles (child_of_ and lora_of_ rebuilt).
-// Remote profiles have no child (remote_routes.cpp).
-ChildProfiles SupervisorImpl::build_children() {
-  child_of_.clear();
-  lora_of_.clear();
-  for (const auto& p : cfg_->profiles)
-    if (config::backend_of(p).spawns) child_of_[p.name] = p.name;
-  ChildProfiles out;
-  add_shared_bases(out);
-  for (const auto& p : cfg_->profiles) {
-    if (child_of_.count(p.name) && child_of_[p.name] == p.name) out[p.name] = {cfg_, &p};
-  }
-  return out;
-}
-
-// One synthesized profile per group: the first member's settings, every adapter at scale 0 (the
-// `lora` field of each request selects the member's adapters; unlisted ones would stay at 0).
-void SupervisorImpl::add_shared_bases(ChildProfiles& out) {
-  for (const auto& g : opts_.shared_bases) {
-    const bool known = g.members.size() > 1 && std::all_of(g.members.begin(), g.members.end(), [&](const auto& m) {
-      const auto it = child_of_.find(m);
-      return it != child_of_.end() && it->second == m;  // a profile, in no other group
-    });
-    if (!known) {
-      spdlog::warn("shared base [{}] ignored: members must be two or more distinct profiles", g.name);
-      continue;
-    }
-    config::Profile child = *cfg_->find_profile(g.members.front());
-    child.name = g.name;
-    child.alias.clear();
-    child.lora.clear();
-    for (const auto& a : g.adapters) child.lora.push_back({a.name, a.path, 0.0});
-    out[g.name] = std::make_shared<const config::Profile>(std::move(child));
-    for (const auto& m : g.members) {
-      child_of_[m] = g.name;
-      if (const auto sc = g.scales.find(m); sc != g.scales.end()) lora_of_[m] = sc->second;  // every id (the plan's)
-    }
-  }
+const ledger::ChildSpec* SupervisorImpl::spec_of(const std::string& profile) const {
+  for (const auto& [name, cs] : children_)  // a handful: a scan beats keeping an index in step
+    if (!cs.removed && std::find(cs.spec->members.begin(), cs.spec->members.end(), profile) != cs.spec->members.end())
+      return cs.spec.get();
+  return nullptr;
 }
 
 const std::string& SupervisorImpl::child_of(const std::string& profile) const {
-  const auto it = child_of_.find(profile);
-  return it != child_of_.end() ? it->second : profile;
+  const auto* c = spec_of(profile);
+  return c ? c->name : profile;
 }
 
 // ---- scheduling (sched_input and ram_short: supervisor_sched.cpp) --------------------------
@@ -153,7 +119,7 @@ const std::string& SupervisorImpl::child_of(const std::string& profile) const {
 // Returns when the next one is due.
 std::optional<Clock::time_point> SupervisorImpl::settle_failed(Clock::time_point now) {
   std::optional<Clock::time_point> next;
-  for (auto& [name, ps] : profs_) {
+  for (auto& [name, ps] : children_) {
     if (ps.phase != Phase::failed) continue;
     if (now >= ps.retry_at()) set_phase(name, ps, Phase::stopped);
     else if (!next || ps.retry_at() < *next) next = ps.retry_at();
@@ -170,8 +136,8 @@ void SupervisorImpl::reschedule() {
   if (d.wake_at && (!wake_at || *d.wake_at < *wake_at)) wake_at = d.wake_at;
   // Warm switches (docs/warm.md): the oldest waiter's model is likely next; the effects prefetch it.
   if (!queue_.empty()) {
-    const auto it = profs_.find(child_of(queue_.front()->profile));
-    if (it != profs_.end() && !is_alive(it->second.phase)) effects_->likely_next(queue_.front()->profile);
+    const auto it = children_.find(child_of(queue_.front()->profile));
+    if (it != children_.end() && !is_alive(it->second.phase)) effects_->likely_next(queue_.front()->profile);
   }
   // Re-armed only for an earlier deadline (this runs twice per request): an early wake decides again.
   if (wake_at && (!wake_armed_ || *wake_at < *wake_armed_)) {
@@ -187,7 +153,7 @@ void SupervisorImpl::reschedule() {
 }
 
 void SupervisorImpl::apply(const Action& a, Clock::time_point now) {
-  auto& ps = profs_[a.child];
+  auto& ps = children_[a.child];
   switch (a.kind) {
     case Action::Kind::release:
       release_to(a.request, ps, now);
@@ -255,16 +221,17 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
     asio::steady_timer timer;  // cancelled when `out` is set
   };
   auto self = shared_from_this();
-  const auto prof = profs_[name].profile;  // the version started, alive until the start returns
+  const auto spec = children_[name].spec;  // the version started, alive until the start returns
+  const auto& prof = spec->profile;
   auto p = std::make_shared<Pending>(strand_);
-  auto task = [self, p, prof, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
+  auto task = [self, p, spec, name, gen, cb = exit_callback(name, gen)]() -> asio::awaitable<void> {
     StartOutcome out;
     try {
-      if (self->shutting_down_ || self->profs_[name].gen != gen) {  // abandoned before it began
+      if (self->shutting_down_ || self->children_[name].gen != gen) {  // abandoned before it began
         out.failure.kind = FailureKind::internal;
         out.failure.message = "abandoned before it started";
       } else {
-        out = co_await self->effects_->start(*prof, cb);
+        out = co_await self->effects_->start(*spec, cb);
       }
     } catch (const std::exception& e) {
       out.failure.kind = FailureKind::internal;
@@ -275,7 +242,7 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
       p->out = std::move(out);
       p->timer.cancel();
     } else if (out.ok() && (self->shutting_down_ ||
-                            (self->profs_[name].gen == gen && !is_alive(self->profs_[name].phase)))) {
+                            (self->children_[name].gen == gen && !is_alive(self->children_[name].phase)))) {
       spdlog::warn("{}: a start abandoned by the watchdog came up late; stopping it", name);
       co_await self->effects_->stop(name);
     }
@@ -303,7 +270,7 @@ asio::awaitable<StartOutcome> SupervisorImpl::start_watched(const std::string& n
 
 asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t gen) {
   auto self = shared_from_this();
-  auto& ps = profs_[name];
+  auto& ps = children_[name];
   const auto began = Clock::now();
   StartOutcome out = co_await start_watched(name, gen);
   auto now = Clock::now();
@@ -329,7 +296,7 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
     ps.became_ready_at = now;
     ps.idle_since = now;
     set_phase(name, ps, Phase::ready);
-    if (opts_.on_ready) opts_.on_ready(*ps.profile, *out.report);
+    if (opts_.on_ready) opts_.on_ready(*ps.spec, *out.report);
     if (std::exchange(ps.stale, false) || ps.removed) {  // reloaded while it started: replace it
       set_phase(name, ps, Phase::draining);
       ps.unload_reason = "reload";
@@ -349,13 +316,13 @@ asio::awaitable<void> SupervisorImpl::do_start(std::string name, std::uint64_t g
   }
   notify_watchers();
   reschedule();  // grants this child's waiting requests
-  if (out.ok()) store_load(*ps.profile, load_ms);
+  if (out.ok()) store_load(*ps.spec, load_ms);
 }
 
 asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
   auto self = shared_from_this();
   StopReport rep = co_await effects_->stop(name);
-  auto& ps = profs_[name];
+  auto& ps = children_[name];
   if (auto* sw = pending_switch(name); sw && sw->rec.from == name) {
     sw->rec.stop_ms += rep.stop_ms;
     sw->rec.vram_wait_ms += rep.vram_wait_ms;
@@ -374,7 +341,7 @@ asio::awaitable<void> SupervisorImpl::do_stop(std::string name) {
 }
 
 void SupervisorImpl::on_child_exit(const std::string& name, std::uint64_t gen, ChildFailure f) {
-  auto& ps = profs_[name];
+  auto& ps = children_[name];
   if (ps.gen != gen) return;  // superseded
   if (ps.noticed_gone) {      // noticed already (check_alive): keep the exit status and log tail
     ps.noticed_gone = false;
@@ -386,7 +353,7 @@ void SupervisorImpl::on_child_exit(const std::string& name, std::uint64_t gen, C
   on_crash(name, ps, std::move(f));
 }
 
-void SupervisorImpl::on_crash(const std::string& name, ProfState& ps, ChildFailure f) {
+void SupervisorImpl::on_crash(const std::string& name, ChildState& ps, ChildFailure f) {
   auto now = Clock::now();
   ++ps.crashes;
   Error e = prefixed(f.to_error(Errc::child_crashed), name);
@@ -404,8 +371,8 @@ bool SupervisorImpl::check_alive(const LeaseShared& lease) {
     if (remotes_) remotes_->suspect(lease.profile);
     return false;
   }
-  auto it = profs_.find(lease.child);
-  if (it == profs_.end()) return false;
+  auto it = children_.find(lease.child);
+  if (it == children_.end()) return false;
   auto& ps = it->second;
   const bool held = ps.leases.count(lease.id) > 0;
   if (held && (ps.phase == Phase::ready || ps.phase == Phase::draining) && effects_->exited(lease.child)) {
@@ -423,14 +390,14 @@ bool SupervisorImpl::check_alive(const LeaseShared& lease) {
 asio::awaitable<bool> SupervisorImpl::check_responsive(std::shared_ptr<LeaseShared> lease) {
   auto self = shared_from_this();
   if (check_alive(*lease) || lease->remote) co_return lease->crashed.load(std::memory_order_acquire);
-  auto it = profs_.find(lease->child);
-  if (it == profs_.end() || !it->second.leases.count(lease->id)) co_return false;
+  auto it = children_.find(lease->child);
+  if (it == children_.end() || !it->second.leases.count(lease->id)) co_return false;
   const std::uint64_t gen = it->second.gen;
   const bool answers = co_await effects_->responsive(lease->child);
-  auto& ps = profs_[lease->child];
+  auto& ps = children_[lease->child];
   if (answers || ps.gen != gen || (ps.phase != Phase::ready && ps.phase != Phase::draining))
     co_return lease->crashed.load(std::memory_order_acquire);
-  ChildFailure f = hung_failure(ps.profile->health, ps.pid);
+  ChildFailure f = hung_failure(ps.settings().health, ps.pid);
   spdlog::error("{}: {}", lease->child, f.message);
   effects_->kill(lease->child);
   on_crash(lease->child, ps, std::move(f));
@@ -438,8 +405,8 @@ asio::awaitable<bool> SupervisorImpl::check_responsive(std::shared_ptr<LeaseShar
 }
 
 // Crash-loop accounting: exponential backoff, then `failed` for cooldown_s.
-void SupervisorImpl::note_failure(ProfState& ps, Clock::time_point now) {
-  const auto& r = ps.profile->restart;
+void SupervisorImpl::note_failure(ChildState& ps, Clock::time_point now) {
+  const auto& r = ps.settings().restart;
   ps.failures.push_back(now);
   while (!ps.failures.empty() && ps.failures.front() < now - std::chrono::seconds(r.window_s))
     ps.failures.pop_front();
@@ -447,13 +414,13 @@ void SupervisorImpl::note_failure(ProfState& ps, Clock::time_point now) {
   if (n > r.max_restarts) {
     ps.failed_until = now + std::chrono::seconds(r.cooldown_s);
     ps.failures.clear();
-    spdlog::error("{}: {} failures within {} s; marked failed for {} s", ps.profile->name, n, r.window_s,
+    spdlog::error("{}: {} failures within {} s; marked failed for {} s", ps.spec->name, n, r.window_s,
                   r.cooldown_s);
     Error e = ps.last_failure ? ps.last_failure->to_error(Errc::profile_failed) : Error{};
     e.code = Errc::profile_failed;
-    e.message = ps.profile->name + ": failed after repeated crashes (last: " + e.message + ")";
+    e.message = ps.spec->name + ": failed after repeated crashes (last: " + e.message + ")";
     e.retry_after_s = r.cooldown_s;
-    fail_queued(ps.profile->name, e);
+    fail_queued(ps.spec->name, e);
     return;
   }
   std::int64_t backoff = r.backoff_initial_ms;
@@ -480,8 +447,12 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
   Snapshot s;
   s.shutting_down = shutting_down_;
   s.queued = queue_.size();
-  for (const auto& [name, child] : child_of_) {  // per profile; a group's members share one child
-    const auto& ps = profs_.at(child);
+  std::map<std::string, const ChildState*> by_profile;  // per profile; a group's members share one child
+  for (const auto& [child, cs] : children_)
+    if (!cs.removed)
+      for (const auto& m : cs.spec->members) by_profile[m] = &cs;
+  for (const auto& [name, child] : by_profile) {
+    const auto& ps = *child;
     ProfileStatus st;
     st.name = name;
     st.state = ps.phase;
@@ -496,7 +467,7 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
     st.last_failure = ps.last_failure;
     if (ps.phase == Phase::failed && now < ps.retry_at())
       st.retry_after_s = static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ps.retry_at() - now).count());
-    st.gpus = ps.profile->placement.devices;
+    st.gpus = ps.settings().placement.devices;
     fill_lifecycle(st, ps, now);
     s.profiles.push_back(std::move(st));
   }
@@ -517,7 +488,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
     w->result.emplace(make_error(Errc::unavailable, "shutting down"));
     w->timer.cancel();
   }
-  for (auto& [name, ps] : profs_) {
+  for (auto& [name, ps] : children_) {
     if (!is_alive(ps.phase)) continue;
     cut_leases(ps, make_error(Errc::unavailable, name + ": stopped by shutdown"));
     if (ps.phase == Phase::stopping) continue;  // its stop (do_stop) is in flight: waited for below
@@ -531,7 +502,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
   // A stop begun before shutdown (a switch, an unload) ends on its own, bounded by stop.grace_s and
   // the SIGKILL after it; returning earlier would leave its process running after shutdown.
   const auto stopping = [this] {
-    return std::any_of(profs_.begin(), profs_.end(),
+    return std::any_of(children_.begin(), children_.end(),
                        [](const auto& p) { return p.second.phase == Phase::stopping; });
   };
   // A start in flight ends too: its child is killed above (or was never spawned), or stopped by

@@ -115,9 +115,10 @@ class Effects {
  public:
   using ExitCallback = std::function<void(ChildFailure)>;
   virtual ~Effects() = default;
-  // Spawns the profile's child and waits until it is healthy (or fails, classified). `on_exit` is
-  // called once (from any executor) if the child later exits without being asked to.
-  virtual asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) = 0;
+  // Spawns the child as `c` says (a bound ChildSpec: c.profile is what it runs) and waits until it
+  // is healthy (or fails, classified). `on_exit` is called once (from any executor) if the child
+  // later exits without being asked to.
+  virtual asio::awaitable<StartOutcome> start(const ledger::ChildSpec& c, ExitCallback on_exit) = 0;
   // Stops the child (SIGTERM group, grace, SIGKILL, reap, VRAM wait). Never fails; no-op if absent.
   virtual asio::awaitable<StopReport> stop(const std::string& profile) = 0;
   // The configuration now in force, at construction and after each reload. Default: ignored.
@@ -167,19 +168,17 @@ struct SupervisorOptions {
   // Sets of child names that may be alive at the same time (a profile's, or a shared base's
   // ChildSpec::name). Empty = one at a time.
   std::vector<std::vector<std::string>> allowed_sets;
-  // The plan's children serving several profiles: each runs with every adapter at scale 0 and a
-  // member's lease carries its scales (Lease::lora_scales), so moving between members needs no
-  // process work.
-  std::vector<ledger::ChildSpec> shared_bases;
-  // Called on the supervisor strand after each successful start, with the child's profile (for
-  // a group: the synthesized one, named by ledger::shared_child_name). E.g. records calibration.
-  // (Everything else that follows the supervisor subscribes to its events.)
-  std::function<void(const config::Profile& child, const StartReport& report)> on_ready;
-  // Host RAM each child takes (the ledger's figure, by child name). When a model must start while
-  // others are alive and available RAM (Effects::host_ram_available) is under its figure plus
-  // ledger::kRamReserveMiB, the supervisor runs one child at a time until it has started: the plan's
-  // co-resident sets were priced at startup, and other programs may have taken memory since.
-  std::map<std::string, std::uint64_t> host_bytes;
+  // The plan's children (ledger::bind_children runs them; a spawning profile in none runs alone,
+  // unpriced). A shared one runs with every adapter at scale 0 and a member's lease carries its
+  // scales (Lease::lora_scales), so moving between members needs no process work. Each child's
+  // host RAM figure (host_beside with `devices`, else host_alone; 0 = unknown): when it must start
+  // while others are alive and available RAM (Effects::host_ram_available) is under it plus
+  // ledger::kRamReserveMiB, the supervisor runs one child at a time until it has started: the
+  // plan's co-resident sets were priced at startup, and other programs may have taken memory since.
+  std::vector<ledger::ChildSpec> children;
+  // Called on the supervisor strand after each successful start, with the child (bound). E.g.
+  // records calibration. (Everything else that follows the supervisor subscribes to its events.)
+  std::function<void(const ledger::ChildSpec& child, const StartReport& report)> on_ready;
   std::size_t switch_history = 100;  // ring of recent switches kept for status/metrics
   std::vector<DeviceStatus> devices;  // the machine's GPUs, for status (placement is on each Profile)
   // The executor given runs one handler at a time already (an io_context run by one thread, as

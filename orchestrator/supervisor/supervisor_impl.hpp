@@ -9,6 +9,7 @@
 #include <map>
 #include <variant>
 
+#include "ledger/children.hpp"
 #include "remote/monitor.hpp"
 #include "supervisor/events.hpp"
 #include "supervisor/scheduler.hpp"
@@ -22,8 +23,11 @@ struct Context {
   std::int64_t prefill_us_per_token = -1;
 };
 
-struct ProfState {
-  std::shared_ptr<const config::Profile> profile;  // keeps the configuration it came from alive
+// One child, keyed by its name: the plan's ChildSpec it runs and everything the supervisor knows of
+// its process.
+struct ChildState {
+  ledger::ChildPtr spec;  // what it runs; keeps the configuration it came from alive
+  const config::Profile& settings() const { return *spec->profile; }
   Phase phase = Phase::stopped;  // changed only through SupervisorImpl::set_phase
   upstream::Endpoint endpoint;
   int pid = 0;
@@ -58,7 +62,7 @@ struct ProfState {
 };
 
 // The median of `ps`'s last loads in seconds; none before one load.
-std::optional<double> expected_load_s(const ProfState& ps);
+std::optional<double> expected_load_s(const ChildState& ps);
 
 struct Waiter {
   Waiter(asio::any_io_executor ex) : timer(ex) {}
@@ -84,8 +88,6 @@ struct PendingSwitch {
   Clock::time_point started{};
   std::optional<Clock::time_point> drain_start;
 };
-
-using ChildProfiles = std::map<std::string, std::shared_ptr<const config::Profile>>;
 
 class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
  public:
@@ -118,25 +120,26 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::shared_ptr<EventHub> events_ = std::make_shared<EventHub>();
 
  private:
-  void add_shared_bases(ChildProfiles& out);
+  // The child serving `profile` now (the profile's name when none: a remote or an unknown one).
   const std::string& child_of(const std::string& profile) const;
+  const ledger::ChildSpec* spec_of(const std::string& profile) const;  // nullptr when none
   void reschedule();
   SchedInput sched_input(Clock::time_point now) const;
   // Fails a queued request that cannot wait for a protected child (a refuse action): 503 + Retry-After.
   void refuse(std::uint64_t waiter_id, const Action& a);
   bool ram_short(const SchedInput& in) const;  // the oldest model waiting to start lacks host RAM
   void apply(const Action& a, Clock::time_point now);
-  void release_to(std::uint64_t waiter_id, ProfState& ps, Clock::time_point now);
+  void release_to(std::uint64_t waiter_id, ChildState& ps, Clock::time_point now);
   asio::awaitable<void> do_start(std::string name, std::uint64_t gen);
   asio::awaitable<StartOutcome> start_watched(const std::string& name, std::uint64_t gen);
   asio::awaitable<void> do_stop(std::string name);
   void on_child_exit(const std::string& name, std::uint64_t gen, ChildFailure f);
-  void on_crash(const std::string& name, ProfState& ps, ChildFailure f);
-  void set_phase(const std::string& name, ProfState& ps, Phase to, std::optional<ChildFailure> why = {});
+  void on_crash(const std::string& name, ChildState& ps, ChildFailure f);
+  void set_phase(const std::string& name, ChildState& ps, Phase to, std::optional<ChildFailure> why = {});
   std::optional<Clock::time_point> settle_failed(Clock::time_point now);
-  void note_failure(ProfState& ps, Clock::time_point now);
+  void note_failure(ChildState& ps, Clock::time_point now);
   void fail_queued(const std::string& profile, const Error& e);
-  void cut_leases(ProfState& ps, const Error& e);
+  void cut_leases(ChildState& ps, const Error& e);
   int switch_key(const std::string& child) const;
   PendingSwitch* pending_switch(const std::string& child);  // nullptr when none on its device
   // The switch in progress on `child`'s device, begun now (from `from`) when there is none.
@@ -146,25 +149,22 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   asio::awaitable<void> wait_change();
   Effects::ExitCallback exit_callback(const std::string& name, std::uint64_t gen);
   // supervisor_lifecycle.cpp: idle unload, keep_alive, pins and preloads.
-  std::optional<Clock::duration> idle_limit(const ProfState& ps) const;
-  void note_keep_alive(ProfState& ps, std::int64_t keep_alive_s);
+  std::optional<Clock::duration> idle_limit(const ChildState& ps) const;
+  void note_keep_alive(ChildState& ps, std::int64_t keep_alive_s);
   std::vector<std::string> wanted() const;
-  void publish_unload(const std::string& name, ProfState& ps, const StopReport& rep);
-  void fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now);
-  ChildProfiles build_children();  // child name -> its profile
+  void publish_unload(const std::string& name, ChildState& ps, const StopReport& rep);
+  void fill_lifecycle(ProfileStatus& st, const ChildState& ps, Clock::time_point now);
   void seed_loads();  // each child's stored loads (state_dir), where it has none in memory
-  void store_load(const config::Profile& child, std::int64_t ms);  // a successful load, into state_dir
-  void retire(const std::string& name, ProfState& ps, const char* reason);
+  void store_load(const ledger::ChildSpec& child, std::int64_t ms);  // a successful load, into state_dir
+  void retire(const std::string& name, ChildState& ps, const char* reason);
   void requeue();
   void note_call(const std::string& child, Asker who);  // admission.cpp: the switch-ahead history
 
-  config::ConfigPtr cfg_;  // in force; children of an older one hold theirs (ProfState::profile)
+  config::ConfigPtr cfg_;  // in force; children of an older one hold theirs (ChildState::profile)
   std::unique_ptr<Effects> effects_;
   mutable std::string ram_warned_;  // the model ram_short last warned about (one line per episode)
   SupervisorOptions opts_;
-  std::map<std::string, ProfState> profs_;  // by child name
-  std::map<std::string, std::string> child_of_;  // profile -> child name (itself unless grouped)
-  std::map<std::string, std::vector<ledger::LoraScale>> lora_of_;  // member -> lease scales
+  std::map<std::string, ChildState> children_;  // by child name
   std::deque<std::shared_ptr<Waiter>> queue_;
   std::vector<std::string> recent_;  // child names of the last calls that came alone (switch ahead), oldest first
   asio::steady_timer wake_;

@@ -13,27 +13,27 @@
 namespace kevlaya::supervisor {
 
 // nullopt = never unloaded when idle: pinned, idle_unload_s 0, or keep_alive "forever".
-std::optional<Clock::duration> SupervisorImpl::idle_limit(const ProfState& ps) const {
-  if (ps.profile->pin) return std::nullopt;
+std::optional<Clock::duration> SupervisorImpl::idle_limit(const ChildState& ps) const {
+  if (ps.settings().pin) return std::nullopt;
   if (ps.keep_alive) {
-    if (*ps.keep_alive == ProfState::kForever) return std::nullopt;
+    if (*ps.keep_alive == ChildState::kForever) return std::nullopt;
     return *ps.keep_alive;
   }
-  const int s = cfg_->idle_unload_s(*ps.profile);
+  const int s = cfg_->idle_unload_s(ps.settings());
   if (s <= 0) return std::nullopt;
   return std::chrono::seconds(s);
 }
 
 // The last request decides (as in Ollama): its keep_alive, capped by keep_alive_max_s, or the
 // profile's idle_unload_s when it sent none.
-void SupervisorImpl::note_keep_alive(ProfState& ps, std::int64_t keep_alive_s) {
+void SupervisorImpl::note_keep_alive(ChildState& ps, std::int64_t keep_alive_s) {
   if (keep_alive_s == LeaseShared::kNoKeepAlive) {
     ps.keep_alive.reset();
     return;
   }
   const int cap = cfg_->orch.keep_alive_max_s;  // -1 = no cap
   if (keep_alive_s < 0) {
-    ps.keep_alive = cap < 0 ? ProfState::kForever : Clock::duration(std::chrono::seconds(cap));
+    ps.keep_alive = cap < 0 ? ChildState::kForever : Clock::duration(std::chrono::seconds(cap));
     return;
   }
   if (cap >= 0) keep_alive_s = std::min<std::int64_t>(keep_alive_s, cap);
@@ -43,8 +43,8 @@ void SupervisorImpl::note_keep_alive(ProfState& ps, std::int64_t keep_alive_s) {
 // Pins always; preloads until start_wanted()'s round has run. In child names.
 std::vector<std::string> SupervisorImpl::wanted() const {
   std::vector<std::string> out = preload_;
-  for (const auto& [name, ps] : profs_) {
-    if (ps.profile->pin && !ps.removed && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  for (const auto& [name, ps] : children_) {
+    if (ps.settings().pin && !ps.removed && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
   return out;
 }
@@ -58,7 +58,7 @@ void SupervisorImpl::start_wanted() {
   }
   reschedule();
   for (const auto& name : preload_) {
-    if (!is_alive(profs_[name].phase))
+    if (!is_alive(children_[name].phase))
       spdlog::warn("preload {}: skipped (it does not fit beside the models already starting)", name);
   }
   preload_.clear();
@@ -66,7 +66,7 @@ void SupervisorImpl::start_wanted() {
 
 // Called when a stop has completed: the request's keep_alive ends with the child, and an unload
 // (idle, keep_alive, admin, reload) is published with the stop's timings.
-void SupervisorImpl::publish_unload(const std::string& name, ProfState& ps, const StopReport& rep) {
+void SupervisorImpl::publish_unload(const std::string& name, ChildState& ps, const StopReport& rep) {
   ps.keep_alive.reset();
   if (ps.unload_reason.empty()) return;
   Event e;
@@ -79,10 +79,10 @@ void SupervisorImpl::publish_unload(const std::string& name, ProfState& ps, cons
   events_->publish(std::move(e));
 }
 
-void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ProfState& ps, Clock::time_point now) {
-  st.pinned = ps.profile->pin;
+void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ChildState& ps, Clock::time_point now) {
+  st.pinned = ps.settings().pin;
   if (ps.phase == Phase::starting) {
-    st.load_progress = effects_->progress(ps.profile->name);
+    st.load_progress = effects_->progress(ps.spec->name);
     if (const auto expected = expected_load_s(ps)) {
       if (!st.load_progress) st.load_progress = LoadProgress{"starting", std::nullopt, std::nullopt};
       // past the estimate: no eta_s, the stage says "taking longer than the estimated N s"
@@ -92,7 +92,7 @@ void SupervisorImpl::fill_lifecycle(ProfileStatus& st, const ProfState& ps, Cloc
   const auto limit = idle_limit(ps);
   if (!limit || ps.phase != Phase::ready) return;
   const bool idle = ps.in_flight == 0 && std::none_of(queue_.begin(), queue_.end(), [&](const auto& w) {
-    return w->child == ps.profile->name;
+    return w->child == ps.spec->name;
   });
   const auto left = idle ? ps.idle_since + *limit - now : *limit;
   st.idle_unload_in_s = std::max(0.0, std::chrono::duration<double>(left).count());
@@ -110,8 +110,8 @@ asio::awaitable<Status> SupervisorImpl::unload(std::optional<std::string> model)
     only = child_of(p->name);
   }
   std::vector<std::string> mine;  // the children this call stops
-  for (auto& [name, ps] : profs_) {
-    if (ps.profile->pin || ps.removed || (only && name != *only)) continue;
+  for (auto& [name, ps] : children_) {
+    if (ps.settings().pin || ps.removed || (only && name != *only)) continue;
     if (ps.phase == Phase::ready) set_phase(name, ps, Phase::draining);
     if (ps.phase == Phase::draining || ps.phase == Phase::stopping) {
       if (ps.unload_reason.empty()) ps.unload_reason = "admin";
@@ -121,7 +121,7 @@ asio::awaitable<Status> SupervisorImpl::unload(std::optional<std::string> model)
   reschedule();
   auto busy = [&] {
     return std::any_of(mine.begin(), mine.end(), [&](const std::string& n) {
-      const auto ph = profs_[n].phase;
+      const auto ph = children_[n].phase;
       return ph == Phase::stopping || ph == Phase::draining;
     });
   };

@@ -48,7 +48,7 @@ std::string join(const std::vector<std::string>& v) {
 
 // A child that must go (its profile changed or was removed): drained now if ready (in-flight
 // requests finish), at ready if still starting; anything already stopping is left alone.
-void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* reason) {
+void SupervisorImpl::retire(const std::string& name, ChildState& ps, const char* reason) {
   if (ps.phase == Phase::ready) {
     set_phase(name, ps, Phase::draining);
   } else if (ps.phase == Phase::starting) {
@@ -63,8 +63,8 @@ void SupervisorImpl::retire(const std::string& name, ProfState& ps, const char* 
 void SupervisorImpl::requeue() {
   std::deque<std::shared_ptr<Waiter>> keep;
   for (auto& w : queue_) {
-    if (const auto it = child_of_.find(w->profile); it != child_of_.end()) {  // by name (build_children)
-      w->child = it->second;
+    if (const auto* c = spec_of(w->profile)) {  // by name
+      w->child = c->name;
       keep.push_back(w);
       continue;
     }
@@ -84,33 +84,34 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::ConfigPtr cfg, Superv
   if (switched) switched();     // and the door's, in this turn
   opts.serial_executor = opts_.serial_executor;  // a property of the executor, fixed at construction
   opts_ = std::move(opts);
-  const auto next = build_children();
-  for (auto& [name, ps] : profs_) {
+  std::map<std::string, ledger::ChildPtr> next;
+  for (auto& c : ledger::bind_children(cfg_, opts_.children)) next[c->name] = std::move(c);
+  for (auto& [name, ps] : children_) {
     if (ps.removed) continue;
     const auto it = next.find(name);
     if (it == next.end()) {
       diff.removed.push_back(name);
       ps.removed = true;
-      ps.profile = std::make_shared<const config::Profile>(*ps.profile);  // its own: the old version goes
+      ps.spec = ledger::detach(*ps.spec);  // its own copy: the old version goes
       retire(name, ps, "reload");
-    } else if (config::child_key(*ps.profile) == config::child_key(*it->second)) {  // what the child runs
+    } else if (ps.spec->key == it->second->key) {  // what the child runs
       diff.unchanged.push_back(name);
-      ps.profile = it->second;
+      ps.spec = it->second;
     } else {
       diff.changed.push_back(name);
-      ps.profile = it->second;
+      ps.spec = it->second;
       ps.failures.clear();  // a fixed profile may start at once
       ps.failed_until = ps.not_before = Clock::time_point{};
       retire(name, ps, "reload");
     }
   }
-  for (const auto& [name, p] : next) {
-    auto& ps = profs_[name];
-    if (ps.profile && !ps.removed) continue;
+  for (const auto& [name, c] : next) {
+    auto& ps = children_[name];
+    if (ps.spec && !ps.removed) continue;
     diff.added.push_back(name);
     ps.removed = false;
     ps.stale = is_alive(ps.phase);  // a removed child still stopping is replaced, not reused
-    ps.profile = p;
+    ps.spec = c;
   }
   const auto remotes_after = remote_keys(*cfg_);
   diff_remotes(remotes_before, remotes_after, diff);

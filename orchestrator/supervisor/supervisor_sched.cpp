@@ -13,16 +13,16 @@ namespace {
 
 // What bringing a child back would cost, in seconds: the median of its recent loads (0 = never
 // loaded here: unknown), plus prefilling again what its slots hold, unless slot_cache keeps them.
-double reload_cost_s(const ProfState& ps) {
+double reload_cost_s(const ChildState& ps) {
   double prefill = 0;
-  if (!ps.profile->slot_cache.enabled)
+  if (!ps.settings().slot_cache.enabled)
     for (const auto t : ps.contexts) prefill += static_cast<double>(t) * ps.prefill_s_per_token;
   return expected_load_s(ps).value_or(0) + prefill;
 }
 
 }  // namespace
 
-std::optional<double> expected_load_s(const ProfState& ps) {
+std::optional<double> expected_load_s(const ChildState& ps) {
   if (ps.loads_ms.empty()) return std::nullopt;
   std::vector<std::int64_t> v(ps.loads_ms.begin(), ps.loads_ms.end());
   std::sort(v.begin(), v.end());
@@ -36,21 +36,21 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
   in.cfg = cfg_->orch.scheduling;
   in.now = now;
   in.allowed_sets = opts_.allowed_sets;  // child names, as the plan states them
-  for (const auto& [name, ps] : profs_) {
+  for (const auto& [name, ps] : children_) {
     if (ps.retry_at() > now) in.not_before[name] = ps.retry_at();
     if (!is_alive(ps.phase)) continue;
     SchedChild c;
     c.child = name;
     c.phase = ps.phase;
     c.in_flight = ps.in_flight;
-    c.parallel = std::max(1, ps.profile->parallel);
+    c.parallel = std::max(1, ps.settings().parallel);
     c.ready_since = ps.ready_since;
     c.draining_since = ps.draining_since;
     if (const auto limit = idle_limit(ps); limit && ps.phase == Phase::ready && ps.in_flight == 0)
       c.idle_deadline = ps.idle_since + *limit;
     c.idle_since = ps.idle_since;
     c.reload_cost_s = reload_cost_s(ps);
-    if (const auto& ev = ps.profile->evict; ev.protect)
+    if (const auto& ev = ps.settings().evict; ev.protect)
       c.protection = SchedChild::Protection{std::chrono::seconds(ev.idle_s), std::chrono::seconds(ev.max_wait_s)};
     in.children.push_back(c);
   }
@@ -69,25 +69,28 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
 // memory since. The oldest model waiting to start beside live children is checked against what is
 // available now (read only then).
 bool SupervisorImpl::ram_short(const SchedInput& in) const {
-  if (opts_.host_bytes.empty() || in.children.empty() || in.allowed_sets.empty()) return false;
+  if (in.children.empty() || in.allowed_sets.empty()) return false;
   const auto pinned = [&](const SchedChild& c) {  // a pin is never a victim: the plan's sets stay
-    const auto it = profs_.find(c.child);
-    return it != profs_.end() && it->second.profile->pin;
+    const auto it = children_.find(c.child);
+    return it != children_.end() && it->second.settings().pin;
   };
   if (std::any_of(in.children.begin(), in.children.end(), pinned)) return false;
   for (const auto& r : in.queue) {
     const bool live = std::any_of(in.children.begin(), in.children.end(),
                                   [&](const SchedChild& c) { return c.child == r.child; });
     if (live) continue;
-    const auto need = opts_.host_bytes.find(r.child);
-    const auto avail = need == opts_.host_bytes.end() ? std::nullopt : effects_->host_ram_available();
-    if (!avail || *avail >= need->second + static_cast<std::uint64_t>(ledger::kRamReserveMiB) * ledger::kMiB) {
+    const auto it = children_.find(r.child);
+    const std::uint64_t need = it == children_.end() ? 0
+                               : opts_.devices.empty() ? it->second.spec->host_alone
+                                                       : it->second.spec->host_beside;
+    const auto avail = need == 0 ? std::nullopt : effects_->host_ram_available();  // 0: not priced
+    if (!avail || *avail >= need + static_cast<std::uint64_t>(ledger::kRamReserveMiB) * ledger::kMiB) {
       ram_warned_.clear();
       return false;
     }
     if (ram_warned_ != r.child) {
       spdlog::warn("{} needs {} MiB of host RAM (+{} MiB kept free) and {} MiB are available now: the "
-                   "children it could have joined are stopped first", r.child, need->second >> 20,
+                   "children it could have joined are stopped first", r.child, need >> 20,
                    ledger::kRamReserveMiB, *avail >> 20);
       ram_warned_ = r.child;
     }

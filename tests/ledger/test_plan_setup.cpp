@@ -1,6 +1,7 @@
 // The ledger wired into the product (runtime/plan_setup): plan -> supervisor options, the -lv 4 flag
 // children need for calibration, and recording a child's load into the measurement store.
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "runtime/plan_setup.hpp"
 #include "fixtures.hpp"
@@ -36,8 +37,10 @@ TEST_CASE("plan setup: a shared-base plan hands the supervisor its ChildSpec and
   const auto o = runtime::options_from_plan(plan);
   CHECK(plan.allowed_sets == std::vector<std::vector<std::string>>{{"kev", "laya"}});
   CHECK(o.allowed_sets == std::vector<std::vector<std::string>>{{"kev+laya"}});  // one child
-  REQUIRE(o.shared_bases.size() == 1);
-  const auto& g = o.shared_bases[0];
+  REQUIRE(o.children.size() == plan.children.size());  // every child, lone or shared
+  const auto shared = std::find_if(o.children.begin(), o.children.end(), [](const auto& c) { return c.shared(); });
+  REQUIRE(shared != o.children.end());
+  const auto& g = *shared;
   CHECK(g.name == "kev+laya");
   CHECK(g.members == std::vector<std::string>{"kev", "laya"});
   REQUIRE(g.adapters.size() == 2);

@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "ledger/children.hpp"
 #include "support/models.hpp"
 #include "support/paths.hpp"
 #include "supervisor/child.hpp"
@@ -136,7 +137,8 @@ TEST_CASE("supervisor: port in use is classified, allocated ports are retried") 
     auto cfg = test::fast_config({standin("port", {"--fake-bind-fail"})}, dir.path());
     ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
     StartOutcome out;
-    run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(cfg.profiles[0], nullptr); });
+    const auto child = ledger::lone_child(std::make_shared<const config::Profile>(cfg.profiles[0]));
+    run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(*child, nullptr); });
     REQUIRE_FALSE(out.ok());
     CHECK(out.failure.kind == FailureKind::port_in_use);
   }
@@ -398,9 +400,10 @@ TEST_CASE("child api key: the child refuses requests without the per-start key, 
   cfg.orch.log_dir = dir / "logs";
   ProcessEffects fx(ioc, std::make_shared<const config::Config>(cfg));
   const auto p = standin("key");
+  const auto child = ledger::lone_child(std::make_shared<const config::Profile>(p));
   const Effects::ExitCallback ignore = [](ChildFailure) {};
   StartOutcome out;
-  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(*child, ignore); });
   REQUIRE(out.ok());
   const upstream::Endpoint with_key = out.report->endpoint;
   REQUIRE(with_key.api_key.size() >= 32);
@@ -432,7 +435,7 @@ TEST_CASE("child api key: the child refuses requests without the per-start key, 
   }
   // A second start draws a new key.
   run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });
-  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, ignore); });
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(*child, ignore); });
   REQUIRE(out.ok());
   CHECK(out.report->endpoint.api_key != with_key.api_key);
   run_co(ioc, [&]() -> asio::awaitable<void> { co_await fx.stop(p.name); });

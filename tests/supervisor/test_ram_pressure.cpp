@@ -1,4 +1,4 @@
-// Host RAM at start time (SupervisorOptions::host_bytes, Effects::host_ram_available): a model
+// Host RAM at start time (each ChildSpec's host figure in SupervisorOptions::children, Effects::host_ram_available): a model
 // planned co-resident starts beside the others only while the memory the plan counted on is there.
 #include <catch2/catch.hpp>
 
@@ -21,7 +21,13 @@ std::vector<std::string> kev_then_laya(std::optional<std::uint64_t> available, i
   world.ram_available = available;
   SupervisorOptions opts;
   opts.allowed_sets = {{"kev", "laya"}};
-  opts.host_bytes = {{"kev", 2 * GiB}, {"laya", 2 * GiB}};
+  for (const char* name : {"kev", "laya"}) {
+    ledger::ChildSpec c;
+    c.name = name;
+    c.members = {name};
+    c.host_alone = 2 * GiB;
+    opts.children.push_back(c);
+  }
   auto kev = test::fast_profile("kev", "x", "/m/kev.gguf");
   kev.pin = pin_kev;
   auto cfg = test::fast_config({kev, test::fast_profile("laya", "x", "/m/laya.gguf")}, std::filesystem::path());

@@ -36,7 +36,7 @@ SupervisorOptions group_options() {
   g.members = {"kev", "laya"};
   g.adapters = {{"kev-a", "/m/kev-a.gguf", 0, 1.0}, {"laya-b", "/m/laya-b.gguf", 0, 0.5}};
   g.scales = {{"kev", {{0, 1.0}, {1, 0.0}}}, {"laya", {{0, 0.0}, {1, 0.5}}}};
-  o.shared_bases = {g};
+  o.children = {g};
   return o;
 }
 
@@ -135,7 +135,7 @@ TEST_CASE("shared base: a group naming an unknown profile is ignored, members ke
   ledger::ChildSpec unknown;
   unknown.name = "kev+nobody";
   unknown.members = {"kev", "nobody"};
-  opt.shared_bases = {unknown};
+  opt.children = {unknown};
   Supervisor sup(ioc.get_executor(), std::make_shared<const config::Config>(three_profiles()), std::make_unique<test::FakeEffects>(w), opt);
   run_co(ioc, [&]() -> asio::awaitable<void> {
     auto l = co_await sup.acquire("kev", in(2s));

@@ -66,7 +66,8 @@ struct FakeWorld {
 class FakeEffects : public Effects {
  public:
   explicit FakeEffects(FakeWorld& w) : w_(w) {}
-  asio::awaitable<StartOutcome> start(const config::Profile& p, ExitCallback on_exit) override {
+  asio::awaitable<StartOutcome> start(const ledger::ChildSpec& c, ExitCallback on_exit) override {
+    const config::Profile& p = *c.profile;
     ++w_.starts;
     w_.events.push_back("start " + p.name);
     w_.started.push_back(p);

@@ -53,9 +53,9 @@ SupervisorFixture::SupervisorFixture(config::Config cfg, supervisor::SupervisorO
       sub(sup.subscribe([this](const supervisor::Event& e) { events.push_back(e); })) {}
 
 supervisor::SupervisorOptions SupervisorFixture::record_ready(supervisor::SupervisorOptions opts) {
-  opts.on_ready = [this, inner = std::move(opts.on_ready)](const config::Profile& p, const StartReport& r) {
-    world.ready.push_back(p.name);
-    if (inner) inner(p, r);
+  opts.on_ready = [this, inner = std::move(opts.on_ready)](const ledger::ChildSpec& c, const StartReport& r) {
+    world.ready.push_back(c.name);
+    if (inner) inner(c, r);
   };
   return opts;
 }

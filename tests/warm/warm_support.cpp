@@ -1,5 +1,7 @@
 #include "warm/warm_support.hpp"
 
+#include "ledger/children.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace kevlaya::test {
@@ -54,7 +56,8 @@ int prompt_n(asio::io_context& ioc, const upstream::Endpoint& ep, const std::str
 
 supervisor::StartOutcome start(asio::io_context& ioc, supervisor::ProcessEffects& fx, const config::Profile& p) {
   supervisor::StartOutcome out;
-  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(p, [](supervisor::ChildFailure) {}); });
+  const auto child = ledger::lone_child(std::make_shared<const config::Profile>(p));
+  run_co(ioc, [&]() -> asio::awaitable<void> { out = co_await fx.start(*child, [](supervisor::ChildFailure) {}); });
   return out;
 }
 
