@@ -12,7 +12,14 @@ namespace kevlaya::ledger {
 
 namespace {
 
-ChildPtr bound(ChildSpec c, std::shared_ptr<const config::Profile> p) {
+bool has_devices(const config::DevicePlacement& d) { return !d.devices.empty() || !d.visible.empty(); }
+
+ChildPtr bind_one(ChildSpec c, std::shared_ptr<const config::Profile> p) {
+  if (has_devices(c.placement)) {  // the devices, argv and environment follow the placement
+    auto own = std::make_shared<config::Profile>(*p);
+    own->placement = c.placement;
+    p = std::move(own);
+  }
   c.key = config::child_key(*p);
   c.profile = std::move(p);
   return std::make_shared<const ChildSpec>(std::move(c));
@@ -45,7 +52,7 @@ std::vector<ChildPtr> bind_children(const config::ConfigPtr& cfg, const std::vec
       continue;
     }
     taken.insert(c.members.begin(), c.members.end());
-    shared.push_back(bound(c, shared_settings(*cfg->find_profile(c.members.front()), c)));
+    shared.push_back(bind_one(c, shared_settings(*cfg->find_profile(c.members.front()), c)));
   }
   std::vector<ChildPtr> out;
   for (const auto& p : cfg->profiles) {  // config order: a shared child where its first member is
@@ -53,7 +60,7 @@ std::vector<ChildPtr> bind_children(const config::ConfigPtr& cfg, const std::vec
     if (!taken.count(p.name)) {
       const auto it = std::find_if(planned.begin(), planned.end(), [&](const ChildSpec& c) { return c.name == p.name && !c.shared(); });
       std::shared_ptr<const config::Profile> own(cfg, &p);
-      out.push_back(it != planned.end() ? bound(*it, std::move(own)) : lone_child(std::move(own)));
+      out.push_back(it != planned.end() ? bind_one(*it, std::move(own)) : lone_child(std::move(own)));
       continue;
     }
     for (const auto& s : shared)
@@ -66,7 +73,7 @@ ChildPtr lone_child(std::shared_ptr<const config::Profile> p) {
   ChildSpec c;
   c.name = p->name;
   c.members = {p->name};
-  return bound(std::move(c), std::move(p));
+  return bind_one(std::move(c), std::move(p));
 }
 
 ChildPtr detach(const ChildSpec& c) {

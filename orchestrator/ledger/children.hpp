@@ -14,9 +14,10 @@ namespace kevlaya::ledger {
 using ChildPtr = std::shared_ptr<const ChildSpec>;
 
 // Binds `planned` (a plan's children) to `cfg`: a lone child runs its own profile (a pointer into
-// `cfg`, which it keeps alive); a shared one runs its first member's settings under its own name,
-// without aliases, with every adapter of `adapters` at scale 0 (each request's `lora` field selects
-// its member's). Every spawning profile the plan left out (refused, or no plan) runs alone, unpriced.
+// `cfg`, which it keeps alive; a copy with the child's `placement` when it has one: the
+// configuration itself is never placed); a shared one runs its first member's settings under its
+// own name, without aliases, with every adapter of `adapters` at scale 0 (each request's `lora`
+// field selects its member's). Every spawning profile the plan left out (refused, or no plan) runs alone, unpriced.
 // A shared child whose members are not two or more spawning profiles in no other child is dropped
 // with a warning and its members run alone. Config order.
 std::vector<ChildPtr> bind_children(const config::ConfigPtr& cfg, const std::vector<ChildSpec>& planned);

@@ -43,6 +43,7 @@ struct ChildSpec {
   Bill bill;                                             // GPU bill with every adapter loaded (effective)
   std::uint64_t host_alone = 0;   // host RAM without a GPU: its largest member's host_bytes
   std::uint64_t host_beside = 0;  // host RAM beside a GPU: its largest member's host_part
+  config::DevicePlacement placement;  // its GPUs, as the runtime placed it (empty: none, or the profile's own)
   // Set once it is bound to a configuration (bind_children, ledger/children.hpp): the settings its
   // process runs with and their config::child_key (a reload restarts the child when it changes).
   std::shared_ptr<const config::Profile> profile;

@@ -225,7 +225,6 @@ Result<ResidencySetup> plan_and_place(config::Config& cfg) {
     spdlog::info("models_dir: {} ({}): {}: {}", f.profile, printable(f.model), ledger::to_string(f.choice), f.choice.why);
   auto setup = setup_residency(cfg);
   if (setup.refused) return *setup.refused;
-  apply_placements(cfg, setup);  // each child's devices, argv and environment follow the plan
   return setup;
 }
 
@@ -253,6 +252,24 @@ MachinePlan plan_machine(const config::Config& cfg, const std::vector<ledger::De
   return m;
 }
 
+// Each child's placement (its first member's: members share one), and a lone, unpriced child for
+// each placed profile the plan has none for, so that it runs on its devices too.
+void place_children(std::vector<ledger::ChildSpec>& children, const std::map<std::string, config::DevicePlacement>& placements) {
+  std::set<std::string> served;
+  for (auto& c : children) {
+    served.insert(c.members.begin(), c.members.end());
+    if (const auto it = placements.find(c.members.front()); it != placements.end()) c.placement = it->second;
+  }
+  for (const auto& [name, p] : placements) {
+    if (served.count(name)) continue;
+    ledger::ChildSpec alone;
+    alone.name = name;
+    alone.members = {name};
+    alone.placement = p;
+    children.push_back(std::move(alone));
+  }
+}
+
 }  // namespace
 
 ResidencySetup setup_residency(const config::Config& cfg) {
@@ -278,6 +295,7 @@ ResidencySetup setup_residency(const config::Config& cfg) {
     setup.options.devices.push_back({d.index, d.name, static_cast<std::int64_t>(d.total / ledger::kMiB)});
   for (const auto& [name, p] : placed.placement) setup.placements[name] = ledger::spawn_placement(p, setup.devices);
   if (setup.devices.empty()) setup.placements = unplanned(cfg);
+  place_children(setup.options.children, setup.placements);
   setup.mode = plan.mode;
   attach_calibration(setup, cfg, plan, *gathered);
   setup.summary = describe(plan, why);

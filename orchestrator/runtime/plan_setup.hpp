@@ -25,7 +25,7 @@ struct ResidencySetup {
   std::optional<Error> unread;            // a model the ledger could not read (the plan fell back to rotate)
   std::optional<ledger::Plan> plan;       // the plan followed, moved into the snapshot (ledger/snapshot.hpp)
   std::vector<ledger::Device> devices;    // the GPUs planned for (empty = none known)
-  std::map<std::string, config::DevicePlacement> placements;  // by profile; see apply_placements
+  std::map<std::string, config::DevicePlacement> placements;  // by profile; each child's is in options.children
 };
 
 // The GPUs to plan with (ledger::plan_devices): --vram-mib, gpu.devices, gpu.vram_mib, else NVML.
@@ -36,8 +36,9 @@ std::vector<ledger::Device> gpu_devices(const config::Config& cfg, std::optional
 // profiles with a `gpu:` get one (those devices, unplanned).
 std::map<std::string, config::DevicePlacement> placements(const config::Config& cfg);
 
-// Writes each profile's placement into `cfg` (Profile::placement): the argv and environment of its
-// child follow it. Profiles without one keep an empty placement.
+// Writes each profile's placement into `cfg` (Profile::placement), for commands that print what a
+// child would run (check). The running product places children, not the configuration
+// (ledger::ChildSpec::placement). Profiles without one keep an empty placement.
 void apply_placements(config::Config& cfg, const ResidencySetup& setup);
 
 // Plans residency for `cfg` (budgets: gpu_devices(); none known = one child at a time, shared-base
@@ -46,8 +47,8 @@ void apply_placements(config::Config& cfg, const ResidencySetup& setup);
 // refusal (an adapter incompatible with its base) is `refused`: nothing may be spawned.
 ResidencySetup setup_residency(const config::Config& cfg);
 
-// fit_discovered (models_dir), setup_residency, then apply_placements: the one planning step of a start (Runtime::open) and of a
-// reload. Errors: the plan's refusal (nothing may be spawned).
+// fit_discovered (models_dir), then setup_residency: the one planning step of a start (Runtime::open)
+// and of a reload. Errors: the plan's refusal (nothing may be spawned).
 Result<ResidencySetup> plan_and_place(config::Config& cfg);
 
 // Host RAM the children may take: MemAvailable (cgroup limit included) at the first call, less

@@ -112,3 +112,17 @@ TEST_CASE("children: a detached child holds its own profile and frees the config
   CHECK(own->profile->name == "x");
   CHECK(own->profile->model == "/m/x.gguf");
 }
+
+TEST_CASE("children: a placed child runs a copy with its placement, the configuration stays unplaced") {
+  const auto cfg = four_profiles();
+  ChildSpec x;
+  x.name = "x";
+  x.members = {"x"};
+  x.placement = {{1}, "1", {}, 0};
+  const auto children = bind_children(cfg, {x});
+  const auto& bound = *children[2];
+  CHECK(bound.profile->placement.visible == "1");  // its CUDA_VISIBLE_DEVICES
+  CHECK(bound.profile.get() != &cfg->profiles[2]);
+  CHECK(cfg->profiles[2].placement.devices.empty());
+  CHECK(bound.key != config::child_key(cfg->profiles[2]));  // the devices are part of what it runs
+}

@@ -81,6 +81,10 @@ TEST_CASE("devices: the plan places two profiles per simulated GPU, rotating per
     CHECK(p.placement.devices == p.gpu);
     CHECK(p.placement.visible == std::to_string(p.gpu.front()));
   }
+  for (const auto& c : m.setup.options.children) {  // what the supervisor runs carries it
+    INFO(c.name);
+    CHECK(c.placement.devices == m.cfg.find_profile(c.name)->gpu);
+  }
   std::set<std::set<std::string>> sets;
   for (const auto& s : m.setup.options.allowed_sets) sets.insert(std::set<std::string>(s.begin(), s.end()));
   CHECK(sets == std::set<std::set<std::string>>{{"a0", "a1"}, {"a0", "b1"}, {"b0", "a1"}, {"b0", "b1"}});
