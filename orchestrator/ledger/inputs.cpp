@@ -83,21 +83,6 @@ Result<Gathered> gather(const config::Config& cfg) {
   return g;
 }
 
-std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
-                                          std::optional<std::uint64_t> nvml_total_bytes) {
-  std::optional<std::uint64_t> total;
-  if (override_mib) {
-    total = static_cast<std::uint64_t>(std::max<std::int64_t>(*override_mib, 0)) * kMiB;
-  } else if (gpu.vram_mib) {
-    total = static_cast<std::uint64_t>(std::max<std::int64_t>(*gpu.vram_mib, 0)) * kMiB;
-  } else {
-    total = nvml_total_bytes;
-  }
-  if (!total) return std::nullopt;
-  const auto reserve = static_cast<std::uint64_t>(std::max<std::int64_t>(gpu.reserve_mib, 0)) * kMiB;
-  return *total > reserve ? *total - reserve : 0;
-}
-
 std::vector<Device> plan_devices(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
                                  std::vector<Device> detected) {
   const auto bytes = [](std::int64_t mib) { return static_cast<std::uint64_t>(std::max<std::int64_t>(mib, 0)) * kMiB; };

@@ -23,11 +23,6 @@ struct Gathered {
 // incompatible adapter, is an error naming the profile and the file.
 Result<Gathered> gather(const config::Config& cfg);
 
-// The GPU budget in bytes: `override_mib` (--vram-mib), else gpu.vram_mib, else the NVML total
-// passed in by the caller; minus gpu.reserve_mib. nullopt when no total is known.
-std::optional<std::uint64_t> budget_bytes(const config::GpuCfg& gpu, std::optional<std::int64_t> override_mib,
-                                          std::optional<std::uint64_t> nvml_total_bytes);
-
 // The GPUs to plan with, each budget its memory minus gpu.reserve_mib: `override_mib` (--vram-mib:
 // one device), else gpu.devices, else gpu.vram_mib (one device), else `detected` (NVML, passed in
 // by the caller; their budgets are filled here). Empty when nothing is known.
