@@ -5,6 +5,16 @@
 
 namespace kevlaya::test {
 
+// A llama-server profile on `model`: every layer offloaded, ctx 2048.
+inline config::Profile member(const std::string& name, const std::filesystem::path& model) {
+  config::Profile p;
+  p.name = name;
+  p.model = model;
+  p.ngl = -1;
+  p.ctx = 2048;
+  return p;
+}
+
 inline std::uint64_t rows(gguf::GgmlType t, std::uint64_t n_per_row, std::uint64_t n_rows) {
   return gguf::row_size(static_cast<std::uint32_t>(t), n_per_row) * n_rows;
 }

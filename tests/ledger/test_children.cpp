@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "config/fingerprint.hpp"
+#include "fixtures.hpp"
 #include "ledger/children.hpp"
 
 using namespace kevlaya;
@@ -12,27 +13,18 @@ using namespace kevlaya::ledger;
 
 namespace {
 
-config::Profile profile(const std::string& name, const std::string& model) {
-  config::Profile p;
-  p.name = name;
-  p.model = model;
-  p.ngl = -1;
-  p.ctx = 2048;
-  return p;
-}
-
 // kev and laya on one base with their own adapters, x alone, r a remote (no child).
 config::ConfigPtr four_profiles() {
   config::Config c;
-  auto kev = profile("kev", "/m/base.gguf");
+  auto kev = test::member("kev", "/m/base.gguf");
   kev.alias = {"decider"};
   kev.lora = {{"kev-a", "/l/a.gguf", 1.0}};
-  auto laya = profile("laya", "/m/base.gguf");
+  auto laya = test::member("laya", "/m/base.gguf");
   laya.lora = {{"laya-b", "/l/b.gguf", 0.5}};
-  auto r = profile("r", "");
+  auto r = test::member("r", "");
   r.backend = config::Backend::remote;
   r.url = "http://127.0.0.1:9";
-  c.profiles = {kev, laya, profile("x", "/m/x.gguf"), r};
+  c.profiles = {kev, laya, test::member("x", "/m/x.gguf"), r};
   return std::make_shared<const config::Config>(std::move(c));
 }
 

@@ -3,6 +3,7 @@
 // and a flag reaches the key however it is written.
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
 #include "gguf/writer.hpp"
 #include "ledger/inputs.hpp"
 #include "support/paths.hpp"
@@ -11,18 +12,7 @@ using namespace kevlaya;
 using namespace kevlaya::ledger;
 namespace fs = std::filesystem;
 
-namespace {
-
-config::Profile member(const std::string& name, const fs::path& model) {
-  config::Profile p;
-  p.name = name;
-  p.model = model;
-  p.ngl = -1;
-  p.ctx = 2048;
-  return p;
-}
-
-}  // namespace
+using test::member;
 
 TEST_CASE("share key: members on one base with their own LoRA, name and aliases share it") {
   auto a = member("kev", "/m/base.gguf");
