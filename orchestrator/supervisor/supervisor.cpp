@@ -103,7 +103,8 @@ void SupervisorImpl::store_load(const ledger::ChildSpec& child, std::int64_t ms)
 
 const ledger::ChildSpec* SupervisorImpl::spec_of(const std::string& profile) const {
   for (const auto& [name, cs] : children_)  // a handful: a scan beats keeping an index in step
-    if (!cs.removed && std::find(cs.spec->members.begin(), cs.spec->members.end(), profile) != cs.spec->members.end())
+    if (cs.spec && !cs.removed &&
+        std::find(cs.spec->members.begin(), cs.spec->members.end(), profile) != cs.spec->members.end())
       return cs.spec.get();
   return nullptr;
 }
@@ -449,7 +450,7 @@ asio::awaitable<Snapshot> SupervisorImpl::snapshot() {
   s.queued = queue_.size();
   std::map<std::string, const ChildState*> by_profile;  // per profile; a group's members share one child
   for (const auto& [child, cs] : children_)
-    if (!cs.removed)
+    if (cs.spec && !cs.removed)
       for (const auto& m : cs.spec->members) by_profile[m] = &cs;
   for (const auto& [name, child] : by_profile) {
     const auto& ps = *child;
