@@ -14,25 +14,24 @@ namespace {
 
 bool has_devices(const config::DevicePlacement& d) { return !d.devices.empty() || !d.visible.empty(); }
 
+// `c` bound to `p`, the profile of its (first) member: run as it is when the child neither shares
+// nor is placed, else one copy made to fit (named for the child with every adapter at scale 0 when
+// shared; the child's devices when placed).
 ChildPtr bind_one(ChildSpec c, std::shared_ptr<const config::Profile> p) {
-  if (has_devices(c.placement)) {  // the devices, argv and environment follow the placement
+  if (c.shared() || has_devices(c.placement)) {
     auto own = std::make_shared<config::Profile>(*p);
-    own->placement = c.placement;
+    if (c.shared()) {
+      own->name = c.name;
+      own->alias.clear();
+      own->lora.clear();
+      for (const auto& a : c.adapters) own->lora.push_back({a.name, a.path, 0.0});
+    }
+    if (has_devices(c.placement)) own->placement = c.placement;
     p = std::move(own);
   }
   c.key = config::child_key(*p);
   c.profile = std::move(p);
   return std::make_shared<const ChildSpec>(std::move(c));
-}
-
-// The shared child's process settings: its first member's, named for the child, every adapter off.
-std::shared_ptr<const config::Profile> shared_settings(const config::Profile& lead, const ChildSpec& c) {
-  auto p = std::make_shared<config::Profile>(lead);
-  p->name = c.name;
-  p->alias.clear();
-  p->lora.clear();
-  for (const auto& a : c.adapters) p->lora.push_back({a.name, a.path, 0.0});
-  return p;
 }
 
 }  // namespace
@@ -52,7 +51,7 @@ std::vector<ChildPtr> bind_children(const config::ConfigPtr& cfg, const std::vec
       continue;
     }
     taken.insert(c.members.begin(), c.members.end());
-    shared.push_back(bind_one(c, shared_settings(*cfg->find_profile(c.members.front()), c)));
+    shared.push_back(bind_one(c, {cfg, cfg->find_profile(c.members.front())}));
   }
   std::vector<ChildPtr> out;
   for (const auto& p : cfg->profiles) {  // config order: a shared child where its first member is
