@@ -449,9 +449,11 @@ TEST_CASE("lifecycle e2e: /status keeps its GPU plan across a reload", "[lifecyc
 // A reload plans as the start does: a child restarted by it keeps the devices its profile names
 // (it used to come back without CUDA_VISIBLE_DEVICES, i.e. on every GPU), and an unchanged plan
 // restarts nothing.
-TEST_CASE("lifecycle e2e: a child restarted by a reload keeps its GPU placement", "[lifecycle][e2e]") {
+namespace {
+
+void reload_keeps_placement(const std::string& binary) {
   TempDir dir("life-reload-gpu");
-  write_config(dir, standin_binary().string(), "", "gpu: [1]\n");
+  write_config(dir, binary, "", "gpu: [1]\n");
   Serve serve(dir / "kevlaya.yaml");
   const std::string u = " --url " + url(serve);
   REQUIRE(cli("load kev" + u).exit_code == 0);
@@ -472,6 +474,18 @@ TEST_CASE("lifecycle e2e: a child restarted by a reload keeps its GPU placement"
   CHECK(second != first);
   CHECK(environ_of(second)["CUDA_VISIBLE_DEVICES"] == "1");
   CHECK(serve.proc().signal_and_wait(SIGTERM) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle e2e: a child restarted by a reload keeps its GPU placement", "[lifecycle][e2e]") {
+  reload_keeps_placement(standin_binary().string());
+}
+
+TEST_CASE("lifecycle e2e: a real llama-server restarted by a reload keeps its GPU placement",
+          "[lifecycle][e2e][real]") {
+  KEVLAYA_REAL_SERVER_OR_SKIP(real);
+  reload_keeps_placement(real);
 }
 
 TEST_CASE("lifecycle e2e: check, plan and serve refuse a pin that cannot fit beside the rotating ones",
