@@ -59,10 +59,13 @@ json ps_json(const config::Config& cfg, const ledger::Plan* plan, const supervis
     const ledger::Bill* bill = nullptr;
     if (plan)
       for (const auto& b : plan->profiles)
-        if (b.name == p->name) bill = &b.effective;
+        if (b.name == p->name) {
+          bill = &b.effective;
+          break;
+        }
     json m = tag_json(*p);
     m["size_vram"] = bill ? bill->total_gpu() : 0;
-    m["size"] = bill ? bill->total_gpu() + bill->weights_cpu + bill->kv_cpu + bill->compute_cpu : 0;
+    m["size"] = bill ? bill->total_gpu() + ledger::host_part(*bill) : 0;  // all of it: GPU and host
     m["expires_at"] = kForever;
     models.push_back(std::move(m));
   }
