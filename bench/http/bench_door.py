@@ -123,6 +123,18 @@ def cpu_s(pid):
     return total / 1e9
 
 
+def user_sys_s(pid):
+    """User and system CPU time of all of `pid`'s threads so far, in seconds (/proc/PID/task/*/stat:
+    clock ticks, so only a long run splits the total finely)."""
+    user = sys_ = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        user, sys_ = user + int(fields[11]), sys_ + int(fields[12])
+    hz = os.sysconf("SC_CLK_TCK")
+    return user / hz, sys_ / hz
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -229,12 +241,14 @@ def run(a, doors, child):
     lat = {name: [] for name in ["direct"] + [n for n, _, _ in doors]}
     first = {name: [] for name in lat}
     cpu0 = {n: cpu_s(p.pid) for n, p, _ in doors}
+    split0 = {n: user_sys_s(p.pid) for n, p, _ in doors}
     paths = [("direct", child)] + [(name, port) for name, _, port in doors]
     for i in range(a.n):  # interleaved, the order rotating: every path sees the same machine state
         for name, port in paths[i % len(paths):] + paths[:i % len(paths)]:
             lat[name].append(post(port, path, body)[0])
             first[name].append(post(port, path, sbody, True)[1])
     cpu = {n: (cpu_s(p.pid) - cpu0[n]) / (2 * a.n) for n, p, _ in doors}
+    split = {n: [(now - was) / (2 * a.n) for now, was in zip(user_sys_s(p.pid), split0[n])] for n, p, _ in doors}
     per = max(4, a.n // a.clients)
     for _, port in paths:  # one untimed burst each: every path opens its connections (and pools) first
         throughput(port, path, body, a.clients, 2)
@@ -258,7 +272,8 @@ def run(a, doors, child):
         mv, fv = statistics.median(lat[name]), statistics.median(first[name])
         tv, lo, hi = statistics.median(ratios[name]), min(ratios[name]), max(ratios[name])
         print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
-              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request")
+              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request "
+              f"(user {split[name][0]*1e6:.0f}, system {split[name][1]*1e6:.0f})")
 
 
 if __name__ == "__main__":
