@@ -10,26 +10,7 @@
 #include <string>
 
 namespace kevlaya::activity {
-namespace {
-
-constexpr const char* kSchema = R"(
-CREATE TABLE IF NOT EXISTS requests(
-  id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, client TEXT, user_agent TEXT, session TEXT,
-  api TEXT, model TEXT, child TEXT, endpoint TEXT, status INTEGER, error TEXT,
-  bytes_in INTEGER, bytes_out INTEGER, queue_ms INTEGER, swap_ms INTEGER, ttft_ms INTEGER,
-  total_ms INTEGER, prompt_tokens INTEGER, cached_tokens INTEGER, generated_tokens INTEGER,
-  prefill_tps REAL, decode_tps REAL, run TEXT, stage TEXT, capture TEXT);
-CREATE INDEX IF NOT EXISTS requests_at ON requests(at_ms);
-CREATE INDEX IF NOT EXISTS requests_model ON requests(model, id);
-)";
-constexpr const char* kColumns =
-    "id,at_ms,client,user_agent,session,api,model,child,endpoint,status,error,bytes_in,bytes_out,queue_ms,"
-    "swap_ms,ttft_ms,total_ms,prompt_tokens,cached_tokens,generated_tokens,prefill_tps,decode_tps,run,stage,capture";
-constexpr int kBusyMs = 2000;  // a second reader (sqlite3 CLI) holding a lock
-// The setup of every connection: freed pages can be given back (new files only: SQLite fixes this
-// at creation), and the WAL is cut back to 4 MiB after each checkpoint.
-constexpr const char* kPragmas[] = {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL",
-                                    "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=4194304"};
+namespace store_sql {
 
 // A prepared statement, finalized on scope exit. It keeps SQLite's message of its own failure
 // (the connection's message is overwritten by the next statement, even a successful one).
@@ -46,6 +27,7 @@ class Stmt {
   int rc() const { return rc_; }
   const std::string& why() const { return why_; }
   sqlite3_stmt* get() { return s_; }
+  void rewind() { sqlite3_reset(s_), sqlite3_clear_bindings(s_); }  // to run again, unbound
   // One step: SQLITE_ROW, SQLITE_DONE, or the failure (kept in rc() and why()).
   int step() {
     if (!s_) return rc_;
@@ -72,6 +54,31 @@ class Stmt {
   int rc_ = SQLITE_ERROR;
   std::string why_;
 };
+
+}  // namespace store_sql
+
+namespace {
+
+using store_sql::Stmt;
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS requests(
+  id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, client TEXT, user_agent TEXT, session TEXT,
+  api TEXT, model TEXT, child TEXT, endpoint TEXT, status INTEGER, error TEXT,
+  bytes_in INTEGER, bytes_out INTEGER, queue_ms INTEGER, swap_ms INTEGER, ttft_ms INTEGER,
+  total_ms INTEGER, prompt_tokens INTEGER, cached_tokens INTEGER, generated_tokens INTEGER,
+  prefill_tps REAL, decode_tps REAL, run TEXT, stage TEXT, capture TEXT);
+CREATE INDEX IF NOT EXISTS requests_at ON requests(at_ms);
+CREATE INDEX IF NOT EXISTS requests_model ON requests(model, id);
+)";
+constexpr const char* kColumns =
+    "id,at_ms,client,user_agent,session,api,model,child,endpoint,status,error,bytes_in,bytes_out,queue_ms,"
+    "swap_ms,ttft_ms,total_ms,prompt_tokens,cached_tokens,generated_tokens,prefill_tps,decode_tps,run,stage,capture";
+constexpr int kBusyMs = 2000;  // a second reader (sqlite3 CLI) holding a lock
+// The setup of every connection: freed pages can be given back (new files only: SQLite fixes this
+// at creation), and the WAL is cut back to 4 MiB after each checkpoint.
+constexpr const char* kPragmas[] = {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL",
+                                    "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=4194304"};
 
 // SQLite's verdicts that the file is not a sound history (rather than one it cannot reach now).
 bool is_damage(int rc) {
@@ -178,16 +185,6 @@ Result<std::string> move_aside(const std::filesystem::path& path) {
   return to;
 }
 
-// Bytes of the pages in use (the file less its free pages), or -1.
-std::int64_t used_bytes(sqlite3* db) {
-  const auto value = [db](const char* sql) {
-    Stmt st(db, sql);
-    return st.step() == SQLITE_ROW ? sqlite3_column_int64(st.get(), 0) : std::int64_t{-1};
-  };
-  const auto pages = value("PRAGMA page_count"), free = value("PRAGMA freelist_count"), size = value("PRAGMA page_size");
-  return pages < 0 || free < 0 || size < 0 ? -1 : (pages - free) * size;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path) {
@@ -208,12 +205,33 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path) {
   return s;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::Store(sqlite3* db) : db_(db) {}
 
-Status Store::exec(const char* sql) {
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return fail(sql, sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));
-  return ok_status();
+Store::~Store() {
+  prepared_.clear();  // finalized before the connection closes
+  sqlite3_close(db_);
+}
+
+// Parsing a batch's statements anew each time was a tenth of the history writer's CPU.
+Stmt& Store::prepared(const char* sql) {
+  auto& slot = prepared_[sql];
+  if (!slot) slot = std::make_unique<Stmt>(db_, sql);
+  else slot->rewind();
+  return *slot;
+}
+
+std::int64_t Store::pragma_value(const char* sql) {
+  Stmt& st = prepared(sql);
+  const std::int64_t v = st.step() == SQLITE_ROW ? sqlite3_column_int64(st.get(), 0) : -1;
+  sqlite3_reset(st.get());  // no read left open: it would hold back the WAL's checkpoints
+  return v;
+}
+
+// Bytes of the pages in use (the file less its free pages), or -1.
+std::int64_t Store::used_bytes() {
+  const auto pages = pragma_value("PRAGMA page_count"), free = pragma_value("PRAGMA freelist_count"),
+             size = pragma_value("PRAGMA page_size");
+  return pages < 0 || free < 0 || size < 0 ? -1 : (pages - free) * size;
 }
 
 Error Store::fail(const std::string& what, int rc, const std::string& why) {
@@ -226,7 +244,7 @@ Error Store::fail(const std::string& what, int rc, const std::string& why) {
 // Freed pages are reused by the next rows, so the file stays near the budget.
 Status Store::prune_bytes(std::int64_t max_bytes, const std::string& what) {
   for (int round = 0; round < 8; ++round) {
-    const std::int64_t used = used_bytes(db_);
+    const std::int64_t used = used_bytes();
     if (used < 0) return fail(what, sqlite3_extended_errcode(db_), "cannot measure the file");
     if (used <= max_bytes) return ok_status();
     Stmt n(db_, "SELECT count(*) FROM requests");
@@ -245,42 +263,46 @@ Status Store::prune_bytes(std::int64_t max_bytes, const std::string& what) {
 // Much freed at once (a lowered budget, old rows aged out): the file shrinks (files made with
 // auto_vacuum=INCREMENTAL, i.e. by this build; best effort: the rows are committed already).
 void Store::give_back_free_pages(std::int64_t max_bytes) {
-  Stmt free(db_, "PRAGMA freelist_count"), size(db_, "PRAGMA page_size");
-  if (free.step() != SQLITE_ROW || size.step() != SQLITE_ROW) return;
-  if (sqlite3_column_int64(free.get(), 0) * sqlite3_column_int64(size.get(), 0) > std::max<std::int64_t>(max_bytes / 4, 1 << 20))
+  const auto free = pragma_value("PRAGMA freelist_count"), size = pragma_value("PRAGMA page_size");
+  if (free > 0 && size > 0 && free * size > std::max<std::int64_t>(max_bytes / 4, 1 << 20))
     sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);
 }
 
 Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms) {
-  if (auto st = exec("BEGIN IMMEDIATE"); !st) return st;
+  static const std::string kInsert =
+      std::string("INSERT INTO requests(") + (kColumns + 3) + ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   const std::string what = "cannot write " + std::to_string(batch.size()) + " record(s)";
   std::optional<Error> err;
   const auto run = [&](Stmt& st) {  // to its end; the first failure is kept, with its own message
     if (!err && st.step() != SQLITE_DONE) err = fail(what, st.rc(), st.why());
     sqlite3_reset(st.get());
   };
-  Stmt ins(db_, std::string("INSERT INTO requests(") + (kColumns + 3) +
-                    ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  run(prepared("BEGIN IMMEDIATE"));
+  if (err) {
+    prepared_.clear();
+    return *err;
+  }
+  Stmt& ins = prepared(kInsert.c_str());
   for (std::size_t i = 0; !err && i < batch.size(); ++i) {
     if (ins.ok()) bind_row(ins, batch[i]);
     run(ins);
   }
   // The bounds: ids grow by one per row, so the newest max_records are the ids above max - max_records.
   if (!err) {
-    Stmt by_count(db_, "DELETE FROM requests WHERE id <= (SELECT max(id) FROM requests) - ?");
+    Stmt& by_count = prepared("DELETE FROM requests WHERE id <= (SELECT max(id) FROM requests) - ?");
     if (by_count.ok()) sqlite3_bind_int64(by_count.get(), 1, b.max_records);
     run(by_count);
   }
   if (!err && b.max_age_ms > 0) {
-    Stmt by_age(db_, "DELETE FROM requests WHERE at_ms < ?");
+    Stmt& by_age = prepared("DELETE FROM requests WHERE at_ms < ?");
     if (by_age.ok()) sqlite3_bind_int64(by_age.get(), 1, now_ms - b.max_age_ms);
     run(by_age);
   }
   if (!err && b.max_bytes > 0)
     if (auto st = prune_bytes(b.max_bytes, what); !st) err = st.error();
-  if (!err && sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
-    err = fail(what, sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));
+  if (!err) run(prepared("COMMIT"));
   if (err) {
+    prepared_.clear();  // a statement that failed is prepared afresh next time
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     return *err;
   }

@@ -3,6 +3,7 @@
 // (the request path never waits for the disk).
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,9 @@
 struct sqlite3;
 
 namespace kevlaya::activity {
+namespace store_sql {
+class Stmt;
+}
 
 struct Bounds {
   std::int64_t max_records = 100000;  // oldest rows beyond this are deleted
@@ -39,14 +43,17 @@ class Store {
   bool damaged() const { return damaged_; }  // the last failure was SQLite finding the file corrupt
 
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
-  Status exec(const char* sql);
+  explicit Store(sqlite3* db);
+  store_sql::Stmt& prepared(const char* sql);  // `sql` a string that outlives the Store; reset, unbound
+  std::int64_t pragma_value(const char* sql);   // a PRAGMA's one number, or -1
+  std::int64_t used_bytes();                    // bytes of the pages in use, or -1
   Error fail(const std::string& what, int rc, const std::string& why);  // notes damage (rc)
   Status prune_bytes(std::int64_t max_bytes, const std::string& what);
   void give_back_free_pages(std::int64_t max_bytes);
   sqlite3* db_;
   std::string repaired_;
   bool damaged_ = false;
+  std::map<const char*, std::unique_ptr<store_sql::Stmt>> prepared_;  // by the SQL's address
 };
 
 }  // namespace kevlaya::activity
