@@ -30,6 +30,7 @@ class Scanner {
     if (end_ - p_ >= 3 && p_[0] == 0xEF && p_[1] == 0xBB && p_[2] == 0xBF) p_ += 3;  // a BOM, as nlohmann
     skip_ws();
     out_.object = p_ < end_ && *p_ == '{';
+    if (out_.object) out_.members.reserve(16);  // a model call's or a timings object's keys, in one allocation
     if (!value(0)) return error();
     skip_ws();
     if (whole && p_ != end_) return fail("unexpected text after the value"), error();
@@ -98,7 +99,9 @@ class Scanner {
   }
 
   void record(std::string_view quoted_key, std::string_view value) {
-    out_.members.push_back({json_string(quoted_key), value});
+    std::string_view key = quoted_key.substr(1, quoted_key.size() - 2);
+    if (key.find('\\') != std::string_view::npos) key = out_.decoded.emplace_back(json_string(quoted_key));
+    out_.members.push_back({key, value});
   }
 
   bool string() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,15 +18,22 @@
 namespace kevlaya {
 
 // One member of the top-level object: its key (decoded: escapes resolved) and its value's text.
+// Both are views: a key without escapes is a span of the text, one with them is kept decoded in
+// its JsonScan (no string per key: the door scans every model call and every answer's timings).
 struct JsonMember {
-  std::string key;
+  std::string_view key;
   std::string_view value;  // a span of the scanned text: `"..."`, a number, `{...}`, ...
 };
 
 // The top-level value's members when it is an object; `object` false for any other JSON value.
+// Move-only: its members may point into `decoded`.
 struct JsonScan {
+  JsonScan() = default;
+  JsonScan(JsonScan&&) = default;
+  JsonScan& operator=(JsonScan&&) = default;
   bool object = false;
   std::vector<JsonMember> members;  // in text order; a repeated key appears twice (the last wins)
+  std::deque<std::string> decoded;  // the keys that had escapes, decoded (stay put when moved)
 };
 
 // Checks that `text` is one JSON document nesting at most `max_depth` containers, without building

@@ -95,6 +95,22 @@ TEST_CASE("json scan: refuses nesting past the bound with the same sentence as p
   CHECK(deep.error().message == kevlaya::json_depth_message());
 }
 
+TEST_CASE("json scan: keys without escapes are spans of the text, escaped ones outlive a move of the scan") {
+  const std::string text = R"({"prompt_per_token_ms": 1, "pr\u006fmpt_per_second_with_a_long_key": 2})";
+  auto s = scan_json(text);
+  REQUIRE(s.ok());
+  REQUIRE(s->members.size() == 2);
+  const auto& plain = s->members[0].key;
+  CHECK(plain == "prompt_per_token_ms");
+  CHECK((plain.data() > text.data() && plain.data() + plain.size() < text.data() + text.size()));  // no copy
+  kevlaya::JsonScan moved = std::move(*s);  // what Result hands on
+  std::vector<kevlaya::JsonScan> many;
+  many.push_back(std::move(moved));
+  many.resize(40);  // the vector of scans reallocates: each scan is moved again
+  CHECK(many.front().members[1].key == "prompt_per_second_with_a_long_key");
+  CHECK(many.front().members[1].value == "2");
+}
+
 TEST_CASE("json scan: reports the top-level members' decoded keys and exact value spans, nested ones not") {
   const std::string text = R"( {"model" : "kev", "stream":true ,"k\u0065ep_alive":"5m","nested":{"model":"x"},)"
                            R"("n": -1.5e3, "model":"laya"} )";
