@@ -63,17 +63,24 @@ Metrics::Family& Metrics::family(std::string_view name) {
   return it->second;
 }
 
-void Metrics::inc(std::string_view name, const Labels& labels, double by) {
-  family(name).series[labels].value += by;
+template <class L>
+Metrics::Series& Metrics::series(Family& f, const L& labels) {
+  auto it = f.series.find(labels);
+  if (it == f.series.end()) it = f.series.emplace(Labels(labels.begin(), labels.end()), Series{}).first;
+  return it->second;
 }
+
+void Metrics::inc(std::string_view name, LabelViews labels, double by) { series(family(name), labels).value += by; }
+
+void Metrics::set(std::string_view name, LabelViews labels, double value) { series(family(name), labels).value = value; }
 
 void Metrics::set(std::string_view name, const Labels& labels, double value) {
-  family(name).series[labels].value = value;
+  series(family(name), labels).value = value;
 }
 
-void Metrics::observe(std::string_view name, const Labels& labels, double value) {
+void Metrics::observe(std::string_view name, LabelViews labels, double value) {
   Family& f = family(name);
-  Series& s = f.series[labels];
+  Series& s = series(f, labels);
   if (s.bucket_counts.empty()) s.bucket_counts.assign(f.buckets.size() + 1, 0);
   auto idx = std::lower_bound(f.buckets.begin(), f.buckets.end(), value) - f.buckets.begin();
   ++s.bucket_counts[static_cast<std::size_t>(idx)];

@@ -131,7 +131,7 @@ HeaderList sse_headers(HeaderList h) {
 }
 
 void count(Door& d, const std::string& model, int status, Clock::time_point t0) {
-  const std::string m = model.empty() ? kUnknownModel : model;
+  const std::string_view m = model.empty() ? std::string_view(kUnknownModel) : std::string_view(model);
   d.metrics.inc("kevlaya_requests_total", {{"model", m}, {"status", std::to_string(status)}});
   d.metrics.observe("kevlaya_request_duration_seconds", {{"model", m}},
                     std::chrono::duration<double>(Clock::now() - t0).count());

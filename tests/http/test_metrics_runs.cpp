@@ -137,6 +137,24 @@ TEST_CASE("metrics exposition escapes labels and writes cumulative histograms", 
   CHECK_THROWS(m.describe("bad_counter", kevlaya::http::Metrics::Type::counter, "no suffix"));
 }
 
+TEST_CASE("metrics: updates by label views and by built labels meet in one series, in label order", "[http]") {
+  kevlaya::http::Metrics m;
+  m.describe("x_total", kevlaya::http::Metrics::Type::counter, "calls");
+  const std::string model = "kev";
+  m.inc("x_total", {{"model", model}, {"status", "200"}});
+  m.set("x_total", kevlaya::http::Labels{{"model", "kev"}, {"status", "200"}}, 5);
+  m.inc("x_total", {{"model", std::string_view("kev")}, {"status", std::to_string(200)}}, 2);
+  m.inc("x_total", {{"model", "kev"}, {"status", "20"}});   // a prefix of the other value: its own series, first
+  m.inc("x_total", {{"model", "ke"}, {"status", "500"}});   // a shorter model sorts before
+  const auto text = m.render();
+  CHECK(text.find("x_total{model=\"kev\",status=\"200\"} 7\n") != std::string::npos);
+  const auto a = text.find("model=\"ke\",");
+  const auto b = text.find("status=\"20\"}");
+  const auto c = text.find("status=\"200\"}");
+  REQUIRE((a != std::string::npos && b != std::string::npos && c != std::string::npos));
+  CHECK((a < b && b < c));
+}
+
 TEST_CASE("/metrics is well-formed and counts requests, switches and tokens/s", "[http]") {
   Door door;
   REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
