@@ -100,7 +100,7 @@ class Scanner {
 
   void record(std::string_view quoted_key, std::string_view value) {
     std::string_view key = quoted_key.substr(1, quoted_key.size() - 2);
-    if (key.find('\\') != std::string_view::npos) key = out_.decoded.emplace_back(json_string(quoted_key));
+    if (key.find('\\') != std::string_view::npos) key = out_.decoded.emplace_front(json_string(quoted_key));
     out_.members.push_back({key, value});
   }
 
