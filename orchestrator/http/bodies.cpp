@@ -88,7 +88,7 @@ Result<std::optional<std::int64_t>> parse_keep_alive(const json& v) {
   return std::optional<std::int64_t>{static_cast<std::int64_t>(std::ceil(std::min(*secs, kMax)))};
 }
 
-std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
+std::string child_body(const ModelCall& call, std::string raw, const std::string& profile,
                        const std::vector<ledger::LoraScale>& lora) {
   // A null `model` is named for the child: not every server reads null as absent.
   const std::string model = call.model_null ? profile : supervisor::child_model(call.requested, profile);

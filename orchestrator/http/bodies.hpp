@@ -47,8 +47,8 @@ Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_vie
 
 // The body for the child: `raw` byte for byte unless `model` must name `profile` (an alias was
 // sent; "" = never renamed), shared-base mode adds the adapters' scales (`lora`) or a `keep_alive`
-// is removed (it is the door's, not the child's).
-std::string child_body(const ModelCall& call, const std::string& raw, const std::string& profile,
+// is removed (it is the door's, not the child's). `raw` by value: an unchanged body is handed on, not copied.
+std::string child_body(const ModelCall& call, std::string raw, const std::string& profile,
                        const std::vector<ledger::LoraScale>& lora);
 
 // The speeds llama-server reports (tokens/s) in its `"timings"` object; a field absent or not a number is empty.

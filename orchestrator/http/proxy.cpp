@@ -102,10 +102,12 @@ Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) 
   return call;
 }
 
-std::string forward_body(const Call& call, const Request& req, const Lease& lease) {
-  const std::string& sent = call.body_text ? *call.body_text : req.body();
+// The child's body: the caller's bytes, moved (nothing reads them after this: the record and the
+// capture took theirs first), or their rewrite.
+std::string forward_body(const Call& call, Request& req, const Lease& lease) {
+  std::string sent = call.body_text ? *call.body_text : std::move(req.body());
   if (call.raw) return sent;
-  return child_body(call, sent, lease.upstream_model(), lease.lora_scales());
+  return child_body(call, std::move(sent), lease.upstream_model(), lease.lora_scales());
 }
 
 HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {

@@ -80,7 +80,8 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
   co_return ec;
 }
 
-http::request<http::string_body> build_request(const Request& req, const Endpoint& ep) {
+// Takes the body: a long conversation is not copied again on its way to the child.
+http::request<http::string_body> build_request(Request&& req, const Endpoint& ep) {
   http::request<http::string_body> msg;
   msg.method_string(req.method);
   msg.target(ep.base_path.empty() ? req.target : ep.base_path + req.target);
@@ -92,7 +93,7 @@ http::request<http::string_body> build_request(const Request& req, const Endpoin
   // Set last: the child's key is the door's to send, never a caller's header.
   if (!ep.api_key.empty()) msg.set(http::field::authorization, "Bearer " + ep.api_key);
   msg.keep_alive(ep.pool != nullptr);
-  msg.body() = req.body;
+  msg.body() = std::move(req.body);
   msg.prepare_payload();
   return msg;
 }
@@ -283,7 +284,7 @@ Response finish(StreamPtr s, http::response_parser<http::string_body>& parser,
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
   const auto deadline = Clock::now() + req.timeout;
   const std::string timeout_text = "did not answer within " + std::to_string(req.timeout.count()) + " ms";
-  auto msg = build_request(req, ep);
+  auto msg = build_request(std::move(req), ep);
   std::string_view phase;
   if (ep.pool) {  // idle connections first; each is tried at most once
     while (StreamPtr s = ep.pool->impl().take(ex)) {
@@ -371,7 +372,7 @@ class Streamer {
   Streamer(const Streamer&) = delete;
   Streamer& operator=(const Streamer&) = delete;
 
-  asio::awaitable<Result<StreamResult>> run(const Request& req, StreamCallbacks& cb);
+  asio::awaitable<Result<StreamResult>> run(Request req, StreamCallbacks& cb);
 
  private:
   bool cancelled() const { return cancel_ && cancel_->cancelled(); }
@@ -439,7 +440,7 @@ asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::s
   co_return ec;
 }
 
-asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCallbacks& cb) {
+asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks& cb) {
   HookGuard guard{cancel_};
   if (cancel_) {
     std::weak_ptr<StreamConn> weak = conn_;
@@ -452,7 +453,7 @@ asio::awaitable<Result<StreamResult>> Streamer::run(const Request& req, StreamCa
   }
   result_.cancelled = cancelled();
   if (result_.cancelled) co_return ended();
-  auto msg = build_request(req, ep_);
+  auto msg = build_request(std::move(req), ep_);
   keep_alive_ = msg.keep_alive();
   std::string_view phase;
   error_code ec;
@@ -526,7 +527,7 @@ asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint 
                                              StreamCallbacks cb, StreamOptions opt,
                                              std::shared_ptr<CancelToken> cancel) {
   Streamer s(std::move(ex), std::move(ep), opt, std::move(cancel));
-  co_return co_await s.run(req, cb);
+  co_return co_await s.run(std::move(req), cb);
 }
 
 }  // namespace kevlaya::upstream
