@@ -2,7 +2,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,23 @@ constexpr std::array<bool, 256> plain_table() {
 constexpr auto kPlain = plain_table();
 
 bool in(unsigned char c, unsigned char lo, unsigned char hi) { return c >= lo && c <= hi; }
+
+// The first byte from `p` that is not plain, 16 bytes per step while they all are (GCC's vector
+// extensions: SSE2 on x86-64, NEON on arm64): strings are most of an agent's request.
+const unsigned char* skip_plain(const unsigned char* p, const unsigned char* end) {
+  using Bytes16 = unsigned char __attribute__((vector_size(16)));
+  while (end - p >= 16) {
+    Bytes16 v;
+    std::memcpy(&v, p, sizeof v);
+    const auto stop = (v == '"') | (v == '\\') | (v < 0x20) | (v >= 0x80);
+    std::uint64_t half[2];
+    std::memcpy(half, &stop, sizeof half);
+    if (half[0] | half[1]) break;
+    p += 16;
+  }
+  while (p < end && kPlain[*p]) ++p;
+  return p;
+}
 
 class Scanner {
  public:
@@ -107,7 +126,7 @@ class Scanner {
   bool string() {
     ++p_;  // the opening quote
     while (true) {
-      while (p_ < end_ && kPlain[*p_]) ++p_;
+      p_ = skip_plain(p_, end_);
       if (p_ == end_) return fail("unterminated string");
       const unsigned char c = *p_;
       if (c == '"') return ++p_, true;

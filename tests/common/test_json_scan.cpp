@@ -73,6 +73,24 @@ TEST_CASE("json scan: accepts exactly what nlohmann accepts (but a NUL byte), on
   CHECK(disagree == 0);
 }
 
+TEST_CASE("json scan: a string's special byte is found at every place of the 16-byte steps, as nlohmann finds it") {
+  // The string scan skips 16 plain bytes per step: each kind of byte that ends a plain run, at every
+  // offset across two steps, in strings of every length around them.
+  const std::vector<std::string> specials = {"\"",     "\\\"", "\\n",  "\\u00e9", "\\q",  "\x01", "\x1f",
+                                             "\x7f",   "\xc3\xa9", "\xc3", "\xe2\x82\xac", "\xff", "\xed\xa0\x80"};
+  int disagree = 0, checked = 0;
+  for (const auto& special : specials)
+    for (std::size_t at = 0; at <= 40; ++at)
+      for (std::size_t tail : {0, 1, 15, 16, 17}) {
+        const std::string t = "[\"" + std::string(at, 'a') + special + std::string(tail, 'b') + "\"]";
+        const bool mine = scan_json(t).ok(), theirs = json::accept(t);
+        ++checked;
+        if (mine != theirs && ++disagree <= 5) FAIL_CHECK("scan " << mine << ", nlohmann " << theirs << " at " << at);
+      }
+  CHECK(checked == 13 * 41 * 5);
+  CHECK(disagree == 0);
+}
+
 TEST_CASE("json scan: refuses nesting past the bound with the same sentence as parse_json_bounded") {
   for (const std::size_t depth : {kevlaya::kMaxJsonDepth, kevlaya::kMaxJsonDepth + 1}) {
     const std::string arrays = std::string(depth, '[') + std::string(depth, ']');
