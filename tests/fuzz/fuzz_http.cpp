@@ -1,6 +1,6 @@
 // libFuzzer entry for the front door's request handling without a network. Two modes:
 //  - raw (any input not starting with '#'): the bytes are requests, parsed with the door's limits and framing rules
-//    (http/framing.cpp, what Connection::read_request applies); each parsed one goes through the
+//    (parse_request.hpp: http/framing.cpp's rules, as Connection::read_request applies them); each parsed one goes through the
 //    router's decisions: the gate (Host count and loopback rule, Origin, route table and 405,
 //    JSON content type; http/gate.cpp), the API-key check, and its body as the route reads it
 //    (http/bodies.cpp: model resolution and the alias rewrite that re-serializes it; a pipeline
@@ -27,6 +27,7 @@
 #include "http/framing.hpp"
 #include "http/gate.hpp"
 #include "pipeline/tasks.hpp"
+#include "parse_request.hpp"
 
 namespace {
 
@@ -92,7 +93,7 @@ void raw_mode(std::string_view raw) {
   static const std::vector<std::string> keys = {"sk-test-key", "second"};
   // Pipelined requests: parse until the bytes run out, as the keep-alive loop does.
   for (int i = 0; i < 8 && !raw.empty(); ++i) {
-    auto p = kh::parse_request(raw, kMaxHeader, kMaxBody);
+    auto p = kevlaya::fuzz::parse_request(raw, kMaxHeader, kMaxBody);
     if (p.status != 0) {
       if (p.status != 400 && p.status != 413) __builtin_trap();
       break;

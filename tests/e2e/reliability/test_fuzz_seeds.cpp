@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "config/config.hpp"
-#include "http/framing.hpp"
+#include "fuzz/parse_request.hpp"
 #include "support/paths.hpp"
 
 using namespace kevlaya::test;
@@ -63,7 +63,7 @@ TEST_CASE("http fuzz seeds: ok_ parse whole, smuggle_ and bad_ are refused with 
     const std::string name = f.filename().string();
     const std::string raw = read_text(f);
     INFO(name);
-    const auto p = kevlaya::http::parse_request(raw, 16 * 1024, 1 << 20);
+    const auto p = kevlaya::fuzz::parse_request(raw, 16 * 1024, 1 << 20);
     if (starts_with(name, "ok_")) {
       CHECK(p.status == 0);
       CHECK(p.complete);
