@@ -27,7 +27,9 @@ class Stmt {
   int rc() const { return rc_; }
   const std::string& why() const { return why_; }
   sqlite3_stmt* get() { return s_; }
-  void rewind() { sqlite3_reset(s_), sqlite3_clear_bindings(s_); }  // to run again, unbound
+  void rewind() {  // to run again, unbound
+    if (s_) sqlite3_reset(s_), sqlite3_clear_bindings(s_);
+  }
   // One step: SQLITE_ROW, SQLITE_DONE, or the failure (kept in rc() and why()).
   int step() {
     if (!s_) return rc_;
@@ -215,8 +217,8 @@ Store::~Store() {
 // Parsing a batch's statements anew each time was a tenth of the history writer's CPU.
 Stmt& Store::prepared(const char* sql) {
   auto& slot = prepared_[sql];
-  if (!slot) slot = std::make_unique<Stmt>(db_, sql);
-  else slot->rewind();
+  if (slot && slot->ok()) slot->rewind();
+  else slot = std::make_unique<Stmt>(db_, sql);  // new, or one that failed: prepared again
   return *slot;
 }
 

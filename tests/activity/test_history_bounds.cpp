@@ -216,3 +216,19 @@ TEST_CASE("a write failure names SQLite's own reason, not 'not an error'", "[act
   CHECK(st.error().message.find("not an error") == std::string::npos);
   CHECK(st.error().message.find("no column") != std::string::npos);
 }
+
+TEST_CASE("a history write after a failed one prepares its statements afresh and writes", "[activity]") {
+  test::TempDir dir("activity-write-again");
+  auto s = activity::Store::open(dir / "a.db");
+  REQUIRE(s);
+  REQUIRE((*s)->append({rec(1)}, {}, 1));  // its statements prepared and kept
+  sqlite3* db = nullptr;  // another program swaps the table under the open history, then puts it back
+  REQUIRE(sqlite3_open((dir / "a.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "ALTER TABLE requests RENAME TO kept; CREATE TABLE requests(id INTEGER PRIMARY KEY, at_ms INTEGER)",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  CHECK_FALSE((*s)->append({rec(2)}, {}, 2));
+  REQUIRE(sqlite3_exec(db, "DROP TABLE requests; ALTER TABLE kept RENAME TO requests", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  for (std::int64_t i = 3; i < 6; ++i) REQUIRE((*s)->append({rec(i)}, {}, i));  // kept ones reused, then again
+  CHECK((*s)->count().value() == 4);
+}
