@@ -183,7 +183,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> linger_close();
   void peek_for_hangup(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);
   asio::awaitable<bool> write_done(boost::system::error_code ec);
-  void add_cors(bhttp::fields& f) const;
 
   // One timer per connection, not one per operation as Beast's tcp_stream arms: bound() sets
   // `deadline_` (a store) for the reads and writes until its guard goes out of scope, which clears

@@ -60,6 +60,53 @@ TEST_CASE("keep-alive serves several requests on one connection", "[http]") {
   CHECK(count_of(c.read_until("uptime_s", 10s, 2), "HTTP/1.1 200") == 2);
 }
 
+TEST_CASE("a response head frames as HTTP/1.1 and 1.0 clients expect: length, Connection, one field per name", "[http]") {
+  Door door;
+  {  // 1.1: kept by default (no Connection field)
+    RawClient c(door.port());
+    c.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    const auto head = c.read_until("\r\n\r\n");
+    REQUIRE(head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(head.find("\r\nServer: kevlaya-orch\r\n") != std::string::npos);
+    CHECK(head.find("\r\nContent-Type: application/json") != std::string::npos);
+    CHECK(head.find("Connection:") == std::string::npos);
+  }
+  {  // the exact length of the body that follows
+    RawClient c(door.port());
+    c.send("GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    REQUIRE(c.wait_closed(10s));
+    const auto& all = c.received();
+    REQUIRE(count_of(all, "Content-Length: ") == 1);
+    const auto at = all.find("Content-Length: ") + 16;
+    CHECK(std::stoul(all.substr(at, all.find("\r\n", at) - at)) == all.size() - all.find("\r\n\r\n") - 4);
+  }
+  {  // 1.0 asking to be kept: said so; a 1.1 client closing: said so
+    RawClient c(door.port());
+    c.send("GET /health HTTP/1.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n");
+    const auto head = c.read_until("\r\n\r\n");
+    CHECK(head.rfind("HTTP/1.0 200 OK\r\n", 0) == 0);
+    CHECK(head.find("\r\nConnection: keep-alive\r\n") != std::string::npos);
+    RawClient d(door.port());
+    d.send("GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    CHECK(d.read_until("\r\n\r\n").find("\r\nConnection: close\r\n") != std::string::npos);
+    CHECK(d.wait_closed(10s));
+  }
+  {  // an error reply's own fields (Allow) once each, beside the door's
+    RawClient c(door.port());
+    c.send("DELETE /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    const auto head = c.read_until("\r\n\r\n");
+    CHECK(head.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0) == 0);
+    CHECK(count_of(head, "\r\nAllow: ") == 1);
+    CHECK(count_of(head, "\r\nServer: ") == 1);
+    RawClient d(door.port());  // a preflight without an origin: 204, no type, no length
+    d.send("OPTIONS /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    const auto preflight = d.read_until("\r\n\r\n");
+    CHECK(preflight.rfind("HTTP/1.1 204 No Content\r\n", 0) == 0);
+    CHECK(preflight.find("Content-Type") == std::string::npos);
+    CHECK(preflight.find("Content-Length") == std::string::npos);
+  }
+}
+
 TEST_CASE("a slow client cannot pin a connection: header timeout", "[http]") {
   DoorOptions o;
   o.header_timeout_s = 1;
