@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <optional>
 #include <vector>
 
 #include "http/auth.hpp"
@@ -322,46 +320,7 @@ asio::awaitable<bool> Connection::write_done(error_code ec) {
 
 namespace {
 
-// A response head written straight into one string: the door writes each head once, where Beast's
-// fields cost an allocation and a tree insert per field. `set` replaces a field of the same name
-// (ASCII case-insensitive), as Beast's does; names and values are views that must outlive text().
-class ResponseHead {
- public:
-  void set(std::string_view name, std::string_view value) {
-    const auto same = [name](const auto& f) {
-      return std::equal(f.first.begin(), f.first.end(), name.begin(), name.end(), [](char a, char b) {
-        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-      });
-    };
-    if (const auto it = std::find_if(fields_.begin(), fields_.end(), same); it != fields_.end()) it->second = value;
-    else fields_.emplace_back(name, value);
-  }
-  // The status line, the fields, the connection and framing fields Beast would add for `version`
-  // (HTTP/1.1: `Connection: close` when not kept; 1.0: `Connection: keep-alive` when kept), a
-  // `Content-Length` when `length` is set, and the blank line.
-  std::string text(unsigned version, int status, bool keep_alive, std::optional<std::size_t> length,
-                   bool chunked) const {
-    std::string out;
-    out.reserve(384);
-    const char line[] = {'H', 'T', 'T', 'P', '/', static_cast<char>('0' + version / 10), '.',
-                         static_cast<char>('0' + version % 10), ' ', static_cast<char>('0' + status / 100 % 10),
-                         static_cast<char>('0' + status / 10 % 10), static_cast<char>('0' + status % 10), ' '};
-    out.append(line, sizeof line);
-    const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
-    out.append(reason.data(), reason.size()).append("\r\n");
-    for (const auto& [k, v] : fields_) out.append(k).append(": ").append(v).append("\r\n");
-    if (version >= 11 && !keep_alive) out.append("Connection: close\r\n");
-    if (version < 11 && keep_alive) out.append("Connection: keep-alive\r\n");
-    if (length) out.append("Content-Length: ").append(std::to_string(*length)).append("\r\n");
-    if (chunked) out.append("Transfer-Encoding: chunked\r\n");
-    return out.append("\r\n");
-  }
-
- private:
-  std::vector<std::pair<std::string_view, std::string_view>> fields_;
-};
-
-void set_common(ResponseHead& h, std::string_view content_type, const HeaderList& headers, const std::string& cors_origin) {
+void set_common(upstream::HeadWriter& h, std::string_view content_type, const HeaderList& headers, const std::string& cors_origin) {
   h.set("Server", kServerName);
   if (!content_type.empty()) h.set("Content-Type", content_type);
   for (const auto& [k, v] : headers) h.set(k, v);
@@ -375,20 +334,22 @@ void set_common(ResponseHead& h, std::string_view content_type, const HeaderList
 
 asio::awaitable<bool> Connection::send(Reply r) {
   if (failed_) co_return false;
-  ResponseHead h;
   const bool no_body = r.status / 100 == 1 || r.status == 204 || r.status == 304;  // RFC 9110 6.4.1
-  std::optional<std::size_t> length;  // (no ?: here: GCC 12 and temporaries in coroutines)
-  std::string_view content_type = r.content_type;
   if (no_body) r.body.clear();
-  else length = r.body.size();
+  std::string_view content_type = r.content_type;
   if (r.status == 204) content_type = {};
+  upstream::HeadWriter h;
   set_common(h, content_type, r.headers, cors_origin_);
   if (door_->draining) keep_alive_ = false;
+  if (version_ >= 11 && !keep_alive_) h.set("Connection", "close");  // as Beast's keep_alive() writes
+  if (version_ < 11 && keep_alive_) h.set("Connection", "keep-alive");
+  const std::string length = std::to_string(r.body.size());
+  if (!no_body) h.set("Content-Length", length);
+  const auto head = h.text(upstream::status_line(version_, r.status));
   bytes_out_ += static_cast<std::int64_t>(r.body.size());
   status_ = r.status;
   head_sent_ = true;
   error_code ec;
-  const auto head = h.text(version_, r.status, keep_alive_, length, false);
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   const std::array<asio::const_buffer, 2> bytes{asio::buffer(head), asio::buffer(r.body)};
   co_await upstream::write_all(socket_, socket_, bytes, ec);
@@ -398,7 +359,7 @@ asio::awaitable<bool> Connection::send(Reply r) {
 asio::awaitable<bool> Connection::start_stream(int status, std::string content_type,
                                                HeaderList headers) {
   if (failed_) co_return false;
-  ResponseHead h;
+  upstream::HeadWriter h;
   set_common(h, content_type, headers, cors_origin_);
   // HTTP/1.0 has no chunked coding (RFC 9112 6.1): its stream is the bytes as they come, ended
   // by closing the connection.
@@ -408,7 +369,9 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   head_sent_ = true;
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  const auto head = h.text(version_, status, keep_alive_, std::nullopt, chunked_);
+  if (version_ >= 11 && !keep_alive_) h.set("Connection", "close");
+  if (chunked_) h.set("Transfer-Encoding", "chunked");
+  const auto head = h.text(upstream::status_line(version_, status));
   co_await upstream::write_all(socket_, socket_, asio::buffer(head), ec);
   co_return co_await write_done(ec);
 }

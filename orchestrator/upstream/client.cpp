@@ -80,22 +80,36 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
   co_return ec;
 }
 
-// Takes the body: a long conversation is not copied again on its way to the child.
-http::request<http::string_body> build_request(Request&& req, const Endpoint& ep) {
-  http::request<http::string_body> msg;
-  msg.method_string(req.method);
-  msg.target(ep.base_path.empty() ? req.target : ep.base_path + req.target);
-  msg.version(11);
-  msg.set(http::field::host, ep.to_string());
-  msg.set(http::field::user_agent, "kevlaya-orch");
-  if (!req.body.empty()) msg.set(http::field::content_type, "application/json");
-  for (const auto& [k, v] : req.headers) msg.set(k, v);
+// A request to a child as it goes out: its head laid out once (HeadWriter), its body, and whether
+// its connection may go back to the pool afterwards.
+struct Outgoing {
+  std::string head;
+  std::string body;
+  bool keep_alive = false;
+  std::array<asio::const_buffer, 2> buffers() const { return {asio::buffer(head), asio::buffer(body)}; }
+};
+
+// Takes the body: a long conversation is not copied again on its way to the child. The fields and
+// their order are those of Beast's request with keep_alive and prepare_payload (a POST, PUT or
+// OPTIONS says its length even when empty).
+Outgoing build_request(Request&& req, const Endpoint& ep) {
+  Outgoing out;
+  out.keep_alive = ep.pool != nullptr;
+  out.body = std::move(req.body);
+  const std::string host = ep.to_string(), bearer = ep.api_key.empty() ? "" : "Bearer " + ep.api_key,
+                    length = std::to_string(out.body.size());
+  HeadWriter h;
+  h.set("Host", host);
+  h.set("User-Agent", "kevlaya-orch");
+  if (!out.body.empty()) h.set("Content-Type", "application/json");
+  for (const auto& [k, v] : req.headers) h.set(k, v);
   // Set last: the child's key is the door's to send, never a caller's header.
-  if (!ep.api_key.empty()) msg.set(http::field::authorization, "Bearer " + ep.api_key);
-  msg.keep_alive(ep.pool != nullptr);
-  msg.body() = std::move(req.body);
-  msg.prepare_payload();
-  return msg;
+  if (!bearer.empty()) h.set("Authorization", bearer);
+  if (!out.keep_alive) h.set("Connection", "close");
+  if (!out.body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "OPTIONS")
+    h.set("Content-Length", length);
+  out.head = h.text(req.method + " " + (ep.base_path.empty() ? req.target : ep.base_path + req.target) + " HTTP/1.1");
+  return out;
 }
 
 template <class Fields>
@@ -245,7 +259,7 @@ void CancelToken::clear_hook() {
 namespace {
 
 // Writes `msg` on `s` and reads the whole answer into `parser`; `phase` names the failed step.
-asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::string_body>& msg,
+asio::awaitable<error_code> exchange(beast::tcp_stream& s, Outgoing& msg,
                                      http::response_parser<http::string_body>& parser,
                                      Clock::time_point deadline, std::string_view& phase) {
   error_code ec;
@@ -253,8 +267,7 @@ asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::s
   parser.body_limit(kMaxFetchBody);
   phase = "write";
   s.expires_at(deadline);
-  const auto head = flat_head(msg.base());
-  co_await write_all(s, s.socket(), flat_buffers(head, msg), ec);  // within s's timeout
+  co_await write_all(s, s.socket(), msg.buffers(), ec);  // within s's timeout
   if (ec) co_return ec;
   phase = "read";
   beast::flat_buffer buf;
@@ -262,14 +275,14 @@ asio::awaitable<error_code> exchange(beast::tcp_stream& s, http::request<http::s
   s.expires_at(deadline);
   co_await http::async_read(s, buf, parser, ec_token(ec));
   // Bytes past the answer would corrupt the next exchange on this connection.
-  if (!ec && buf.size() != 0) msg.keep_alive(false);
+  if (!ec && buf.size() != 0) msg.keep_alive = false;
   co_return ec;
 }
 
 // The answer, and `s` back to the pool when the exchange leaves it reusable.
 Response finish(StreamPtr s, http::response_parser<http::string_body>& parser,
-                const http::request<http::string_body>& msg, const Endpoint& ep) {
-  if (ep.pool && msg.keep_alive() && parser.keep_alive()) ep.pool->impl().give(std::move(s));
+                const Outgoing& msg, const Endpoint& ep) {
+  if (ep.pool && msg.keep_alive && parser.keep_alive()) ep.pool->impl().give(std::move(s));
   else close_quietly(*s);
   auto res = parser.release();
   Response out;
@@ -395,7 +408,7 @@ class Streamer {
                       (got_head_ ? "" : " (no answer head)");
     return map_error(ec, ep_, phase, text);
   }
-  asio::awaitable<error_code> send_and_read_header(http::request<http::string_body>& msg, std::string_view& phase);
+  asio::awaitable<error_code> send_and_read_header(const Outgoing& msg, std::string_view& phase);
   asio::awaitable<Result<StreamResult>> read_body(StreamCallbacks& cb);
   StreamResult ended() {
     const bool reusable = result_.complete && !cancelled() && ep_.pool && keep_alive_ && parser_->keep_alive() &&
@@ -420,8 +433,7 @@ class Streamer {
   StreamResult result_;
 };
 
-asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::string_body>& msg,
-                                                           std::string_view& phase) {
+asio::awaitable<error_code> Streamer::send_and_read_header(const Outgoing& msg, std::string_view& phase) {
   error_code ec;
   parser_.emplace();
   parser_->header_limit(kMaxHeader);
@@ -431,8 +443,7 @@ asio::awaitable<error_code> Streamer::send_and_read_header(http::request<http::s
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   phase = "write";
   conn_->s->expires_at(deadline_);
-  const auto head = flat_head(msg.base());
-  co_await write_all(*conn_->s, conn_->s->socket(), flat_buffers(head, msg), ec);
+  co_await write_all(*conn_->s, conn_->s->socket(), msg.buffers(), ec);
   if (ec) co_return ec;
   phase = "read header";
   arm_timer();
@@ -454,7 +465,7 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
   result_.cancelled = cancelled();
   if (result_.cancelled) co_return ended();
   auto msg = build_request(std::move(req), ep_);
-  keep_alive_ = msg.keep_alive();
+  keep_alive_ = msg.keep_alive;
   std::string_view phase;
   error_code ec;
   if (ep_.pool && (conn_->s = ep_.pool->impl().take(ex_))) {

@@ -1,18 +1,18 @@
 // Hot-path helpers for HTTP/1.1 messages, shared by the door and the upstream client.
 //
-// A message whose whole body is in memory, written as two buffers: its head, flattened once, and
-// its body; what the socket takes at once is written without an asynchronous operation. Beast's
-// serializer walks a many-part buffer sequence (start line pieces, each field, chunk framing) on
-// every write; on the door's request path that walk was the largest user-space
-// cost after the kernel (docs/benchmarks.md, "Door hot path, fourth pass"). Beast still builds and
-// checks the message (fields, prepare_payload, keep_alive); only the bytes are laid out here, in
-// the order and form Beast's serializer writes them (tests/upstream/test_wire.cpp compares both).
+// A message whose whole body is in memory, written as two buffers: its head, laid out once into one
+// string (HeadWriter: no Beast fields to build, no serializer to walk), and its body; what the
+// socket takes at once is written without an asynchronous operation. The heads are the bytes
+// Beast's serializer writes for the same fields (tests/upstream/test_wire.cpp compares both).
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -27,45 +27,43 @@
 
 namespace kevlaya::upstream {
 
-// The start line, every field and the blank line of `h`, as Beast's serializer writes them.
-template <bool isRequest, class Fields>
-std::string flat_head(const boost::beast::http::header<isRequest, Fields>& h) {
-  std::string out;
-  out.reserve(384);
-  const auto add = [&out](boost::beast::string_view s) { out.append(s.data(), s.size()); };
-  const unsigned v = h.version();
-  const char version[] = {'H', 'T', 'T', 'P', '/', static_cast<char>('0' + v / 10), '.',
-                          static_cast<char>('0' + v % 10)};
-  if constexpr (isRequest) {
-    add(h.method_string());
-    out += ' ';
-    add(h.target());
-    out += ' ';
-    out.append(version, sizeof version);
-  } else {
-    const unsigned code = h.result_int();
-    const char status[] = {' ', static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
-                           static_cast<char>('0' + code % 10), ' '};
-    out.append(version, sizeof version).append(status, sizeof status);
-    add(h.reason());
+// A head the code writes once (a request to a child, the door's response), laid out straight into
+// one string: Beast's fields cost an allocation and a tree insert per field. `set` replaces a field
+// of the same name (ASCII case-insensitive) in its place, as Beast's does; names and values are
+// views that must outlive text(). The framing fields (Connection, Content-Length,
+// Transfer-Encoding) are the caller's to set, last, as keep_alive and prepare_payload add them.
+class HeadWriter {
+ public:
+  void set(std::string_view name, std::string_view value) {
+    const auto same = [name](const auto& f) {
+      return std::equal(f.first.begin(), f.first.end(), name.begin(), name.end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+      });
+    };
+    if (const auto it = std::find_if(fields_.begin(), fields_.end(), same); it != fields_.end()) it->second = value;
+    else fields_.emplace_back(name, value);
   }
-  out += "\r\n";
-  for (const auto& f : h) {
-    add(f.name_string());
-    out += ": ";
-    add(f.value());
-    out += "\r\n";
+  // `start` (a request or status line, without its CRLF), the fields, the blank line.
+  std::string text(std::string_view start) const {
+    std::string out;
+    out.reserve(384);
+    out.append(start).append("\r\n");
+    for (const auto& [k, v] : fields_) out.append(k).append(": ").append(v).append("\r\n");
+    return out.append("\r\n");
   }
-  out += "\r\n";
-  return out;
-}
 
-// [head, body] of `msg` (prepared: Content-Length set, not chunked), for one gather write. `head`
-// (flat_head) and `msg` must outlive the write.
-template <bool isRequest>
-std::array<boost::asio::const_buffer, 2> flat_buffers(
-    const std::string& head, const boost::beast::http::message<isRequest, boost::beast::http::string_body>& msg) {
-  return {boost::asio::buffer(head), boost::asio::buffer(msg.body())};
+ private:
+  std::vector<std::pair<std::string_view, std::string_view>> fields_;
+};
+
+// "HTTP/1.1 200 OK": a response's status line, with the reason Beast writes.
+inline std::string status_line(unsigned version, int status) {
+  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+  std::string out = "HTTP/1.1 000 ";
+  out[5] = static_cast<char>('0' + version / 10), out[7] = static_cast<char>('0' + version % 10);
+  out[9] = static_cast<char>('0' + status / 100 % 10), out[10] = static_cast<char>('0' + status / 10 % 10);
+  out[11] = static_cast<char>('0' + status % 10);
+  return out.append(reason.data(), reason.size());
 }
 
 // Asio posts the completion of an operation that finished at once (a scheduler round and a coroutine
