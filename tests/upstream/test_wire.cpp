@@ -12,6 +12,7 @@
 #include <cctype>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -39,6 +40,13 @@ std::string beast_bytes(bhttp::message<isRequest, bhttp::string_body>& msg) {
   return out;
 }
 
+// Sets the same fields, in order, on a Beast message (the reference) and on a HeadWriter.
+template <class Message>
+void set_both(Message& m, kevlaya::upstream::HeadWriter& h,
+              std::initializer_list<std::pair<const char*, const char*>> fields) {
+  for (const auto& [k, v] : fields) m.set(k, v), h.set(k, v);
+}
+
 }  // namespace
 
 TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes for the same fields", "[upstream]") {
@@ -47,18 +55,12 @@ TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes f
     for (const auto& [status, version, keep] : {std::tuple{200, 11, true}, std::tuple{404, 11, false},
                                                 std::tuple{503, 10, true}, std::tuple{429, 10, false}}) {
       bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), static_cast<unsigned>(version)};
-      res.set(bhttp::field::server, "kevlaya-orch");
-      res.set(bhttp::field::content_type, "application/json");
-      res.set("X-Kevlaya-Model", "kev");
-      res.set("x-kevlaya-model", "laya");  // a second set of a name replaces the first
+      HeadWriter h;  // a second set of a name replaces the first
+      set_both(res, h, {{"Server", "kevlaya-orch"}, {"Content-Type", "application/json"},
+                        {"X-Kevlaya-Model", "kev"}, {"x-kevlaya-model", "laya"}});
       res.keep_alive(keep);
       res.body() = "{}";
       res.prepare_payload();
-      HeadWriter h;
-      h.set("Server", "kevlaya-orch");
-      h.set("Content-Type", "application/json");
-      h.set("X-Kevlaya-Model", "kev");
-      h.set("x-kevlaya-model", "laya");
       if (version == 11 && !keep) h.set("Connection", "close");
       if (version == 10 && keep) h.set("Connection", "keep-alive");
       h.set("Content-Length", "2");
@@ -74,29 +76,22 @@ TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes f
   }
   SECTION("a request: its line, the fields in order, the length") {
     bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
-    req.set(bhttp::field::host, "127.0.0.1:40000");
-    req.set(bhttp::field::user_agent, "kevlaya-orch");
-    req.set(bhttp::field::content_type, "application/json");
-    req.set(bhttp::field::authorization, "Bearer k");
+    HeadWriter h;
+    set_both(req, h, {{"Host", "127.0.0.1:40000"}, {"User-Agent", "kevlaya-orch"},
+                      {"Content-Type", "application/json"}, {"Authorization", "Bearer k"}});
     req.keep_alive(false);
     req.body() = R"({"model":"kev"})";
     req.prepare_payload();
-    HeadWriter h;
-    h.set("Host", "127.0.0.1:40000");
-    h.set("User-Agent", "kevlaya-orch");
-    h.set("Content-Type", "application/json");
-    h.set("Authorization", "Bearer k");
     h.set("Connection", "close");
     h.set("Content-Length", "15");
     CHECK(h.text("POST /v1/chat/completions HTTP/1.1") + req.body() == beast_bytes(req));
   }
   SECTION("a GET without a body, closing: no length") {
     bhttp::request<bhttp::string_body> req{bhttp::verb::get, "/health", 11};
-    req.set(bhttp::field::host, "h");
+    HeadWriter h;
+    set_both(req, h, {{"Host", "h"}});
     req.keep_alive(false);
     req.prepare_payload();
-    HeadWriter h;
-    h.set("Host", "h");
     h.set("Connection", "close");
     CHECK(h.text("GET /health HTTP/1.1") == beast_bytes(req));
   }
