@@ -341,8 +341,7 @@ asio::awaitable<bool> Connection::send(Reply r) {
   upstream::HeadWriter h;
   set_common(h, content_type, r.headers, cors_origin_);
   if (door_->draining) keep_alive_ = false;
-  if (version_ >= 11 && !keep_alive_) h.set("Connection", "close");  // as Beast's keep_alive() writes
-  if (version_ < 11 && keep_alive_) h.set("Connection", "keep-alive");
+  h.keep_alive(version_, keep_alive_);
   const std::string length = std::to_string(r.body.size());
   if (!no_body) h.set("Content-Length", length);
   const auto head = h.text(upstream::status_line(version_, r.status));
@@ -369,7 +368,7 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   head_sent_ = true;
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  if (version_ >= 11 && !keep_alive_) h.set("Connection", "close");
+  h.keep_alive(version_, keep_alive_);
   if (chunked_) h.set("Transfer-Encoding", "chunked");
   const auto head = h.text(upstream::status_line(version_, status));
   co_await upstream::write_all(socket_, socket_, asio::buffer(head), ec);

@@ -105,7 +105,7 @@ Outgoing build_request(Request&& req, const Endpoint& ep) {
   for (const auto& [k, v] : req.headers) h.set(k, v);
   // Set last: the child's key is the door's to send, never a caller's header.
   if (!bearer.empty()) h.set("Authorization", bearer);
-  if (!out.keep_alive) h.set("Connection", "close");
+  h.keep_alive(11, out.keep_alive);
   if (!out.body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "OPTIONS")
     h.set("Content-Length", length);
   out.head = h.text(req.method + " " + (ep.base_path.empty() ? req.target : ep.base_path + req.target) + " HTTP/1.1");

@@ -30,8 +30,8 @@ namespace kevlaya::upstream {
 // A head the code writes once (a request to a child, the door's response), laid out straight into
 // one string: Beast's fields cost an allocation and a tree insert per field. `set` replaces a field
 // of the same name (ASCII case-insensitive) in its place, as Beast's does; names and values are
-// views that must outlive text(). The framing fields (Connection, Content-Length,
-// Transfer-Encoding) are the caller's to set, last, as keep_alive and prepare_payload add them.
+// views that must outlive text(). The framing fields (keep_alive, Content-Length,
+// Transfer-Encoding) are the caller's to set, last, as Beast's keep_alive and prepare_payload add them.
 class HeadWriter {
  public:
   void set(std::string_view name, std::string_view value) {
@@ -42,6 +42,11 @@ class HeadWriter {
     };
     if (const auto it = std::find_if(fields_.begin(), fields_.end(), same); it != fields_.end()) it->second = value;
     else fields_.emplace_back(name, value);
+  }
+  // The Connection field Beast's keep_alive() writes: HTTP/1.1 says only `close`, 1.0 only `keep-alive`.
+  void keep_alive(unsigned version, bool keep) {
+    if (version >= 11 && !keep) set("Connection", "close");
+    if (version < 11 && keep) set("Connection", "keep-alive");
   }
   // `start` (a request or status line, without its CRLF), the fields, the blank line.
   std::string text(std::string_view start) const {
