@@ -280,10 +280,7 @@ Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int
     sqlite3_reset(st.get());
   };
   run(prepared("BEGIN IMMEDIATE"));
-  if (err) {
-    prepared_.clear();
-    return *err;
-  }
+  if (err) return *err;
   Stmt& ins = prepared(kInsert.c_str());
   for (std::size_t i = 0; !err && i < batch.size(); ++i) {
     if (ins.ok()) bind_row(ins, batch[i]);
@@ -303,8 +300,7 @@ Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int
   if (!err && b.max_bytes > 0)
     if (auto st = prune_bytes(b.max_bytes, what); !st) err = st.error();
   if (!err) run(prepared("COMMIT"));
-  if (err) {
-    prepared_.clear();  // a statement that failed is prepared afresh next time
+  if (err) {  // (a statement that failed is prepared afresh by its next use: prepared())
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     return *err;
   }
