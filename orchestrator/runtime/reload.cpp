@@ -290,9 +290,11 @@ void Reloader::schedule_retry() {
 }
 
 void Reloader::watch(std::chrono::milliseconds interval) {
-  auto loop = [this, interval, shared = shared_]() -> asio::awaitable<void> {
+  // Stamped now, before the door listens: stamped when the loop first ran, a file changed just
+  // after the door said it was ready was taken for the starting state and never reloaded.
+  std::string first = config_files_stamp(source_.file, rt_.snapshot()->config.orch);
+  auto loop = [this, interval, shared = shared_, last = std::move(first)]() mutable -> asio::awaitable<void> {
     asio::steady_timer t(rt_.ioc());
-    std::string last = config_files_stamp(source_.file, rt_.snapshot()->config.orch);
     for (;;) {
       t.expires_after(interval);
       boost::system::error_code ec;

@@ -55,7 +55,8 @@ class Reloader {
   static constexpr int kMaxRetries = 60;
 
   // Polls the configuration files' modification times every `interval` and reloads on a change
-  // (serve --watch-config). Runs until the runtime's io_context stops.
+  // (serve --watch-config), against the files as they are when it is called. Runs until the
+  // runtime's io_context stops.
   void watch(std::chrono::milliseconds interval);
 
  private:
