@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +20,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -36,9 +36,7 @@ class HeadWriter {
  public:
   void set(std::string_view name, std::string_view value) {
     const auto same = [name](const auto& f) {
-      return std::equal(f.first.begin(), f.first.end(), name.begin(), name.end(), [](char a, char b) {
-        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-      });
+      return boost::beast::iequals({f.first.data(), f.first.size()}, {name.data(), name.size()});
     };
     if (const auto it = std::find_if(fields_.begin(), fields_.end(), same); it != fields_.end()) it->second = value;
     else fields_.emplace_back(name, value);
