@@ -61,8 +61,7 @@ TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes f
       res.keep_alive(keep);
       res.body() = "{}";
       res.prepare_payload();
-      if (version == 11 && !keep) h.set("Connection", "close");
-      if (version == 10 && keep) h.set("Connection", "keep-alive");
+      h.keep_alive(static_cast<unsigned>(version), keep);
       h.set("Content-Length", "2");
       CAPTURE(status, version, keep);
       // Beast keeps the first spelling of a replaced name only when it replaces in place; compare
@@ -82,7 +81,7 @@ TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes f
     req.keep_alive(false);
     req.body() = R"({"model":"kev"})";
     req.prepare_payload();
-    h.set("Connection", "close");
+    h.keep_alive(11, false);
     h.set("Content-Length", "15");
     CHECK(h.text("POST /v1/chat/completions HTTP/1.1") + req.body() == beast_bytes(req));
   }
@@ -92,7 +91,7 @@ TEST_CASE("HeadWriter and status_line write the head Beast's serializer writes f
     set_both(req, h, {{"Host", "h"}});
     req.keep_alive(false);
     req.prepare_payload();
-    h.set("Connection", "close");
+    h.keep_alive(11, false);
     CHECK(h.text("GET /health HTTP/1.1") == beast_bytes(req));
   }
   SECTION("a 204: no length (RFC 9110 8.6; Beast 1.74's prepare_payload writes Content-Length: 0)") {
