@@ -86,12 +86,6 @@ std::string gpu_label(const ledger::Device& d) {
   return "gpu " + std::to_string(d.index) + (d.name.empty() ? "" : " (" + d.name + ")");
 }
 
-std::string gpu_list(const std::vector<int>& v, const char* sep) {
-  std::string s;
-  for (const int x : v) s += (s.empty() ? "" : sep) + std::to_string(x);
-  return s;
-}
-
 // Each device, what is placed on it, and which of its children take turns.
 void print_devices(const ledger::PlacedPlan& pp) {
   std::cout << "\nGPUs:\n";
@@ -105,7 +99,8 @@ void print_devices(const ledger::PlacedPlan& pp) {
   }
   for (const auto& [name, p] : pp.placement) {
     if (!p.split()) continue;
-    std::cout << "  " << name << " is split over gpu " << gpu_list(p.devices, "+") << ":";
+    std::cout << "  " << name << " is split over gpu "
+              << join(p.devices, "+", [](int x) { return std::to_string(x); }) << ":";
     for (std::size_t k = 0; k < p.bytes.size(); ++k) std::cout << (k ? " +" : "") << " " << format_mib(p.bytes[k]);
     std::cout << " MiB (--tensor-split in the ratio of the budgets)\n";
   }

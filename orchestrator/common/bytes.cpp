@@ -3,11 +3,11 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/hash.hpp"
+
 namespace kevlaya {
 
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
 
 std::uint32_t decode(std::string_view s, std::size_t i, std::size_t n) {
   const auto c = static_cast<unsigned char>(s[i]);
@@ -65,14 +65,7 @@ std::string dump_json(const nlohmann::ordered_json& j, int indent) {
 
 nlohmann::json bytes_to_json(std::string_view s) {
   if (!utf8_error(s)) return std::string(s);
-  std::string hex;
-  hex.reserve(2 * s.size());
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    hex += kHex[c >> 4];
-    hex += kHex[c & 0xF];
-  }
-  return nlohmann::json{{"hex", hex}};
+  return nlohmann::json{{"hex", to_hex(reinterpret_cast<const unsigned char*>(s.data()), s.size())}};
 }
 
 std::optional<std::string> bytes_from_json(const nlohmann::json& j) {

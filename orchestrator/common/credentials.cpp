@@ -4,12 +4,12 @@
 #include <cctype>
 #include <string>
 
+#include "common/strings.hpp"
+
 namespace kevlaya {
 
 bool is_credential_header(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(std::string(name));
   // Substrings rather than names: X-Goog-Api-Key, X-Auth-Token, X-Amz-Security-Token, Ocp-Apim-
   // Subscription-Key, X-Vault-Token and the rest all contain one of these.
   for (const std::string_view part : {"auth", "token", "key", "secret", "password", "passwd", "cookie",

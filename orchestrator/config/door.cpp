@@ -7,15 +7,11 @@
 
 #include "common/bounded_file.hpp"
 #include "common/bounded_json.hpp"
+#include "common/strings.hpp"
 #include "config/detail.hpp"
 
 namespace kevlaya::config::detail {
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // A DNS name or IPv4 address, or a bracketed IPv6 address; no port, no scheme.
 bool valid_host(std::string_view h) {
@@ -71,7 +67,7 @@ void read_lower_list(Doc& d, const std::string& key, const YAML::Node& n, bool (
   auto list = read_string_list(d, key, n, false);
   if (!list) return;
   for (std::size_t i = 0; i < list->size(); ++i) {
-    auto item = lower((*list)[i]);
+    auto item = ascii_lower((*list)[i]);
     if (valid(item)) out.push_back(std::move(item));
     else d.error(n[i], key + "[" + std::to_string(i) + "]: expected " + expected + ", got '" + (*list)[i] + "'");
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <regex>
 
+#include "common/strings.hpp"
 #include "config/detail.hpp"
 #include "config/emit.hpp"
 #include "config/llama_swap_detail.hpp"
@@ -42,11 +43,8 @@ struct Importer {
   }
 
   bool taken(const std::string& n) const {
-    const auto lower = [](std::string s) {
-      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return s;
-    };
-    return std::any_of(out.profiles.begin(), out.profiles.end(), [&](const Profile& p) { return lower(p.name) == lower(n); });
+    return std::any_of(out.profiles.begin(), out.profiles.end(),
+                       [&](const Profile& p) { return ascii_lower(p.name) == ascii_lower(n); });
   }
 
   // A profile's name, which is also its file's: never empty or hidden (model-N), never an earlier
@@ -227,9 +225,7 @@ void Importer::peer(const std::string& id, const YAML::Node& n) {
 }
 
 std::string flow_list(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + yaml_scalar(x);
-  return "[" + s + "]";
+  return "[" + join(v, ", ", [](const std::string& x) { return yaml_scalar(x); }) + "]";
 }
 
 void Importer::top(const std::string& k, const YAML::Node& v, std::string& yaml, std::vector<bool>& rotate) {

@@ -32,10 +32,7 @@ bool parse_double(const std::string& s, double& out) {
 std::optional<bool> parse_bool(const std::string& s) {
   static const std::map<std::string, bool> words = {
       {"true", true}, {"yes", true}, {"on", true}, {"false", false}, {"no", false}, {"off", false}};
-  std::string lower = s;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto it = words.find(lower);
+  const auto it = words.find(ascii_lower(s));
   if (it == words.end()) return std::nullopt;
   return it->second;
 }

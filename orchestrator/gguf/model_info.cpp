@@ -56,10 +56,6 @@ std::optional<std::uint64_t> block_index(const std::string& name) {
   return n;
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
@@ -137,10 +133,10 @@ void adapter_facts(const File& f, ModelInfo& m) {
   std::set<std::string> seen;
   for (const auto& t : f.tensors) {
     for (std::string_view suffix : {".lora_a", ".lora_b"}) {
-      if (!ends_with(t.name, suffix)) continue;
+      if (!t.name.ends_with(suffix)) continue;
       std::string base = t.name.substr(0, t.name.size() - suffix.size());
       // lora_a is {ne0 of W, r}; token_embd's pair is flipped, so take the rank from other tensors.
-      if (suffix == ".lora_a" && t.ne.size() >= 2 && !ends_with(base, "token_embd.weight") &&
+      if (suffix == ".lora_a" && t.ne.size() >= 2 && !base.ends_with("token_embd.weight") &&
           t.ne[1] <= std::numeric_limits<std::uint32_t>::max()) {
         m.lora_rank = std::max(m.lora_rank, static_cast<std::uint32_t>(t.ne[1]));
       }

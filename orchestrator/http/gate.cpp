@@ -1,6 +1,7 @@
 #include "http/gate.hpp"
 
 #include "common/loopback.hpp"
+#include "common/strings.hpp"
 
 
 #include <algorithm>
@@ -169,9 +170,7 @@ std::string first_segment(std::string_view path) {
     }
     at = end + 1;
   }
-  std::string out = segs.empty() ? std::string() : segs.front();
-  for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
+  return segs.empty() ? std::string() : ascii_lower(segs.front());
 }
 
 }  // namespace

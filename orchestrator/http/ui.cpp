@@ -1,24 +1,26 @@
 #include "http/ui.hpp"
 
-#include <cstdio>
 #include <vector>
 
+#include "common/hash.hpp"
+#include "common/strings.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
 namespace ui {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
+std::string etag_of(std::string_view bytes) { return "\"" + hex16(fnv1a(bytes)) + "\""; }
 
-std::string etag_of(std::string_view bytes) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "\"%016llx\"", static_cast<unsigned long long>(h));
-  return buf;
+// Content type from the file extension (utf-8 for text); application/octet-stream when unknown.
+std::string_view content_type_of(std::string_view name) {
+  if (name.ends_with(".html")) return "text/html; charset=utf-8";
+  if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (name.ends_with(".css")) return "text/css; charset=utf-8";
+  if (name.ends_with(".svg")) return "image/svg+xml";
+  if (name.ends_with(".png")) return "image/png";
+  if (name.ends_with(".json") || name.ends_with(".webmanifest")) return "application/json";
+  return "application/octet-stream";
 }
 
 const std::vector<Asset>& assets() {
@@ -31,33 +33,17 @@ const std::vector<Asset>& assets() {
   return all;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // q of one Accept element ("text/html;q=0.9" -> 0.9); 1 when absent, 0 when unparsable.
 double q_of(std::string_view params) {
   const auto at = params.find("q=");
   if (at == std::string_view::npos) return 1.0;
-  const std::string v(trim(params.substr(at + 2, params.find(';', at) - at - 2)));
+  const std::string v(trim_blanks(params.substr(at + 2, params.find(';', at) - at - 2)));
   char* end = nullptr;
   const double q = std::strtod(v.c_str(), &end);
   return end == v.c_str() ? 0.0 : q;
 }
 
 }  // namespace
-
-std::string_view content_type_of(std::string_view name) {
-  if (ends_with(name, ".html")) return "text/html; charset=utf-8";
-  if (ends_with(name, ".js")) return "text/javascript; charset=utf-8";
-  if (ends_with(name, ".css")) return "text/css; charset=utf-8";
-  if (ends_with(name, ".svg")) return "image/svg+xml";
-  if (ends_with(name, ".png")) return "image/png";
-  if (ends_with(name, ".json") || ends_with(name, ".webmanifest")) return "application/json";
-  return "application/octet-stream";
-}
 
 const Asset* find_asset(std::string_view name) {
   if (name.empty()) name = "index.html";
@@ -70,10 +56,10 @@ bool prefers_html(std::string_view accept) {
   double html = 0, other = 0;  // best q of text/html (or xhtml) and of any other explicit type
   while (!accept.empty()) {
     const auto comma = accept.find(',');
-    const auto item = trim(accept.substr(0, comma));
+    const auto item = trim_blanks(accept.substr(0, comma));
     accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
     const auto semi = item.find(';');
-    const auto type = trim(item.substr(0, semi));
+    const auto type = trim_blanks(item.substr(0, semi));
     const double q = semi == std::string_view::npos ? 1.0 : q_of(item.substr(semi + 1));
     if (type == "text/html" || type == "application/xhtml+xml") html = std::max(html, q);
     else if (type != "*/*" && type != "text/*") other = std::max(other, q);

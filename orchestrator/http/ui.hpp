@@ -26,9 +26,6 @@ struct Asset {
 // The asset named `name` ("" = index.html), or nullptr.
 const Asset* find_asset(std::string_view name);
 
-// Content type from the file extension (utf-8 for text); application/octet-stream when unknown.
-std::string_view content_type_of(std::string_view name);
-
 // The page's Content-Security-Policy: scripts, styles and fetches from the door only; no inline
 // script or style, no frames, no plugins, no form posts.
 inline constexpr std::string_view kCsp =

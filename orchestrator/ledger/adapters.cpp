@@ -13,10 +13,6 @@ std::string kv_string(const gguf::File& f, const std::string& key) {
   return v ? v->as_string().value_or("") : "";
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string dims(const std::vector<std::uint64_t>& ne) {
   std::string s = "[";
   for (std::size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
@@ -60,11 +56,11 @@ Status check_adapter(const gguf::File& base, const gguf::File& adapter, const st
 
   std::map<std::string, Pair> pairs;
   for (const auto& t : adapter.tensors) {
-    if (ends_with(t.name, ".lora_a")) {
+    if (t.name.ends_with(".lora_a")) {
       pairs[t.name.substr(0, t.name.size() - 7)].a = &t;
-    } else if (ends_with(t.name, ".lora_b")) {
+    } else if (t.name.ends_with(".lora_b")) {
       pairs[t.name.substr(0, t.name.size() - 7)].b = &t;
-    } else if (!ends_with(t.name, "_norm.weight")) {
+    } else if (!t.name.ends_with("_norm.weight")) {
       return mismatch(adapter_name, "tensor '" + t.name + "' has an unexpected suffix");
     }
   }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "common/strings.hpp"
+
 namespace kevlaya::ledger {
 namespace {
 
@@ -17,8 +19,7 @@ std::string gpu_name(const Device& d) {
 }
 
 std::string list(const std::vector<int>& v) {
-  std::string s;
-  for (const int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  const std::string s = join(v, ", ", [](int x) { return std::to_string(x); });
   return v.size() == 1 ? s : "[" + s + "]";
 }
 

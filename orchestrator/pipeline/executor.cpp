@@ -55,10 +55,6 @@ struct TaskRun {
 
 }  // namespace
 
-std::string digest_hex(std::string_view data) {
-  return hex16(fnv1a(data));
-}
-
 struct Executor::Impl {
   Impl(asio::any_io_executor ex, supervisor::Supervisor& sup, config::Pipeline p, ExecOptions o)
       : pipeline(std::move(p)), opts(o) {
@@ -155,7 +151,7 @@ asio::awaitable<std::optional<Outcome>> Executor::Impl::try_attempts(TaskRun& r,
   const auto& st = pipeline.stages[stage_idx];
   json msgs = json::array();
   for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  const std::string prompt_hash = digest_hex(dump_json(msgs));
+  const std::string prompt_hash = hex16(fnv1a(dump_json(msgs)));
   std::string last_invalid;
   for (int attempt = 0; attempt <= st.max_invalid_retries; ++attempt) {
     const auto seed = seed_for(r, st, round, attempt);

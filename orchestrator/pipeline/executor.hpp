@@ -119,7 +119,4 @@ boost::asio::awaitable<Result<nlohmann::json>> run_one(boost::asio::any_io_execu
                                                        supervisor::Supervisor& sup,
                                                        config::Pipeline pipeline, Task task);
 
-// Stable 64-bit FNV-1a digest as 16 hex digits (prompt hashes in journal records).
-std::string digest_hex(std::string_view data);
-
 }  // namespace kevlaya::pipeline

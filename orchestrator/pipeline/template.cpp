@@ -3,18 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/bytes.hpp"
+#include "common/strings.hpp"
 
 namespace kevlaya::pipeline {
 namespace {
 
 constexpr std::string_view kOpen = "{{";
 constexpr std::string_view kClose = "}}";
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 Error missing(std::string_view name, std::string_view why) {
   return make_error(Errc::bad_request,
@@ -87,7 +82,7 @@ Status scan(std::string_view tmpl, OnText on_text, OnName on_name) {
     const auto close = tmpl.find(kClose, open + kOpen.size());
     if (close == std::string_view::npos)
       return make_error(Errc::bad_request, "template: '{{' at offset " + std::to_string(open) + " is never closed");
-    const auto name = trim(tmpl.substr(open + kOpen.size(), close - open - kOpen.size()));
+    const auto name = trim_blanks(tmpl.substr(open + kOpen.size(), close - open - kOpen.size()));
     if (name.empty())
       return make_error(Errc::bad_request, "template: empty placeholder at offset " + std::to_string(open));
     if (auto st = on_name(name); !st) return st;

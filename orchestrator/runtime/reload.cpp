@@ -14,6 +14,7 @@
 #include <set>
 
 #include "common/bytes.hpp"
+#include "common/strings.hpp"
 #include "remote/peers.hpp"
 #include "runtime/plan_setup.hpp"
 #include "runtime/runtime.hpp"
@@ -150,11 +151,7 @@ asio::awaitable<Prepared> prepare_on(config::Source source, std::function<void(c
   co_return prepare(source, overrides, running->config, accept_unsettled);
 }
 
-std::string list_of(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& n : v) s += (s.empty() ? "" : ",") + n;
-  return "[" + s + "]";
-}
+std::string list_of(const std::vector<std::string>& v) { return "[" + join(v, ",") + "]"; }
 
 // What a running process keeps as it started, one row per setting, rendered for comparison: the
 // socket, the folders, the prefetcher, the preloads, the tools host, and the history's and the

@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/strings.hpp"
 #include "config/backend.hpp"
 #include "config/fingerprint.hpp"
 #include "supervisor/supervisor_impl.hpp"
@@ -38,11 +39,7 @@ void diff_remotes(const std::map<std::string, std::string>& before, const std::m
     if (!before.count(name)) diff.added.push_back(name);
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s.empty() ? "none" : s;
-}
+std::string names(const std::vector<std::string>& v) { return v.empty() ? "none" : join(v, ", "); }
 
 }  // namespace
 
@@ -122,8 +119,8 @@ asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::ConfigPtr cfg, Superv
   }
   seed_loads();
   requeue();
-  spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", join(diff.changed), join(diff.added),
-               join(diff.removed), join(diff.unchanged));
+  spdlog::info("reload: changed: {}; added: {}; removed: {}; unchanged: {}", names(diff.changed), names(diff.added),
+               names(diff.removed), names(diff.unchanged));
   Event e;
   e.type = Event::Type::reload;
   e.changed = diff.changed;
