@@ -74,4 +74,12 @@ Result<nlohmann::ordered_json> parse_ordered_json_bounded(std::string_view text,
   return parse_bounded<nlohmann::ordered_json>(text, max_depth);
 }
 
+std::optional<std::string> error_message(const nlohmann::json& body) {
+  if (!body.is_object() || !body.contains("error")) return std::nullopt;
+  const auto& e = body["error"];
+  if (e.is_string()) return e.get<std::string>();
+  if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
+  return std::nullopt;
+}
+
 }  // namespace kevlaya

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,5 +31,9 @@ Result<nlohmann::json> parse_json_bounded(std::string_view text,
 // llama-server turns into grammars in the order the properties are written.
 Result<nlohmann::ordered_json> parse_ordered_json_bounded(std::string_view text,
                                                           std::size_t max_depth = kMaxJsonDepth);
+
+// An error body's message as OpenAI's, llama-server's and the door's errors carry it
+// ({"error": {"message": "..."}} or {"error": "..."}); nullopt for any other JSON.
+std::optional<std::string> error_message(const nlohmann::json& body);
 
 }  // namespace kevlaya

@@ -159,10 +159,7 @@ asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c,
     co_return;
   }
   auto q = parse_query(query);
-  if (!q) {
-    co_await c.send(error_reply(q.error()));
-    co_return;
-  }
+  if (!q) co_return co_await c.reply(error_reply(q.error()));
   auto p = std::make_shared<PendingQuery>(d.strand);
   p->timer.expires_after(kQueryTimeout);
   d.history->query(*q, [p, ex = d.strand](Result<std::vector<RequestNote>> r) {
@@ -174,10 +171,8 @@ asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c,
   });
   boost::system::error_code ec;
   co_await p->timer.async_wait(ec_token(ec));
-  if (!p->result) {
-    co_await c.send(error_reply(make_error(Errc::timeout, "the request history did not answer in time")));
-    co_return;
-  }
+  if (!p->result)
+    co_return co_await c.reply(error_reply(make_error(Errc::timeout, "the request history did not answer in time")));
   if (!*p->result) {  // the file failed under the query: the history is unavailable, not a door bug
     co_await c.send(error_reply(make_error(Errc::unavailable, p->result->error().message,
                                            "GET /status shows the history's state; the door keeps serving")));

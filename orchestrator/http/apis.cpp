@@ -64,11 +64,7 @@ std::string_view anthropic_type(int status) {
 }
 
 std::string message_of(const json& body) {
-  if (body.is_object() && body.contains("error")) {
-    const auto& e = body["error"];
-    if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"];
-    if (e.is_string()) return e;
-  }
+  if (auto said = error_message(body)) return *said;
   return body.is_discarded() ? "error" : dump_json(body);
 }
 

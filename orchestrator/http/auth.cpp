@@ -16,6 +16,9 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+namespace {
+
+// The key a request presents ("" if none): the Bearer token, else the X-Api-Key value.
 std::string presented_key(std::string_view authorization, std::string_view x_api_key) {
   constexpr std::string_view kBearer = "bearer ";
   if (authorization.size() > kBearer.size()) {
@@ -31,8 +34,6 @@ std::string presented_key(std::string_view authorization, std::string_view x_api
   }
   return std::string(x_api_key);
 }
-
-namespace {
 
 bool listed(const std::vector<std::string>& keys, const std::string& key) {
   bool ok = false;

@@ -10,9 +10,6 @@ namespace kevlaya::http {
 // True when a and b are equal; the time taken depends only on the lengths.
 bool constant_time_equal(std::string_view a, std::string_view b);
 
-// The key a request presents ("" if none): the Bearer token, else the X-Api-Key value.
-std::string presented_key(std::string_view authorization, std::string_view x_api_key);
-
 // Two kinds of key: `keys` for every route (none = open) and `admin` for the admin routes
 // (/admin/*, /logs: none = `keys` decide there too). An admin key is accepted everywhere. On an
 // admin route with admin keys set, an ordinary key is `forbidden` (403), a missing or unknown one

@@ -35,11 +35,6 @@ struct ModelCall {
 // 0). nullopt for null. Errors: 400 naming the field.
 Result<std::optional<std::int64_t>> parse_keep_alive(const nlohmann::json& v);
 
-// The profile `requested` names: config::Config::resolve_model, the one resolution every API uses.
-inline Result<const config::Profile*> resolve_model(const config::Config& cfg, const std::string& requested) {
-  return cfg.resolve_model(requested);
-}
-
 // Parses a model call's body: a JSON object whose `model` (absent or null = none) is resolved by
 // Config::resolve_model; the call keeps `cfg` (its `prof` points into it). Errors: 400 (not JSON,
 // too deep, `model` not a string), 404 (unknown model).

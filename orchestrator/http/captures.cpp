@@ -42,18 +42,14 @@ void keep_capture(Door& d, const Request& req, InFlight& me, int status) {
 }
 
 asio::awaitable<void> capture_route(Door& d, Connection& c, const std::string& id) {
-  if (!d.captures) {
-    co_await c.send(error_reply(make_error(Errc::not_found, "captures are off",
-                                           "set capture.enabled: true (docs/configuration.md)")));
-    co_return;
-  }
+  if (!d.captures)
+    co_return co_await c.reply(error_reply(make_error(Errc::not_found, "captures are off",
+                                                      "set capture.enabled: true (docs/configuration.md)")));
   auto reader = d.captures->open(id);
-  if (!reader) {
-    co_await c.send(error_reply(make_error(Errc::not_found, "no capture '" + id + "'",
-                                           "the oldest captures go when capture.max_mib is full, "
-                                           "and all of them at a restart")));
-    co_return;
-  }
+  if (!reader)
+    co_return co_await c.reply(error_reply(make_error(Errc::not_found, "no capture '" + id + "'",
+                                                      "the oldest captures go when capture.max_mib is full, "
+                                                      "and all of them at a restart")));
   // A piece at a time (each at most a few hundred KiB), each written before the next is read, and
   // the others' turn after each: a client that reads fast completes every write at once, and the
   // strand would otherwise decompress the whole capture in one go.

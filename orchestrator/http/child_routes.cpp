@@ -18,10 +18,6 @@ namespace kevlaya::http {
 
 using nlohmann::json;
 
-json llama_error_json(int code, const std::string& message, std::string_view type) {
-  return {{"error", {{"code", code}, {"message", message}, {"type", type}, {"src", "kevlaya"}}}};
-}
-
 bool valid_slot_id(std::string_view id) {
   if (id.empty() || id.size() > 9) return false;
   for (const char ch : id)
@@ -45,6 +41,11 @@ bool enables_cors_proxy(const std::vector<std::string>& args) {
 }
 
 namespace {
+
+// llama-server's error body: {"error":{"code","message","type"}} (plus the door's "src").
+json llama_error_json(int code, const std::string& message, std::string_view type) {
+  return {{"error", {{"code", code}, {"message", message}, {"type", type}, {"src", "kevlaya"}}}};
+}
 
 // The request's headers whose names start with `prefix` (case-insensitive), names and values as sent.
 upstream::Headers headers_with_prefix(const Request& req, std::string_view prefix) {
@@ -99,18 +100,15 @@ std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_vi
   if (f != body.end() && !(f->is_string() && safe_slot_filename(f->get_ref<const std::string&>())))
     return invalid("Invalid filename");
   if (action != "erase" && f == body.end()) return invalid("\"filename\" is required for action " + action);
-  auto prof = resolve_model(d.cfg(), model);
-  if (!prof) return error_reply(prof.error());
-  if (!warm::slot_save_dir(**prof, d.cfg().orch.state_dir))
+  auto made = raw_call(d, model);
+  if (!made) return error_reply(made.error());
+  call = std::move(*made);
+  if (!warm::slot_save_dir(*call.prof, call.cfg->orch.state_dir))
     return llama_error(501,
-                       "model '" + (*prof)->name + "' has no slot folder: set slot_cache.enabled: true in its "
+                       "model '" + call.profile() + "' has no slot folder: set slot_cache.enabled: true in its "
                        "profile (the door then runs its child with --slot-save-path " +
-                           warm::slot_dir(d.cfg().orch.state_dir, (*prof)->name).string() + ")",
+                           warm::slot_dir(call.cfg->orch.state_dir, call.profile()).string() + ")",
                        "not_supported_error");
-  call.requested = model;
-  call.cfg = ledger::config_of(d.snap);
-  call.prof = *prof;
-  call.raw = true;
   call.target = "/slots/" + std::string(id) + "?action=" + action;
   call.body_text = req.body().empty() ? std::string() : dump_json(body);  // what was checked, re-serialized
   return std::nullopt;
@@ -122,19 +120,16 @@ std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& cal
   const std::string_view target(req.target().data(), req.target().size());
   const auto q = target.find('?');
   const std::string model = q == std::string_view::npos ? std::string() : query_param(target.substr(q + 1), "model");
-  auto prof = resolve_model(d.cfg(), model);
-  if (!prof) return error_reply(prof.error());
+  auto made = raw_call(d, model);
+  if (!made) return error_reply(made.error());
+  call = std::move(*made);
   const bool get = req.method() == bhttp::verb::get;
-  if (!config::backend_of(**prof).llama_server || !enables_cors_proxy((*prof)->extra_args))
+  if (!config::backend_of(*call.prof).llama_server || !enables_cors_proxy(call.prof->extra_args))
     return error_reply(make_error(Errc::forbidden,
                                   std::string(get ? "GET" : "POST") + " /cors-proxy: model '" +
-                                      (*prof)->name + "' does not run llama-server's CORS proxy",
+                                      call.profile() + "' does not run llama-server's CORS proxy",
                                   "add --ui-mcp-proxy to the profile's extra_args (any caller with a key can "
                                   "then make its child fetch any URL: docs/security.md)"));
-  call.requested = model;
-  call.cfg = ledger::config_of(d.snap);
-  call.prof = *prof;
-  call.raw = true;
   call.relay_headers = true;
   call.method = get ? "GET" : "POST";
   call.target = std::string(target);
@@ -166,38 +161,33 @@ Reply relayed(upstream::Response&& r) {
   return out;
 }
 
+// The refusal when there is one, else the call, through proxy_call.
+asio::awaitable<void> refuse_or_proxy(Door& d, Request& req, Connection& c, std::optional<Reply> refused,
+                                      ProxyCall call, Clock::time_point t0) {
+  if (refused) co_return co_await c.reply(std::move(*refused));
+  co_await proxy_call(d, req, c, std::move(call), t0);
+}
+
 }  // namespace
 
 asio::awaitable<void> slot_action(Door& d, Request& req, Connection& c, const RouteMatch& m) {
   const auto t0 = Clock::now();
   ProxyCall call;
-  if (auto refused = slot_call(d, req, m.arg, call)) {
-    co_await c.send(std::move(*refused));
-    co_return;
-  }
-  co_await proxy_call(d, req, c, std::move(call), t0);
+  auto refused = slot_call(d, req, m.arg, call);
+  co_await refuse_or_proxy(d, req, c, std::move(refused), std::move(call), t0);
 }
 
 asio::awaitable<void> cors_proxy(Door& d, Request& req, Connection& c) {
   const auto t0 = Clock::now();
   ProxyCall call;
-  if (auto refused = cors_call(d, req, call)) {
-    co_await c.send(std::move(*refused));
-    co_return;
-  }
-  co_await proxy_call(d, req, c, std::move(call), t0);
+  auto refused = cors_call(d, req, call);
+  co_await refuse_or_proxy(d, req, c, std::move(refused), std::move(call), t0);
 }
 
 asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c) {
-  if (!d.tools) {
-    co_await c.send(tools_off_reply());
-    co_return;
-  }
+  if (!d.tools) co_return co_await c.reply(tools_off_reply());
   const auto ep = d.tools->endpoint();
-  if (!ep) {
-    co_await c.send(tools_down_reply(d.tools->last_error()));
-    co_return;
-  }
+  if (!ep) co_return co_await c.reply(tools_down_reply(d.tools->last_error()));
   upstream::Request up;
   up.method = req.method() == bhttp::verb::post ? "POST" : "GET";
   up.target = std::string(req.target().data(), req.target().size());
@@ -205,10 +195,7 @@ asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c) {
   up.timeout = d.opt.upstream_deadline;  // a tool may run for long; llama-server bounds its own calls
   up.headers = headers_with_prefix(req, "x-tool-");  // llama-server's per-call settings (X-Tool-Cwd)
   auto r = co_await upstream::fetch(d.strand, *ep, std::move(up));
-  if (!r) {
-    co_await c.send(error_reply(r.error()));
-    co_return;
-  }
+  if (!r) co_return co_await c.reply(error_reply(r.error()));
   co_await c.send(relayed(std::move(r.value())));
 }
 

@@ -10,9 +10,6 @@
 
 namespace kevlaya::http {
 
-// llama-server's error body: {"error":{"code","message","type"}} (plus the door's "src").
-nlohmann::json llama_error_json(int code, const std::string& message, std::string_view type);
-
 // A slot id as llama-server reads it in /slots/{id}: 1 to 9 decimal digits.
 bool valid_slot_id(std::string_view id);
 

@@ -144,6 +144,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void refuse(bool drain);
 
   asio::awaitable<bool> send(Reply r);  // a whole response; false when the client is gone
+  // send() for a handler that ends with it: `co_return co_await c.reply(r);`
+  asio::awaitable<void> reply(Reply r) { co_await send(std::move(r)); }
   // Streamed response head (flushed at once), chunked for HTTP/1.1, ended by closing the connection
   // for HTTP/1.0; false when the client is gone.
   asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers);
@@ -260,6 +262,10 @@ struct ProxyCall : ModelCall {
   upstream::Headers headers;   // extra request headers for the child (/cors-proxy's proxied ones)
   bool relay_headers = false;  // the child's response headers reach the client (/cors-proxy)
 };
+
+// A raw call to the profile `requested` names (Config::resolve_model, in the door's configuration
+// of now, which the call keeps). Errors: 404 (unknown model).
+Result<ProxyCall> raw_call(const Door& d, std::string requested);
 
 std::string_view api_name(ApiShape s);          // the record's `api` (activity.cpp)
 std::string_view api_of(const ProxyCall& call);  // api_name, or "llama-server" for a raw call

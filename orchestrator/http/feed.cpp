@@ -182,14 +182,11 @@ json plan_json(const ledger::Plan& plan) {
 
 asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::string_view query) {
   const auto name = log_name(d, model);
-  if (name.empty()) {
-    co_await c.send(error_reply(make_error(Errc::not_found, "no model or child named '" + model + "'")));
-    co_return;
-  }
-  if (d.cfg().orch.log_dir.empty()) {
-    co_await c.send(error_reply(make_error(Errc::not_found, "children's logs are not kept (log_dir is unset)")));
-    co_return;
-  }
+  if (name.empty())
+    co_return co_await c.reply(error_reply(make_error(Errc::not_found, "no model or child named '" + model + "'")));
+  if (d.cfg().orch.log_dir.empty())
+    co_return co_await c.reply(
+        error_reply(make_error(Errc::not_found, "children's logs are not kept (log_dir is unset)")));
   json j = read_log(supervisor::child_log_path(d.cfg().orch.log_dir, name), int_param(query, "after", -1),
                     int_param(query, "lines", 200));
   j["model"] = name;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "activity/record.hpp"
+#include "common/strings.hpp"
 #include "http/apis.hpp"
 #include "http/detail.hpp"
 #include "http/model_server.hpp"
@@ -34,12 +35,6 @@ void add_names(std::vector<std::string>& out, const config::Config& cfg, const s
     for (const auto& a : prof->alias) out.push_back(a);
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
-  return s;
-}
-
 double number_or(const json& j, const char* key, double fallback) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
@@ -62,12 +57,6 @@ double slot_tokens(const json& slot, double n_ctx) {
 
 json resident_json(const ResidentSet& r) {
   return {{"resident", r.running}, {"waiting", r.waiting}, {"max_models", r.max_models}};
-}
-
-const supervisor::ProfileStatus* status_of(const supervisor::Snapshot& snap, const std::string& name) {
-  for (const auto& p : snap.profiles)
-    if (p.name == name) return &p;
-  return nullptr;
 }
 
 }  // namespace
@@ -141,7 +130,7 @@ void set_model_server_metrics(Metrics& m, const config::Config& cfg, const super
   const auto r = residency_of(cfg, snap);
   m.clear(kResidentMetric);  // one series: the EPP keeps the one with the latest value
   m.set(kResidentMetric,
-        {{"running_lora_adapters", joined(r.running)}, {"waiting_lora_adapters", joined(r.waiting)},
+        {{"running_lora_adapters", join(r.running, ",")}, {"waiting_lora_adapters", join(r.waiting, ",")},
          {"max_lora", std::to_string(r.max_models)}},
         std::floor(unix_s));
 }
@@ -160,7 +149,7 @@ Reply readiness_reply(const config::Config& cfg, const supervisor::Snapshot& sna
   }
   const auto* prof = cfg.find_profile(model);
   if (!prof) return error_reply(make_error(Errc::not_found, "unknown model '" + model + "'"));
-  const auto* st = status_of(snap, prof->name);
+  const auto* st = snap.find(prof->name);
   const bool now = st && serves_now(*st);
   body["model"] = prof->name;
   body["status"] = now ? "ready" : "needs_switch";

@@ -164,15 +164,9 @@ asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const Ro
     co_return;
   }
   const auto body = parse_json_bounded(body_of(req));
-  if (auto r = local_reply(d, name, body)) {
-    co_await c.send(std::move(*r));
-    co_return;
-  }
+  if (auto r = local_reply(d, name, body)) co_return co_await c.reply(std::move(*r));
   auto call = plan_call(d, kind_of(name), body.value(), body_of(req));
-  if (!call) {
-    co_await c.send(ollama_error(call.error()));
-    co_return;
-  }
+  if (!call) co_return co_await c.reply(ollama_error(call.error()));
   co_await proxy_call(d, req, c, std::move(call.value()), t0);
 }
 

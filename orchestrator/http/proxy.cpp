@@ -51,14 +51,10 @@ std::string_view query_of(std::string_view target) {
 
 // /upstream/{model}/{path}?{query}: the model from the path, everything else as sent.
 Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view arg) {
-  Call call;
   const auto slash = arg.find('/');
-  call.requested = std::string(arg.substr(0, slash));
-  auto profile = resolve_model(d.cfg(), call.requested);
-  if (!profile) return profile.error();
-  call.cfg = ledger::config_of(d.snap);
-  call.prof = *profile;
-  call.raw = true;
+  auto made = raw_call(d, std::string(arg.substr(0, slash)));
+  if (!made) return made.error();
+  Call call = std::move(*made);
   call.method = req.method() == bhttp::verb::get ? "GET" : "POST";
   const std::string_view target(req.target().data(), req.target().size());
   call.target = "/" + std::string(slash == std::string_view::npos ? "" : arg.substr(slash + 1));
@@ -75,19 +71,17 @@ Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view 
 Result<Call> parse_call(const Door& d, const Request& req, const RouteMatch& m) {
   if (m.route == Route::upstream) return parse_upstream(d, req, m.arg);
   const std::string_view target(req.target().data(), req.target().size());
-  Call call;
-  call.shape = m.api->shape;
   if (m.api->from == ModelFrom::query) {  // GET /props?model=, /slots?model=
-    call.requested = query_param(query_of(target), "model");
-    auto profile = resolve_model(d.cfg(), call.requested);
-    if (!profile) return profile.error();
-    call.cfg = ledger::config_of(d.snap);
-    call.prof = *profile;
-    call.method = "GET";
-    call.raw = true;
-    call.target = std::string(target);
+    auto call = raw_call(d, query_param(query_of(target), "model"));
+    if (call) {
+      call->shape = m.api->shape;
+      call->method = "GET";
+      call->target = std::string(target);
+    }
     return call;
   }
+  Call call;
+  call.shape = m.api->shape;
   auto parsed = parse_model_call(ledger::config_of(d.snap), req.body());
   if (!parsed) return parsed.error();
   static_cast<ModelCall&>(call) = std::move(parsed.value());
@@ -177,11 +171,7 @@ asio::awaitable<void> fail(Door& d, Connection& c, const std::string& model, Api
 // The child answered 404 for a route the door forwards: its llama-server build lacks it.
 Reply missing_route_reply(const Call& call, const std::string& body) {
   const auto j = parse_json_bounded(body);
-  std::string said = body.substr(0, 200);
-  if (j && j->is_object() && j->contains("error") && j.value()["error"].is_object()) {
-    const auto m = j.value()["error"].find("message");
-    if (m != j.value()["error"].end() && m->is_string()) said = m->get<std::string>();
-  }
+  const std::string said = (j ? error_message(*j) : std::nullopt).value_or(body.substr(0, 200));
   return error_reply(make_error(Errc::not_found,
                                 "model '" + call.profile() + "' is served by a llama-server that has no " +
                                     call.method + " " + call.target.substr(0, call.target.find('?')) +
@@ -493,6 +483,18 @@ void finish_call(Door& d, const Request& req, const Connection& c, InFlight& me,
 }
 
 }  // namespace
+
+Result<ProxyCall> raw_call(const Door& d, std::string requested) {
+  auto cfg = ledger::config_of(d.snap);
+  auto prof = cfg->resolve_model(requested);
+  if (!prof) return prof.error();
+  ProxyCall call;
+  call.requested = std::move(requested);
+  call.cfg = std::move(cfg);
+  call.prof = *prof;
+  call.raw = true;
+  return call;
+}
 
 // From the supervisor's event stream (Door::phases): no polling.
 bool swap_in_progress(const Door& d) {

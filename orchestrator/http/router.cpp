@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/clock.hpp"
+#include "common/strings.hpp"
 #include "config/backend.hpp"
 #include "http/auth.hpp"
 #include "http/bodies.hpp"
@@ -30,17 +31,11 @@ using supervisor::Phase;
 // The state names of /v1/models, /status and metrics: the child's Phase, as everywhere.
 std::string_view model_state(Phase s) { return supervisor::to_string(s); }
 
-const supervisor::ProfileStatus* find_status(const supervisor::Snapshot& snap, const std::string& n) {
-  for (const auto& p : snap.profiles)
-    if (p.name == n) return &p;
-  return nullptr;
-}
-
 // (JSON is built in plain functions: GCC 12 rejects some braced string-literal initialisers
 // inside coroutines.)
 // One /v1/models entry: OpenAI's model object, its aliases (as llama-server lists them) and state.
 json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
-  const auto* st = find_status(snap, prof.name);
+  const auto* st = snap.find(prof.name);
   json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias},
             {"backend", config::to_string(prof.backend)}};
   if (st && st->remote) k["remote"] = remote_json(*st->remote);
@@ -72,7 +67,7 @@ asio::awaitable<void> models(Door& d, Connection& c) {
 
 // (Plain function: GCC 12 double-destroys class temporaries of ?: inside coroutines.)
 Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
-  auto known = resolve_model(cfg, id);  // its error lists the known models
+  auto known = cfg.resolve_model(id);  // its error lists the known models
   if (known) return error_reply(make_error(Errc::not_found, "unknown model"));
   return error_reply(known.error());
 }
@@ -81,19 +76,9 @@ Reply unknown_model_reply(const config::Config& cfg, const std::string& id) {
 asio::awaitable<void> model_info(Door& d, Connection& c, const std::string& id) {
   const auto version = d.snap;  // `prof` is read after a wait: its version stays alive
   const auto* prof = version->config.find_profile(id);
-  if (!prof) {
-    co_await c.send(unknown_model_reply(version->config, id));
-    co_return;
-  }
+  if (!prof) co_return co_await c.reply(unknown_model_reply(version->config, id));
   const auto snap = co_await d.sup.snapshot();
   co_await c.send(json_reply(200, model_json(*prof, snap, activity::unix_ms() / 1000)));
-}
-
-// "0", or "0,1" for a child split over two devices: the `gpu` label of the metrics.
-std::string gpu_label(const std::vector<int>& gpus) {
-  std::string s;
-  for (const int g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
-  return s;
 }
 
 json status_json(const Door& d, const supervisor::Snapshot& snap) {
@@ -181,7 +166,8 @@ Reply metrics_reply(Door& d, const supervisor::Snapshot& snap) {
     m.set("kevlaya_child_restarts_total", {{"model", p.name}}, p.total_restarts);
     m.set("kevlaya_child_crashes_total", {{"model", p.name}}, p.crashes);
     Labels state = {{"model", p.name}, {"state", std::string(model_state(p.state))}};
-    if (!p.gpus.empty()) state.emplace_back("gpu", gpu_label(p.gpus));  // "0", or "0,1" for a split child
+    if (!p.gpus.empty())  // "0", or "0,1" for a split child
+      state.emplace_back("gpu", join(p.gpus, ",", [](int g) { return std::to_string(g); }));
     m.set("kevlaya_model_state", state, 1);
     if (p.remote)
       m.set("kevlaya_remote_up", {{"model", p.name}}, p.remote->state == remote::State::reachable ? 1 : 0);
@@ -245,10 +231,7 @@ Reply unauthorized_reply() {
 asio::awaitable<void> admin_load(Door& d, Connection& c, const std::string& model, bool router = false) {
   const auto t0 = Clock::now();
   const auto st = co_await d.sup.ensure_ready(model);  // the supervisor's admission and max wait
-  if (!st) {
-    co_await c.send(error_reply(st.error()));
-    co_return;
-  }
+  if (!st) co_return co_await c.reply(error_reply(st.error()));
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   co_await c.send(loaded_reply(model, ms, router));
 }
@@ -257,20 +240,14 @@ asio::awaitable<void> admin_unload(Door& d, Connection& c, std::string model, bo
   std::optional<std::string> only;
   if (!model.empty()) only = std::move(model);
   const auto st = co_await d.sup.unload(only);
-  if (!st) {
-    co_await c.send(error_reply(st.error()));
-    co_return;
-  }
+  if (!st) co_return co_await c.reply(error_reply(st.error()));
   co_await c.send(unloaded_reply(router));
 }
 
 // POST /models/load and /models/unload: the router's {"model": name} body, the handlers above.
 asio::awaitable<void> router_models(Door& d, const Request& req, Connection& c, bool load) {
   auto name = router_model_name(d.cfg(), req.body());
-  if (!name) {
-    co_await c.send(error_reply(name.error()));
-    co_return;
-  }
+  if (!name) co_return co_await c.reply(error_reply(name.error()));
   if (load) co_return co_await admin_load(d, c, *name, true);
   co_await admin_unload(d, c, *name, true);
 }
@@ -289,10 +266,8 @@ Reply reload_reply(const ReloadOutcome& r) {
 }
 
 asio::awaitable<void> admin_reload(Door& d, Connection& c) {
-  if (!d.reload) {
-    co_await c.send(error_reply(make_error(Errc::unavailable, "reload is not available in this process")));
-    co_return;
-  }
+  if (!d.reload)
+    co_return co_await c.reply(error_reply(make_error(Errc::unavailable, "reload is not available in this process")));
   const auto r = co_await d.reload();
   co_await c.send(reload_reply(r));
 }
@@ -431,11 +406,11 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
     case Route::router_unload: co_return co_await router_models(d, req, c, m.route == Route::router_load);
     case Route::pipeline_runs: co_return co_await d.runs->post_run(req, c, std::string(m.arg), async_query(query));
     case Route::run: co_return co_await d.runs->get_run(c, std::string(m.arg));
-    case Route::ui: co_await c.send(ui_reply(req, m.arg)); co_return;
-    case Route::root: co_await c.send(redirect_to_ui()); co_return;
+    case Route::ui: co_return co_await c.reply(ui_reply(req, m.arg));
+    case Route::root: co_return co_await c.reply(redirect_to_ui());
     case Route::logs: co_return co_await logs(d, c, std::string(m.arg), query);
     case Route::activity: co_return co_await activity_route(d, req, c, query);
-    case Route::requests: co_await c.send(json_reply(200, in_flight_json(d))); co_return;
+    case Route::requests: co_return co_await c.reply(json_reply(200, in_flight_json(d)));
     case Route::admin_cancel: co_return co_await cancel_request(d, c, m.arg);
     case Route::admin_capture: co_return co_await capture_route(d, c, std::string(m.arg));
     case Route::slot_action: co_return co_await slot_action(d, req, c, m);

@@ -157,15 +157,9 @@ std::optional<Reply> RunQueue::admit(const Request& req, const std::string& name
 }
 
 asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::string name, bool async) {
-  if (auto refusal = admit(req, name)) {
-    co_await c.send(std::move(*refusal));
-    co_return;
-  }
+  if (auto refusal = admit(req, name)) co_return co_await c.reply(std::move(*refusal));
   const auto checked = check_run(req.body(), name);  // the same checks for sync and async, before a 202
-  if (!checked) {
-    co_await c.send(error_reply(checked.error()));
-    co_return;
-  }
+  if (!checked) co_return co_await c.reply(error_reply(checked.error()));
   static const std::string prefix = run_prefix();
   auto run = std::make_shared<Run>(d_.strand);
   run->id = "run-" + prefix + "-" + std::to_string(next_++);
@@ -183,10 +177,7 @@ asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::strin
       if (e) spdlog::error("http: pipeline worker stopped by an internal error");
     });
   }
-  if (async) {
-    co_await c.send(accepted_reply(run->to_json(), run->id));
-    co_return;
-  }
+  if (async) co_return co_await c.reply(accepted_reply(run->to_json(), run->id));
   // A client that hangs up while it waits is noticed at once: its socket is closed, not left in
   // CLOSE-WAIT until the run ends. The run goes on (GET /runs/{id} reads it).
   auto gone = std::make_shared<upstream::CancelToken>();

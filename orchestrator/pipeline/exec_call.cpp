@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/bounded_json.hpp"
 #include "common/clock.hpp"
 #include "common/bytes.hpp"
 #include "supervisor/child_body.hpp"
@@ -21,14 +22,9 @@ using nlohmann::json;
 constexpr std::size_t kMaxBody = 16u << 20;  // a chat answer is small; anything bigger is broken
 
 Error http_error(int status, const std::string& body, const std::string& profile) {
-  std::string msg = body.substr(0, 300);
-  auto j = json::parse(body, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
-    const auto& e = j["error"];
-    if (e.is_object() && e.contains("message") && e["message"].is_string()) msg = e["message"].get<std::string>();
-    else if (e.is_string()) msg = e.get<std::string>();
-  }
-  return make_error(Errc::upstream_error, profile + " answered HTTP " + std::to_string(status) + ": " + msg);
+  const auto said = error_message(json::parse(body, nullptr, false));
+  return make_error(Errc::upstream_error,
+                    profile + " answered HTTP " + std::to_string(status) + ": " + said.value_or(body.substr(0, 300)));
 }
 
 // Shared-base mode: the lease's adapter scales go into the body's `lora` field (the child loads
@@ -77,6 +73,28 @@ asio::awaitable<Result<Exchange>> post_chat(CallEnv& env, const upstream::Endpoi
   co_return std::move(*ex_ptr);
 }
 
+// Parses a chat completion body (status 200) into content, finish_reason, timings and usage.
+Result<CallResult> parse_chat_response(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(Errc::upstream_error, "answer is not a JSON object");
+  const auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object())
+    return make_error(Errc::upstream_error, "answer has no choices");
+  const auto& c0 = (*choices)[0];
+  CallResult r;
+  const auto msg = c0.find("message");
+  if (msg == c0.end() || !msg->is_object())
+    return make_error(Errc::upstream_error, "answer has no message");
+  if (const auto content = msg->find("content"); content != msg->end() && content->is_string())
+    r.content = content->get<std::string>();
+  if (const auto fr = c0.find("finish_reason"); fr != c0.end() && fr->is_string())
+    r.finish_reason = fr->get<std::string>();
+  if (const auto t = j.find("timings"); t != j.end() && t->is_object()) r.timings = *t;
+  if (const auto u = j.find("usage"); u != j.end() && u->is_object()) r.usage = *u;
+  return r;
+}
+
 // One acquire + POST. `crashed` tells the caller the failure was the child dying.
 asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& model, const std::string& body,
                                             bool& crashed) {
@@ -111,27 +129,6 @@ asio::awaitable<Result<CallResult>> attempt(CallEnv& env, const std::string& mod
 }
 
 }  // namespace
-
-Result<CallResult> parse_chat_response(const std::string& body) {
-  auto j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return make_error(Errc::upstream_error, "answer is not a JSON object");
-  const auto choices = j.find("choices");
-  if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object())
-    return make_error(Errc::upstream_error, "answer has no choices");
-  const auto& c0 = (*choices)[0];
-  CallResult r;
-  const auto msg = c0.find("message");
-  if (msg == c0.end() || !msg->is_object())
-    return make_error(Errc::upstream_error, "answer has no message");
-  if (const auto content = msg->find("content"); content != msg->end() && content->is_string())
-    r.content = content->get<std::string>();
-  if (const auto fr = c0.find("finish_reason"); fr != c0.end() && fr->is_string())
-    r.finish_reason = fr->get<std::string>();
-  if (const auto t = j.find("timings"); t != j.end() && t->is_object()) r.timings = *t;
-  if (const auto u = j.find("usage"); u != j.end() && u->is_object()) r.usage = *u;
-  return r;
-}
 
 asio::awaitable<Result<CallResult>> call_model(CallEnv& env, std::string model, std::string body) {
   bool crashed = false;

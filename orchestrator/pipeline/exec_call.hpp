@@ -50,7 +50,4 @@ struct CallEnv {
 // unavailable when abandoned by stop(), timeout.
 boost::asio::awaitable<Result<CallResult>> call_model(CallEnv& env, std::string model, std::string body);
 
-// Parses a chat completion body (status 200) into content, finish_reason, timings and usage.
-Result<CallResult> parse_chat_response(const std::string& body);
-
 }  // namespace kevlaya::pipeline

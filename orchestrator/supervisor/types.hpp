@@ -164,6 +164,12 @@ struct Snapshot {
   std::size_t queued = 0;
   bool shutting_down = false;
   std::vector<DeviceStatus> devices;  // empty when no device list is known
+  // The named profile's state, or null.
+  const ProfileStatus* find(std::string_view name) const {
+    for (const auto& p : profiles)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
 };
 
 }  // namespace kevlaya::supervisor

@@ -79,3 +79,14 @@ TEST_CASE("a journal line nested too deep is an error naming the limit, not a to
     CHECK(read_text(path) == text);  // nothing cut away
   }
 }
+
+TEST_CASE("error_message reads the error bodies of OpenAI, llama-server and the door, nothing else", "[json]") {
+  const auto msg = [](const char* text) { return error_message(nlohmann::json::parse(text)); };
+  CHECK(msg(R"({"error":{"message":"unknown model","type":"invalid_request_error","code":404}})") == "unknown model");
+  CHECK(msg(R"({"error":"Not Found"})") == "Not Found");
+  CHECK_FALSE(msg(R"({"error":{"code":500}})"));
+  CHECK_FALSE(msg(R"({"error":{"message":42}})"));
+  CHECK_FALSE(msg(R"({"message":"no error member"})"));
+  CHECK_FALSE(msg(R"(["error"])"));
+  CHECK_FALSE(error_message(nlohmann::json::parse("{", nullptr, false)));  // discarded: not an object
+}
