@@ -52,11 +52,9 @@ bool prepare_dir(const std::filesystem::path& dir) {
 
 }  // namespace
 
-bool is_secret_header(std::string_view name) { return is_credential_header(name); }
-
 HeaderPairs redact(HeaderPairs headers) {
   for (auto& [k, v] : headers)
-    if (is_secret_header(k)) v = "[redacted]";
+    if (is_credential_header(k)) v = "[redacted]";
   return headers;
 }
 

@@ -27,7 +27,6 @@ using HeaderPairs = std::vector<std::pair<std::string, std::string>>;
 // Every credential header (common/credentials.hpp, any case) keeps its name and loses its value
 // ("[redacted]").
 HeaderPairs redact(HeaderPairs headers);
-bool is_secret_header(std::string_view name);
 
 // What a capture says about its call besides the bodies.
 struct CaptureInfo {

@@ -152,8 +152,8 @@ Status write_atomically(const std::filesystem::path& file, const nlohmann::json&
   return replace_file(file, dump_json(j, 2) + "\n");
 }
 
-}  // namespace
 
+// Writes atomically (temp file + rename).
 Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store) {
   nlohmann::json j;
   j["version"] = 1;
@@ -161,6 +161,7 @@ Status save_store(const std::filesystem::path& file, const std::map<std::string,
   for (const auto& [key, m] : store) j["measurements"][key] = measured_to_json(m);
   return write_atomically(file, j);
 }
+}  // namespace
 
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m) {
   auto store = load_store(store_path(state_dir));

@@ -29,8 +29,6 @@ std::string measurement_key(const std::string& fingerprint, const Flags& f, cons
 std::filesystem::path store_path(const std::filesystem::path& state_dir);
 // Missing file = empty store; a corrupt file is an error naming it.
 Result<std::map<std::string, Measured>> load_store(const std::filesystem::path& file);
-// Writes atomically (temp file + rename).
-Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store);
 // load + insert/replace + save.
 Status record_measurement(const std::filesystem::path& state_dir, const std::string& key, const Measured& m);
 

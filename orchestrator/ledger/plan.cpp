@@ -29,8 +29,8 @@ Bill declared_bill(const ProfileInput& p, std::uint64_t overhead) {
   b.overhead_gpu = overhead;
   return b;
 }
-}  // namespace
 
+// The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
 Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead) {
   if (p.declared_gpu) return declared_bill(p, overhead);
   Bill b = estimate(p.model, p.output_tied, p.flags, adapters, overhead);
@@ -43,8 +43,6 @@ Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adap
   }
   return b;
 }
-
-namespace {
 
 std::string biggest_line(const Bill& b) {
   const std::pair<const char*, std::uint64_t> lines[] = {

@@ -153,9 +153,6 @@ void fit_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional
 void fit_sets_to_host_ram(Plan& plan, const std::vector<ProfileInput>& in, std::optional<std::uint64_t> budget,
                           bool largest);
 
-// The bill decisions use for `p` loading `adapters`: the estimate with measured lines substituted.
-Bill effective_bill(const ProfileInput& p, const std::vector<AdapterInput>& adapters, std::uint64_t overhead);
-
 // Two profiles may share one child: same model, same share_key, neither opted out.
 bool can_share(const ProfileInput& a, const ProfileInput& b);
 // share_key: config::fingerprint of its child but per-member words (LoRA, --alias), plus `gpu:`.

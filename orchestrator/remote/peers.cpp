@@ -56,8 +56,11 @@ Result<std::string> fetch_models(const config::PeerCfg& peer) {
   return std::move((*got)->body);
 }
 
-}  // namespace
 
+// A peer door's GET /v1/models body -> one remote profile per model it serves itself (its own
+// remote models are skipped: no second hop). Each is named like the model, points at the peer
+// with its key, and is checked through GET /v1/models/{name} there (a model the peer no longer
+// serves shows as unreachable).
 Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg& peer, std::string_view body) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
@@ -81,6 +84,7 @@ Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg&
   }
   return out;
 }
+}  // namespace
 
 Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported) {
   std::vector<config::Profile> all = cfg.profiles;  // appended one by one: a clash leaves cfg as it was

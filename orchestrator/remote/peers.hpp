@@ -11,12 +11,6 @@
 
 namespace kevlaya::remote {
 
-// Pure: a peer door's GET /v1/models body -> one remote profile per model it serves itself (its
-// own remote models are skipped: no second hop). Each profile is named like the model, points at
-// the peer with its key, and is checked through GET /v1/models/{name} on the peer (so a model the
-// peer no longer serves shows as unreachable).
-Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg& peer, std::string_view body);
-
 // Pure: appends `imported` to `cfg`; a name or alias that is already taken (by a profile of this
 // door or of an earlier peer) is an error naming both, and nothing is appended.
 Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported);

@@ -27,8 +27,8 @@ constexpr std::chrono::milliseconds kBackoffMax = 30s;
 constexpr double kStopGraceS = 2.0;  // it holds no state to save: a stop should not wait on a slow tool
 // The name its log and state file go under: not a valid profile name, so never one of theirs.
 constexpr const char* kName = "@tools";
-}  // namespace
 
+// The tools host's argv (binary first) for `port` and `key`: llama-server with no model.
 std::vector<std::string> tools_host_argv(const ToolsHostOptions& o, int port, const std::string& key) {
   std::vector<std::string> a = {o.binary, "--host", "127.0.0.1", "--port", std::to_string(port)};
   if (!key.empty()) a.insert(a.end(), {"--api-key", key});
@@ -38,6 +38,7 @@ std::vector<std::string> tools_host_argv(const ToolsHostOptions& o, int port, co
   a.insert(a.end(), o.tools.extra_args.begin(), o.tools.extra_args.end());
   return a;
 }
+}  // namespace
 
 class ToolsHost::Impl : public std::enable_shared_from_this<Impl> {
  public:

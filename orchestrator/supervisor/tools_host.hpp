@@ -25,9 +25,6 @@ struct ToolsHostOptions {
   std::filesystem::path state_dir; // its state file; empty = none
 };
 
-// The argv of the tools host (binary first) for `port` and `key`: llama-server with no model.
-std::vector<std::string> tools_host_argv(const ToolsHostOptions& o, int port, const std::string& key);
-
 class ToolsHost {
  public:
   // Everything runs on `ioc`'s single thread (the door's); `ioc` must outlive the host.
