@@ -1,6 +1,6 @@
 // A small blocking HTTP/1.1 client for the commands that talk to a running door (status, load,
-// unload, reload, events). Beast underneath, each call bounded by a deadline; every failure is one
-// sentence a user can act on ("cannot reach the door at ...: connection refused").
+// unload, reload, events): upstream/'s client on a private io_context, each call bounded by a
+// deadline; every failure is one sentence a user can act on ("cannot reach the door at ...").
 #pragma once
 #include <chrono>
 #include <functional>

@@ -258,67 +258,6 @@ void CancelToken::clear_hook() {
 
 namespace {
 
-// Writes `msg` on `s` and reads the whole answer into `parser`; `phase` names the failed step.
-asio::awaitable<error_code> exchange(beast::tcp_stream& s, Outgoing& msg,
-                                     http::response_parser<http::string_body>& parser,
-                                     Clock::time_point deadline, std::string_view& phase) {
-  error_code ec;
-  parser.header_limit(kMaxHeader);
-  parser.body_limit(kMaxFetchBody);
-  phase = "write";
-  s.expires_at(deadline);
-  co_await write_all(s, s.socket(), msg.buffers(), ec);  // within s's timeout
-  if (ec) co_return ec;
-  phase = "read";
-  beast::flat_buffer buf;
-  buf.reserve(kReadBytes);  // head and a small body in one read
-  s.expires_at(deadline);
-  co_await http::async_read(s, buf, parser, ec_token(ec));
-  // Bytes past the answer would corrupt the next exchange on this connection.
-  if (!ec && buf.size() != 0) msg.keep_alive = false;
-  co_return ec;
-}
-
-// The answer, and `s` back to the pool when the exchange leaves it reusable.
-Response finish(StreamPtr s, http::response_parser<http::string_body>& parser,
-                const Outgoing& msg, const Endpoint& ep) {
-  if (ep.pool && msg.keep_alive && parser.keep_alive()) ep.pool->impl().give(std::move(s));
-  else close_quietly(*s);
-  auto res = parser.release();
-  Response out;
-  out.status = static_cast<int>(res.result_int());
-  out.headers = to_headers(res);
-  out.body = std::move(res.body());
-  return out;
-}
-
-}  // namespace
-
-asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
-  const auto deadline = Clock::now() + req.timeout;
-  const std::string timeout_text = "did not answer within " + std::to_string(req.timeout.count()) + " ms";
-  auto msg = build_request(std::move(req), ep);
-  std::string_view phase;
-  if (ep.pool) {  // idle connections first; each is tried at most once
-    while (StreamPtr s = ep.pool->impl().take(ex)) {
-      http::response_parser<http::string_body> parser;
-      const error_code ec = co_await exchange(*s, msg, parser, deadline, phase);
-      if (!ec) co_return finish(std::move(s), parser, msg, ep);
-      close_quietly(*s);
-      if (!stale(ec, parser.got_some())) co_return map_error(ec, ep, phase, timeout_text);
-    }
-  }
-  auto s = std::make_unique<beast::tcp_stream>(ex);
-  error_code ec = co_await connect(*s, ep, deadline);
-  if (ec) co_return map_error(ec, ep, "connect", timeout_text);
-  http::response_parser<http::string_body> parser;
-  ec = co_await exchange(*s, msg, parser, deadline, phase);
-  if (ec) co_return map_error(ec, ep, phase, timeout_text);
-  co_return finish(std::move(s), parser, msg, ep);
-}
-
-namespace {
-
 // The connection of one streaming exchange; shared so a cancel hook can reach it safely after
 // the end. `s` is null once the connection went back to the pool (a late hook then does nothing).
 struct StreamConn {
@@ -539,6 +478,29 @@ asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint 
                                              std::shared_ptr<CancelToken> cancel) {
   Streamer s(std::move(ex), std::move(ep), opt, std::move(cancel));
   co_return co_await s.run(std::move(req), cb);
+}
+
+asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
+  Response out;
+  bool too_big = false;
+  StreamCallbacks cb;
+  cb.on_head = [&out](int status, const Headers& h) -> asio::awaitable<bool> {
+    out.status = status;
+    out.headers = h;
+    co_return true;
+  };
+  cb.on_chunk = [&out, &too_big](std::string_view bytes) -> asio::awaitable<bool> {
+    too_big = out.body.size() + bytes.size() > kMaxFetchBody;
+    if (!too_big) out.body.append(bytes);
+    co_return !too_big;
+  };
+  StreamOptions opt;
+  opt.deadline = opt.idle_timeout = req.timeout;  // the whole exchange
+  const std::string where = ep.to_string();
+  auto got = co_await stream(std::move(ex), std::move(ep), std::move(req), std::move(cb), opt, nullptr);
+  if (!got) co_return got.error();
+  if (too_big) co_return make_error(Errc::upstream_error, where + " answered more than 64 MiB");
+  co_return out;
 }
 
 }  // namespace kevlaya::upstream

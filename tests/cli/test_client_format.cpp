@@ -59,6 +59,7 @@ TEST_CASE("client: door URLs") {
   CHECK(six->host == "::1");
   CHECK_FALSE(parse_door_url("https://x:1").ok());
   CHECK_FALSE(parse_door_url("not a url").ok());
+  CHECK_FALSE(parse_door_url("http://127.0.0.1:70000").ok());  // no port past 65535
 }
 
 TEST_CASE("client: the door's error body becomes one sentence") {
