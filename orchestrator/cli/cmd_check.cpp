@@ -8,11 +8,13 @@
 
 #include "cli/commands.hpp"
 #include "common/bounded_file.hpp"
+#include "common/strings.hpp"
 #include "config/backend.hpp"
 #include "config/config.hpp"
 #include "ledger/inputs.hpp"
 #include "ledger/placement.hpp"
 #include "ledger/plan.hpp"
+#include "pipeline/schema.hpp"
 #include "runtime/discovered.hpp"
 #include "runtime/plan_setup.hpp"
 #include "warm/slot_cache.hpp"
@@ -113,6 +115,21 @@ void print_summary(std::ostream& out, const cfg::LoadResult& r) {
   print_pipelines(out, c);
 }
 
+// Output-schema keywords the door's check of an answer (pipeline/schema.hpp) ignores: warnings at
+// the stage, since llama-server's grammar still applies them while the model writes.
+std::vector<cfg::Diagnostic> unchecked_keywords(const cfg::Config& c) {
+  std::vector<cfg::Diagnostic> out;
+  for (const auto& pl : c.pipelines)
+    for (const auto& st : pl.stages) {
+      const auto schema = nlohmann::json::parse(st.output.json_schema, nullptr, false);  // "" = none: discarded
+      if (const auto kw = pipeline::unsupported_keywords(schema); !kw.empty())
+        out.push_back({cfg::Severity::warning, st.loc,
+                       "stage '" + st.name + "': the door does not check these json_schema keywords in an answer "
+                       "(llama-server's grammar still applies them): " + join(kw, ", ")});
+    }
+  return out;
+}
+
 // One line per GPU: its memory and what is placed on it ("kev | laya" = they take turns).
 void print_gpus(std::ostream& out, const ledger::PlacedPlan& pp) {
   for (const auto& d : pp.devices) {
@@ -205,7 +222,9 @@ void add_check(CLI::App& app, Globals& g) {
   sub->footer("Prints every problem as file:line:col: error: message on stderr.\n"
               "Exit status: 0 when valid (warnings allowed), 1 otherwise.");
   sub->callback([&g, path] {
-    const auto r = load_any(*path);
+    auto r = load_any(*path);
+    const auto unchecked = unchecked_keywords(r.config);
+    r.diagnostics.insert(r.diagnostics.end(), unchecked.begin(), unchecked.end());
     print_diagnostics(r);
     print_summary(std::cout, r);
     const LedgerCount ledger = r.ok() ? check_ledger(std::cout, r.config) : LedgerCount{};

@@ -3,7 +3,7 @@
 // Supported: type (name or list), enum, const, properties, required, additionalProperties
 // (bool or schema), items, minItems, maxItems, minLength, maxLength (code points), minimum,
 // maximum. Other keywords are ignored (llama-server's grammar still enforces them while
-// generating); unsupported_keywords() lists them so `check` can warn.
+// generating); unsupported_keywords() lists them and `check` warns of them.
 #pragma once
 #include <optional>
 #include <string>

@@ -56,6 +56,20 @@ TEST_CASE("cli check: a single profile or pipeline file can be checked", "[cli]"
   CHECK(r.output.find("bad.yaml:2:39: error: unknown placeholder '{{nope}}'") != std::string::npos);
 }
 
+TEST_CASE("cli check: json_schema keywords the door does not check are a warning at the stage", "[cli]") {
+  TempDir d("cli");
+  copy_tiny(d);
+  write_text(d / "p.yaml",
+             "name: p\nstages:\n  - name: decide\n    model: kev\n    user: \"{{input}}\"\n"
+             "    output:\n      json_schema: {type: object, properties: {id: {type: string, pattern: \"^[a-z]+$\"}}}\n");
+  const auto r = run_command(orch(d, "check p.yaml"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);  // a warning: the grammar still applies the pattern
+  CHECK(r.output.find("p.yaml:3:5: warning: stage 'decide': the door does not check these json_schema keywords in an "
+                      "answer (llama-server's grammar still applies them): pattern") != std::string::npos);
+  CHECK(r.output.find("ok: 0 error(s), 1 warning(s)") != std::string::npos);
+}
+
 TEST_CASE("cli args: prints the exact child command, shell-quoted", "[cli]") {
   TempDir d("cli");
   copy_tiny(d);
