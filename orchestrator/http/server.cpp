@@ -208,15 +208,19 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   if (requests_ > 0 && buffer_.size() == 0) {  // between requests: the idle timeout applies
     const auto bounded = bound(std::chrono::seconds(opt.limits.idle_timeout_s));
     // A kept-alive connection waits holding no read buffer (10,000 idle ones held 16 KiB each):
-    // readiness first, then a read into a fresh one.
-    buffer_.shrink_to_fit();  // (nothing buffered: frees it)
-    co_await socket_.async_wait(asio::ip::tcp::socket::wait_read, ec_token(ec));
-    if (ec) co_return std::nullopt;
-    upstream::non_blocking(socket_, ec);
-    const auto n = ec ? 0 : socket_.read_some(buffer_.prepare(kReadChunk), ec);
-    if (ec && ec != asio::error::would_block) co_return std::nullopt;  // the client closed or reset
-    if (!ec) buffer_.commit(n);
-    ec = {};
+    // readiness first, then a read into a fresh one. The reactor may still hold the readiness of
+    // the last request's bytes (read without it): that wake finds nothing, and the wait goes on
+    // under this bound, not the header timeout.
+    for (std::size_t n = 0; n == 0;) {
+      buffer_.shrink_to_fit();  // (nothing buffered: frees it)
+      co_await socket_.async_wait(asio::ip::tcp::socket::wait_read, ec_token(ec));
+      if (ec) co_return std::nullopt;
+      upstream::non_blocking(socket_, ec);
+      n = ec ? 0 : socket_.read_some(buffer_.prepare(kReadChunk), ec);
+      if (ec && ec != asio::error::would_block) co_return std::nullopt;  // the client closed or reset
+      buffer_.commit(n);
+      ec = {};
+    }
   }
   ++requests_;
   // A new connection must send its whole header within header_timeout_s of being accepted (an

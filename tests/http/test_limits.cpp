@@ -126,6 +126,22 @@ TEST_CASE("an idle keep-alive connection is closed after idle_timeout_s", "[http
   CHECK(c.wait_closed(10s));
 }
 
+TEST_CASE("kept-alive connections close after idle_timeout_s even when a wake finds nothing to read", "[http]") {
+  // The reactor may still hold the readiness of a request's bytes that the door read without it:
+  // the wait it wakes must go on under idle_timeout_s (1 s here), not header_timeout_s (30 s).
+  DoorOptions o;
+  o.idle_timeout_s = 1;
+  o.header_timeout_s = 30;
+  Door door(o);
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 16; ++i) {
+    clients.push_back(std::make_unique<RawClient>(door.port()));
+    clients.back()->send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    REQUIRE(clients.back()->read_until("uptime_s").find("200") != std::string::npos);
+  }
+  for (auto& c : clients) CHECK(c->wait_closed(5s));
+}
+
 TEST_CASE("a connection that sends nothing is closed after header_timeout_s, not idle_timeout_s", "[http]") {
   DoorOptions o;
   o.header_timeout_s = 1;  // idle_timeout_s stays 120
