@@ -15,7 +15,7 @@ TEST_CASE("join writes each item by its text function with the separator between
   CHECK(join(std::vector<std::string>{"a", "b"}, ", ") == "a, b");
 }
 
-TEST_CASE("ascii_lower lowers ASCII letters only; trim_blanks drops spaces and tabs at the ends", "[strings]") {
+TEST_CASE("ascii_lower lowers ASCII letters only, trim_blanks drops spaces and tabs at the ends", "[strings]") {
   CHECK(ascii_lower("Content-Type: \xC3\x84" "B") == "content-type: \xC3\x84" "b");  // UTF-8 bytes as they are
   CHECK(trim_blanks(" \t a b\t ") == "a b");
   CHECK(trim_blanks(" \t ").empty());
