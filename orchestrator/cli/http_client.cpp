@@ -2,14 +2,12 @@
 
 #include <utility>  // before Asio: boost 1.74's awaitable.hpp uses std::exchange without it
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <regex>
 
+#include "upstream/blocking.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::cli {
@@ -33,18 +31,6 @@ Error failed(const ClientOptions& o, const Error& e) {
                                          std::to_string(o.timeout.count()) + " s");
   return make_error(Errc::unavailable, "cannot reach the door at " + o.url.text + ": " + e.message,
                     "is `kevlaya-orch serve` running there? (--url or KEVLAYA_URL)");
-}
-
-// Runs one exchange (`op(executor)`) on a private io_context: the commands block until it ends.
-template <class T, class Op>
-Result<T> run(Op op) {
-  asio::io_context ioc;
-  std::optional<Result<T>> out;
-  auto task = [&]() -> asio::awaitable<void> { out.emplace(co_await op(ioc.get_executor())); };
-  asio::co_spawn(ioc, task(), asio::detached);
-  ioc.run();
-  if (!out) return make_error(Errc::internal, "the exchange with the door ended without a result");
-  return std::move(*out);
 }
 
 }  // namespace
@@ -75,7 +61,7 @@ Result<HttpAnswer> http_call(const ClientOptions& o, const std::string& method, 
   req.target = path;
   if (method == "POST") req.body = body.empty() ? "{}" : body;
   req.timeout = o.timeout;  // the whole exchange
-  auto got = run<upstream::Response>(
+  auto got = upstream::run_blocking<upstream::Response>(
       [&](asio::any_io_executor ex) { return upstream::fetch(ex, endpoint_of(o), req); });
   if (!got) return failed(o, got.error());
   return HttpAnswer{got->status, std::move(got->body)};
@@ -99,7 +85,7 @@ Result<HttpAnswer> http_stream(const ClientOptions& o, const std::string& path,
   opt.idle_timeout = opt.deadline = std::chrono::hours(24 * 365);  // a quiet stream is fine: the door sends keep-alives
   upstream::Request req;
   req.target = path;
-  auto got = run<upstream::StreamResult>([&](asio::any_io_executor ex) {
+  auto got = upstream::run_blocking<upstream::StreamResult>([&](asio::any_io_executor ex) {
     return upstream::stream(ex, endpoint_of(o), req, cb, opt, nullptr);
   });
   if (!got && head.status == 0) return failed(o, got.error());

@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <thread>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
 #include "config/backend.hpp"
+#include "upstream/blocking.hpp"
 #include "upstream/client.hpp"
 
 namespace kevlaya::remote {
@@ -38,22 +36,16 @@ Result<std::string> fetch_models(const config::PeerCfg& peer) {
   upstream::Endpoint ep(url->host, static_cast<std::uint16_t>(url->port));
   ep.base_path = url->base_path;
   ep.api_key = peer.api_key;
-  asio::io_context ioc;
-  std::optional<Result<upstream::Response>> got;
-  auto task = [&]() -> asio::awaitable<void> {
-    upstream::Request req;
-    req.target = "/v1/models";
-    req.timeout = kFetchTimeout;
-    got.emplace(co_await upstream::fetch(ioc.get_executor(), ep, std::move(req)));
-  };
-  asio::co_spawn(ioc, task(), asio::detached);
-  ioc.run();
-  if (!got) return make_error(Errc::internal, "peer " + peer.url + ": no answer");
-  if (!*got) return got->error();
-  if ((*got)->status != 200)
-    return make_error(Errc::upstream_error, "GET /v1/models answered HTTP " + std::to_string((*got)->status) +
-                                                ((*got)->status == 401 ? " (check the peer's api_key)" : ""));
-  return std::move((*got)->body);
+  upstream::Request req;
+  req.target = "/v1/models";
+  req.timeout = kFetchTimeout;
+  auto got = upstream::run_blocking<upstream::Response>(
+      [&](asio::any_io_executor ex) { return upstream::fetch(ex, ep, req); });
+  if (!got) return got.error();
+  if (got->status != 200)
+    return make_error(Errc::upstream_error, "GET /v1/models answered HTTP " + std::to_string(got->status) +
+                                                (got->status == 401 ? " (check the peer's api_key)" : ""));
+  return std::move(got->body);
 }
 
 

@@ -482,24 +482,23 @@ asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint 
 
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
   Response out;
-  bool too_big = false;
   StreamCallbacks cb;
   cb.on_head = [&out](int status, const Headers& h) -> asio::awaitable<bool> {
     out.status = status;
     out.headers = h;
     co_return true;
   };
-  cb.on_chunk = [&out, &too_big](std::string_view bytes) -> asio::awaitable<bool> {
-    too_big = out.body.size() + bytes.size() > kMaxFetchBody;
-    if (!too_big) out.body.append(bytes);
-    co_return !too_big;
+  cb.on_chunk = [&out](std::string_view bytes) -> asio::awaitable<bool> {  // false: past the cap
+    if (out.body.size() + bytes.size() > kMaxFetchBody) co_return false;
+    out.body.append(bytes);
+    co_return true;
   };
   StreamOptions opt;
   opt.deadline = opt.idle_timeout = req.timeout;  // the whole exchange
   const std::string where = ep.to_string();
   auto got = co_await stream(std::move(ex), std::move(ep), std::move(req), std::move(cb), opt, nullptr);
   if (!got) co_return got.error();
-  if (too_big) co_return make_error(Errc::upstream_error, where + " answered more than 64 MiB");
+  if (got->stopped) co_return make_error(Errc::upstream_error, where + " answered more than 64 MiB");
   co_return out;
 }
 
