@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "activity/capture.hpp"
+#include "common/bytes.hpp"
 
 namespace kevlaya::activity {
 namespace {
@@ -16,28 +17,6 @@ namespace {
 constexpr std::size_t kRaw = 64 * 1024;  // decompressed bytes per piece
 constexpr std::size_t kIn = 32 * 1024;   // compressed bytes per read
 constexpr int kWindowLogMax = 16;        // what CaptureWriter writes: a larger window is refused
-
-// The length of the valid UTF-8 sequence at p[0..n) (p[0] >= 0x80): 0 = invalid, -1 = cut short by
-// the end of the bytes at hand.
-int utf8_length(const unsigned char* p, std::size_t n) {
-  const unsigned char c = p[0];
-  int len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c == 0xE0) len = 3, lo = 0xA0;
-  else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
-  else if (c == 0xED) len = 3, hi = 0x9F;  // no surrogates
-  else if (c == 0xF0) len = 4, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) len = 4;
-  else if (c == 0xF4) len = 4, hi = 0x8F;
-  else return 0;
-  for (int i = 1; i < len; ++i) {
-    if (static_cast<std::size_t>(i) >= n) return -1;
-    const unsigned char b = p[i];
-    if (i == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return 0;
-  }
-  return len;
-}
 
 // Appends `in` as JSON string content: quote, backslash and control characters escaped, invalid
 // UTF-8 replaced by U+FFFD. Returns how many bytes it took: all of them when `last`, else it
@@ -69,7 +48,7 @@ std::size_t escape_json(std::string_view in, bool last, std::string& out) {
       }
       ++i;
     } else {
-      const int len = utf8_length(p + i, n - i);
+      const int len = utf8_seq_len_or_cut(in, i);
       if (len < 0 && !last) break;  // the rest of it comes with the next piece
       if (len > 0) {
         out.append(in.data() + i, static_cast<std::size_t>(len));

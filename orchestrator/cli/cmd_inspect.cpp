@@ -13,31 +13,18 @@
 namespace kevlaya::cli {
 namespace {
 
-std::string human_bytes(std::uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+// `n` in the largest of `units` (each `step` times the last) that keeps it at least 1.
+std::string human(std::uint64_t n, double step, const char* const (&units)[5], const char* fmt) {
   double v = static_cast<double>(n);
   int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
+  for (; v >= step && u < 4; ++u) v /= step;
   char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f%s" : fmt, v, units[u]);
   return buf;
 }
 
-std::string human_count(std::uint64_t n) {
-  const char* units[] = {"", "K", "M", "B", "T"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1000 && u < 4) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f%s" : "%.2f%s", v, units[u]);
-  return buf;
-}
+std::string human_bytes(std::uint64_t n) { return human(n, 1024, {" B", " KiB", " MiB", " GiB", " TiB"}, "%.1f%s"); }
+std::string human_count(std::uint64_t n) { return human(n, 1000, {"", "K", "M", "B", "T"}, "%.2f%s"); }
 
 nlohmann::json to_json(const gguf::ModelInfo& m) {
   nlohmann::json j{

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "common/fd.hpp"
 
@@ -21,6 +23,19 @@ std::string file_kind(unsigned mode) {
     case S_IFSOCK: return "a socket";
     default: return "not a regular file";
   }
+}
+
+std::string read_file_tail(const std::filesystem::path& path, std::uint64_t from, std::uint64_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+  if (from > size) from = 0;
+  if (size - from > max_bytes) from = size - max_bytes;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
 }
 
 Result<std::string> read_bounded_file(const std::filesystem::path& path, std::uint64_t max_bytes, const std::string& what) {

@@ -17,6 +17,10 @@ inline constexpr std::uint64_t kMaxTaskFileBytes = 256ULL << 20;  // run --input
 // "file not found", "a FIFO, not a regular file", "N bytes, more than the M-byte limit for `what`".
 Result<std::string> read_bounded_file(const std::filesystem::path& path, std::uint64_t max_bytes, const std::string& what);
 
+// The bytes of the file at `path` from offset `from` (0 when the file is now shorter: rotated),
+// at most the last `max_bytes` of them; empty when it cannot be read. For a child's log.
+std::string read_file_tail(const std::filesystem::path& path, std::uint64_t from, std::uint64_t max_bytes);
+
 // What `st_mode` is, in words ("a FIFO", "a directory", "a character device", ...).
 std::string file_kind(unsigned mode);
 

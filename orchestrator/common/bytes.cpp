@@ -25,11 +25,10 @@ bool is_control(std::uint32_t cp) {
 
 }  // namespace
 
-std::size_t utf8_seq_len(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
+int utf8_seq_len_or_cut(std::string_view s, std::size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
   if (c < 0x80) return 1;
-  std::size_t n = 0;
+  int n = 0;
   unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
   if (c >= 0xC2 && c <= 0xDF) n = 2;
   else if (c == 0xE0) { n = 3; lo = 0xA0; }        // no overlong 3-byte forms
@@ -39,11 +38,17 @@ std::size_t utf8_seq_len(std::string_view s, std::size_t i) {
   else if (c == 0xF4) { n = 4; hi = 0x8F; }        // nothing above U+10FFFF
   else if (c >= 0xF1 && c <= 0xF3) n = 4;
   else return 0;
-  if (i + n > s.size()) return 0;
-  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  for (int k = 1; k < n; ++k) {
+    if (i + static_cast<std::size_t>(k) >= s.size()) return -1;
+    const unsigned char b = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+    if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return 0;
+  }
   return n;
+}
+
+std::size_t utf8_seq_len(std::string_view s, std::size_t i) {
+  const int n = utf8_seq_len_or_cut(s, i);
+  return n < 0 ? 0 : static_cast<std::size_t>(n);
 }
 
 std::optional<std::size_t> utf8_error(std::string_view s) {

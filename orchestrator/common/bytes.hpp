@@ -17,6 +17,8 @@ namespace kevlaya {
 // Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when the bytes there are not
 // UTF-8 (overlong forms, surrogates, code points above U+10FFFF and truncated sequences included).
 std::size_t utf8_seq_len(std::string_view s, std::size_t i);
+// The same, except that a sequence valid so far but cut short by the end of `s` gives -1.
+int utf8_seq_len_or_cut(std::string_view s, std::size_t i);
 
 // Byte offset of the first invalid UTF-8 sequence, nullopt when `s` is all UTF-8.
 std::optional<std::size_t> utf8_error(std::string_view s);

@@ -31,7 +31,8 @@ int http_status(Errc code) {
   return 500;
 }
 
-std::string_view error_type(int status) {
+// OpenAI error "type" for a status ("invalid_request_error", "server_error", ...).
+static std::string_view error_type(int status) {
   switch (status) {
     case 401: return "authentication_error";
     case 403: return "permission_error";

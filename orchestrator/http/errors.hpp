@@ -24,9 +24,6 @@ struct Reply {
 // HTTP status for an error code (the only place statuses are chosen for errors).
 int http_status(Errc code);
 
-// OpenAI error "type" for a status ("invalid_request_error", "server_error", ...).
-std::string_view error_type(int status);
-
 // {"error":{"message","type","code","src":"kevlaya"}} (plus hint/detail/retry_after_s when set).
 nlohmann::json error_json(const Error& e);
 

@@ -8,16 +8,6 @@
 namespace kevlaya::http {
 namespace {
 
-std::string escape_help(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
 std::string label_text(const Labels& labels, const std::string& extra_key = {},
                        const std::string& extra_value = {}) {
   if (labels.empty() && extra_key.empty()) return {};
@@ -90,11 +80,11 @@ void Metrics::observe(std::string_view name, LabelViews labels, double value) {
 
 void Metrics::clear(std::string_view name) { family(name).series.clear(); }
 
-std::string Metrics::escape_label(std::string_view v) {
+std::string Metrics::escape_label(std::string_view v, bool quote) {
   std::string out;
   for (char c : v) {
     if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
+    else if (c == '"' && quote) out += "\\\"";
     else if (c == '\n') out += "\\n";
     else out += c;
   }
@@ -116,7 +106,7 @@ std::string Metrics::format_value(double v) {
 std::string Metrics::render() const {
   std::string out;
   for (const auto& [name, f] : families_) {
-    out += "# HELP " + name + " " + escape_help(f.help) + "\n";
+    out += "# HELP " + name + " " + escape_label(f.help, false) + "\n";
     out += "# TYPE " + name + " " + type_name(f.type) + "\n";
     for (const auto& [labels, s] : f.series) {
       if (f.type != Type::histogram) {

@@ -36,7 +36,8 @@ class Metrics {
 
   std::string render() const;  // the whole exposition, families in name order
 
-  static std::string escape_label(std::string_view v);  // \ " and newline escaped
+  // \ and newline escaped, and " too in a label value (not in HELP text: the format says so).
+  static std::string escape_label(std::string_view v, bool quote = true);
   static std::string format_value(double v);            // integers without exponent, +Inf, NaN
 
  private:

@@ -100,16 +100,6 @@ double kv_usage_from_slots(const std::vector<std::string>& slot_bodies) {
   return total > 0 ? std::clamp(used / total, 0.0, 1.0) : 0.0;
 }
 
-int waiting_requests(int door_waiting, const supervisor::Snapshot& snap) {
-  return std::max(door_waiting, static_cast<int>(snap.queued));
-}
-
-int running_requests(const supervisor::Snapshot& snap) {
-  int n = 0;
-  for (const auto& p : snap.profiles) n += p.in_flight;
-  return n;
-}
-
 void describe_model_server_metrics(Metrics& m) {
   using T = Metrics::Type;
   m.describe(std::string(kWaitingMetric), T::gauge,
@@ -124,8 +114,12 @@ void describe_model_server_metrics(Metrics& m) {
 
 void set_model_server_metrics(Metrics& m, const config::Config& cfg, const supervisor::Snapshot& snap,
                               int door_waiting, double kv, double unix_s) {
-  m.set(kWaitingMetric, {}, waiting_requests(door_waiting, snap));
-  m.set(kRunningMetric, {}, running_requests(snap));
+  // Waiting: the door's calls without a lease or the supervisor's queue, whichever is larger (they
+  // count the same calls, parked for a switch included); running: leases held.
+  m.set(kWaitingMetric, {}, std::max(door_waiting, static_cast<int>(snap.queued)));
+  int running = 0;
+  for (const auto& p : snap.profiles) running += p.in_flight;
+  m.set(kRunningMetric, {}, running);
   m.set(kKvUsageMetric, {}, kv);
   const auto r = residency_of(cfg, snap);
   m.clear(kResidentMetric);  // one series: the EPP keeps the one with the latest value

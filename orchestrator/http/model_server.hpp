@@ -43,11 +43,6 @@ ResidentSet residency_of(const config::Config& cfg, const supervisor::Snapshot& 
 // whole; a body that is not a slot array is skipped. No slots: 0.
 double kv_usage_from_slots(const std::vector<std::string>& slot_bodies);
 
-// Requests waiting: the door's calls without a lease and the supervisor's queue, whichever is
-// larger (they count the same calls, parked for a switch included); running: leases held.
-int waiting_requests(int door_waiting, const supervisor::Snapshot& snap);
-int running_requests(const supervisor::Snapshot& snap);
-
 // Declares the families above (once, with the door's other families).
 void describe_model_server_metrics(Metrics& m);
 // Sets them from `snap` and `kv` (the resident-models gauge's value: `unix_s`, the EPP keeps the latest).

@@ -119,7 +119,7 @@ nlohmann::json measured_to_json(const Measured& m) {
   return j;
 }
 
-Measured measured_from_json(const nlohmann::json& j) {
+static Measured measured_from_json(const nlohmann::json& j) {
   Measured m;
   if (j.contains("layers_offloaded")) m.layers_offloaded = j.at("layers_offloaded").get<std::uint32_t>();
   if (j.contains("layers_total")) m.layers_total = j.at("layers_total").get<std::uint32_t>();

@@ -44,6 +44,5 @@ Status record_load_time(const std::filesystem::path& state_dir, const std::strin
 
 // JSON form of a Measured (bytes; absent lines omitted), shared with `plan --json`.
 nlohmann::json measured_to_json(const Measured& m);
-Measured measured_from_json(const nlohmann::json& j);
 
 }  // namespace kevlaya::ledger

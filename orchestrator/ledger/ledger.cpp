@@ -118,7 +118,7 @@ KvShape kv_shape(std::uint32_t ctx, int parallel, bool unified) {
   return s;
 }
 
-std::uint64_t kv_bytes_per_layer(const gguf::ModelInfo& m, const Flags& f, const KvShape& kv) {
+static std::uint64_t kv_bytes_per_layer(const gguf::ModelInfo& m, const Flags& f, const KvShape& kv) {
   // llama_kv_cache: K [n_embd_k_gqa, kv_size, n_stream] of type_k, V likewise of type_v.
   const std::uint64_t cells = std::uint64_t{kv.kv_size} * kv.n_stream;
   const std::uint64_t k = gguf::row_size(cache_type(f.cache_type_k), std::uint64_t{m.head_dim_k} * m.n_head_kv);

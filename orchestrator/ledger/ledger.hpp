@@ -102,7 +102,6 @@ Bill estimate(const gguf::ModelInfo& m, bool output_tied, const Flags& f,
 Bill apply_measured(Bill b, const Measured& m);
 
 // Pieces of the estimate, exposed for tests and docs.
-std::uint64_t kv_bytes_per_layer(const gguf::ModelInfo& m, const Flags& f, const KvShape& kv);
 std::uint64_t compute_estimate(const gguf::ModelInfo& m, const Flags& f, const KvShape& kv);
 
 // True when `output.weight` is absent (tied embeddings); from the tensor list.

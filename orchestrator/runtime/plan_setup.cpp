@@ -6,12 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
 
+#include "common/bounded_file.hpp"
 #include "common/bytes.hpp"
 #include "common/strings.hpp"
 #include "config/backend.hpp"
@@ -29,19 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The load's buffer lines are near the end of the log when the child has just become ready.
-constexpr std::streamoff kLogTailBytes = 1 << 20;
-
-std::string read_tail(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - kLogTailBytes);
-  in.seekg(from);
-  std::string text(static_cast<std::size_t>(size - from), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
-}
+constexpr std::uint64_t kLogTailBytes = 1 << 20;
 
 std::string describe(const ledger::Plan& plan, const std::string& why) {
   std::string s = "residency: " + ledger::to_string(plan.mode) + (why.empty() ? "" : " (" + why + ")");
@@ -157,7 +145,7 @@ supervisor::SupervisorOptions options_from_plan(const ledger::Plan& plan) {
 
 int record_child_load(const fs::path& log_file, const fs::path& state_dir, const std::vector<std::string>& keys,
                       bool shared) {
-  ledger::Measured m = ledger::parse_log(read_tail(log_file));
+  ledger::Measured m = ledger::parse_log(read_file_tail(log_file, 0, kLogTailBytes));
   if (m.empty()) return 0;
   if (shared) {  // the group's child loads every member's adapters; alone each loads its own
     m.adapters_gpu.reset();

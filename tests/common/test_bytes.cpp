@@ -45,3 +45,13 @@ TEST_CASE("utf8_error finds the first invalid sequence (overlong, surrogate, > U
   CHECK(utf8_error("x\xed\xa0\x80") == std::optional<std::size_t>(1));
   CHECK(utf8_error("\xf4\x90\x80\x80") == std::optional<std::size_t>(0));
 }
+
+TEST_CASE("utf8_seq_len_or_cut tells a sequence cut short by the end from an invalid one", "[bytes]") {
+  CHECK(utf8_seq_len_or_cut("\xf0\x9f\x98\x80", 0) == 4);
+  CHECK(utf8_seq_len_or_cut("\xf0\x9f\x98", 0) == -1);  // valid so far: the rest may follow
+  CHECK(utf8_seq_len_or_cut("\xf0\x9f", 0) == -1);
+  CHECK(utf8_seq_len_or_cut("\xf0\x80\x98", 0) == 0);  // overlong: invalid whatever follows
+  CHECK(utf8_seq_len_or_cut("\xc3", 0) == -1);
+  CHECK(utf8_seq_len_or_cut("\xc3(", 0) == 0);
+  CHECK(utf8_seq_len("\xf0\x9f\x98", 0) == 0);  // the whole-text reader calls it invalid
+}
