@@ -10,6 +10,7 @@
 
 #include "activity/capture.hpp"
 #include "common/bytes.hpp"
+#include "common/fd.hpp"
 
 namespace kevlaya::activity {
 namespace {
@@ -68,11 +69,8 @@ std::size_t escape_json(std::string_view in, bool last, std::string& out) {
 // made (a capture dropped meanwhile stays readable through it).
 struct CaptureReader::Source {
   std::shared_ptr<const std::string> ram;
-  int fd = -1;
+  UniqueFd fd;
   std::uint64_t offset = 0;
-  ~Source() {
-    if (fd >= 0) ::close(fd);
-  }
   // Up to `n` more bytes of the frame into `out`; -1 when the file cannot be read.
   long read(char* out, std::size_t n) {
     if (ram) {
@@ -82,7 +80,7 @@ struct CaptureReader::Source {
       return static_cast<long>(k);
     }
     for (;;) {
-      const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
+      const ssize_t r = ::pread(fd.fd, out, n, static_cast<off_t>(offset));
       if (r < 0 && errno == EINTR) continue;
       if (r > 0) offset += static_cast<std::uint64_t>(r);
       return static_cast<long>(r);
@@ -182,8 +180,8 @@ std::optional<CaptureReader> CaptureRing::open(std::string_view id) const {
   if (k.ram) {
     src->ram = k.ram;
   } else {
-    src->fd = ::open(k.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (src->fd < 0) return std::nullopt;
+    src->fd.reset(::open(k.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (src->fd.fd < 0) return std::nullopt;
   }
   return CaptureReader(std::move(src), k.prefix, k.middle, k.request_len, k.response_len);
 }

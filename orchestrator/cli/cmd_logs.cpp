@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "common/fd.hpp"
 #include "config/config.hpp"
 #include "supervisor/child.hpp"
 
@@ -87,26 +88,19 @@ void drain(std::ifstream& in) {
 class DirWatch {
  public:
   explicit DirWatch(const fs::path& dir) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
-    if (fd_ >= 0 && ::inotify_add_watch(fd_, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
+    if (fd_.fd >= 0 && ::inotify_add_watch(fd_.fd, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM) < 0)
+      fd_.reset();
   }
-  ~DirWatch() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  DirWatch(const DirWatch&) = delete;
-  DirWatch& operator=(const DirWatch&) = delete;
   void wait() {
-    if (fd_ < 0) return std::this_thread::sleep_for(kFollowPoll);
-    pollfd p{fd_, POLLIN, 0};
+    if (fd_.fd < 0) return std::this_thread::sleep_for(kFollowPoll);
+    pollfd p{fd_.fd, POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(kFollowPoll.count()));
     char events[4096];  // drained only: the events wake us, the file is checked either way
-    while (::read(fd_, events, sizeof events) > 0) continue;
+    while (::read(fd_.fd, events, sizeof events) > 0) continue;
   }
 
  private:
-  int fd_;
+  UniqueFd fd_;
 };
 
 // Prints appended text until killed; on rotation finishes the old file, then reopens the new one.

@@ -2,16 +2,23 @@
 #pragma once
 #include <unistd.h>
 
+#include <utility>
+
 namespace kevlaya {
 
 struct UniqueFd {
   int fd = -1;
-  explicit UniqueFd(int f) : fd(f) {}
-  ~UniqueFd() {
-    if (fd >= 0) ::close(fd);
+  explicit UniqueFd(int f = -1) : fd(f) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}  // moved, never copied
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd, -1));
+    return *this;
   }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
+  void reset(int f = -1) noexcept {  // closes the descriptor held, then holds `f`
+    if (fd >= 0) ::close(fd);
+    fd = f;
+  }
 };
 
 // Marks `fd` close-on-exec: for descriptors a library opens without O_CLOEXEC (Boost 1.74's Asio

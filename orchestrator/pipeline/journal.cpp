@@ -25,11 +25,8 @@ Error io_error(const fs::path& p, const std::string& what, int err) {
 // Makes the new file's directory entry durable too (fsync on the file alone does not).
 void fsync_dir(const fs::path& file) {
   const auto dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.fd >= 0) ::fsync(dfd.fd);
 }
 
 // What append() writes: an object naming its task.
@@ -102,30 +99,10 @@ Result<Journal> Journal::open(const fs::path& path, Mode mode) {
     j.existing_ = std::move(rb->records);
   }
   if (!path.parent_path().empty()) fs::create_directories(path.parent_path(), ec);
-  j.fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (j.fd_ < 0) return io_error(path, "cannot open for appending", errno);
+  j.fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (j.fd_.fd < 0) return io_error(path, "cannot open for appending", errno);
   if (!exists) fsync_dir(path);
   return j;
-}
-
-Journal::Journal(Journal&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), existing_(std::move(o.existing_)),
-      completed_(std::move(o.completed_)), dropped_torn_(o.dropped_torn_) {}
-
-Journal& Journal::operator=(Journal&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-    path_ = std::move(o.path_);
-    existing_ = std::move(o.existing_);
-    completed_ = std::move(o.completed_);
-    dropped_torn_ = o.dropped_torn_;
-  }
-  return *this;
-}
-
-Journal::~Journal() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void Journal::note(const json& record) {
@@ -140,19 +117,19 @@ Status Journal::append(const json& record) {
   // Raw model text may be invalid UTF-8; replace rather than throw.
   const std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return io_error(path_, "fstat", errno);
+  if (::fstat(fd_.fd, &st) != 0) return io_error(path_, "fstat", errno);
   std::size_t done = 0;
   while (done < line.size()) {
-    const auto n = ::write(fd_, line.data() + done, line.size() - done);
+    const auto n = ::write(fd_.fd, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = errno;
-      if (::ftruncate(fd_, st.st_size) != 0) { /* the torn line is dropped on resume anyway */ }
+      if (::ftruncate(fd_.fd, st.st_size) != 0) { /* the torn line is dropped on resume anyway */ }
       return io_error(path_, "write", err);
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd_) != 0) return io_error(path_, "fsync", errno);
+  if (::fsync(fd_.fd) != 0) return io_error(path_, "fsync", errno);
   note(record);
   return ok_status();
 }

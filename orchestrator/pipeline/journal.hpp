@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/fd.hpp"
 
 namespace kevlaya::pipeline {
 
@@ -24,12 +25,6 @@ class Journal {
   // not a record (an object with a string "id"), is an error naming file and line (Errc::io_error).
   static Result<Journal> open(const std::filesystem::path& path, Mode mode);
 
-  Journal(Journal&& other) noexcept;
-  Journal& operator=(Journal&& other) noexcept;
-  Journal(const Journal&) = delete;
-  Journal& operator=(const Journal&) = delete;
-  ~Journal();
-
   // Appends `record` as one line and fsyncs. On failure the file is cut back to its old size.
   Status append(const nlohmann::json& record);
 
@@ -43,7 +38,7 @@ class Journal {
   Journal() = default;
   void note(const nlohmann::json& record);
 
-  int fd_ = -1;
+  UniqueFd fd_;  // moved with the journal, closed with it
   std::filesystem::path path_;
   std::vector<nlohmann::json> existing_;
   std::set<std::string> completed_;

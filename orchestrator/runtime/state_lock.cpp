@@ -51,17 +51,4 @@ Result<StateLock> StateLock::acquire(const std::filesystem::path& state_dir) {
   return StateLock(fd);
 }
 
-StateLock& StateLock::operator=(StateLock&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.fd_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
-StateLock::~StateLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 }  // namespace kevlaya::runtime

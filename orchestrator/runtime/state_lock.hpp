@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/fd.hpp"
 
 namespace kevlaya::runtime {
 
@@ -17,17 +18,11 @@ class StateLock {
   // No lock (no state_dir configured).
   static StateLock none() { return StateLock(-1); }
 
-  StateLock(StateLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  StateLock& operator=(StateLock&& o) noexcept;
-  StateLock(const StateLock&) = delete;
-  StateLock& operator=(const StateLock&) = delete;
-  ~StateLock();  // releases the lock (the file stays; its content is only informative)
-
   static constexpr const char* kFileName = "kevlaya-orch.lock";
 
  private:
   explicit StateLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  UniqueFd fd_;  // moved, never copied; closing it releases the lock (the file stays; its content is only informative)
 };
 
 }  // namespace kevlaya::runtime

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.hpp"
+#include "common/fd.hpp"
 
 #include "warm/page_cache.hpp"
 
@@ -110,11 +111,10 @@ PrefetchResult Prefetcher::run(std::uint64_t gen, std::vector<fs::path> files) {
 
 PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int64_t& budget,
                                   PrefetchResult& res) {
-  int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+  const UniqueFd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0) {
+  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0) {
     res.message = "cannot open " + f.string() + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
     return PrefetchEnd::error;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
@@ -133,8 +133,8 @@ PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int
     }
     // WILLNEED queues one large read; readahead()/WILLNEED alone are asynchronous and capped by the
     // device's read_ahead_kb, so the chunk is then read for real (pread, on this idle-I/O thread).
-    ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_WILLNEED);
-    if (!read_range(fd, off, len, buf)) {
+    ::posix_fadvise(fd.fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_WILLNEED);
+    if (!read_range(fd.fd, off, len, buf)) {
       res.message = "read error in " + f.string() + ": " + std::strerror(errno);
       end = PrefetchEnd::error;
       break;
@@ -142,7 +142,6 @@ PrefetchEnd Prefetcher::read_file(std::uint64_t gen, const fs::path& f, std::int
     budget -= static_cast<std::int64_t>(len);
     res.bytes_advised += len;
   }
-  ::close(fd);
   return end;
 }
 
