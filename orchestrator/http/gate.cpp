@@ -51,17 +51,23 @@ bool loopback_name(std::string_view name) {
   return dots == 3 && name.back() != '.';
 }
 
+// What `path` holds between `prefix` and `suffix` when it has both and something between them.
+std::optional<std::string_view> between(std::string_view path, std::string_view prefix, std::string_view suffix = {}) {
+  if (path.size() <= prefix.size() + suffix.size() || !path.starts_with(prefix) || !path.ends_with(suffix))
+    return std::nullopt;
+  return path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+}
+
 // Ollama's API (ollama.cpp): its read-only GETs, its model POSTs; any other /api/* path is
 // answered with an Ollama-shaped "not supported" (so GET and POST both reach it).
 RouteMatch match_ollama(std::string_view path) {
   using V = bhttp::verb;
-  constexpr std::string_view kApi = "/api/";
-  if (path.size() <= kApi.size() || path.substr(0, kApi.size()) != kApi) return {};
-  const auto name = path.substr(kApi.size());
-  if (name == "tags" || name == "ps" || name == "version") return {Route::ollama, V::get, name};
-  if (name == "show" || name == "chat" || name == "generate" || name == "embed" || name == "embeddings")
-    return {Route::ollama, V::post, name};
-  return {Route::ollama, V::post, name, nullptr, true};
+  const auto name = between(path, "/api/");
+  if (!name) return {};
+  if (*name == "tags" || *name == "ps" || *name == "version") return {Route::ollama, V::get, *name};
+  if (*name == "show" || *name == "chat" || *name == "generate" || *name == "embed" || *name == "embeddings")
+    return {Route::ollama, V::post, *name};
+  return {Route::ollama, V::post, *name, nullptr, true};
 }
 
 // http(s)://NAME[:PORT] where NAME is a loopback name (localhost, 127.x.x.x, [::1]).
@@ -89,55 +95,34 @@ GatePolicy GatePolicy::from(const std::string& listen_host, std::vector<std::str
 
 RouteMatch match_route(std::string_view path) {
   using V = bhttp::verb;
-  constexpr std::string_view kAdminLoad = "/admin/load/", kAdminUnload = "/admin/unload/", kPipelines = "/v1/pipelines/",
-                             kRuns = "/v1/runs/", kRunsTail = "/runs";
   if (path == "/health" || path == "/v1/health") return {Route::health, V::get, {}};
   if (path == "/livez") return {Route::health, V::get, "live"};  // liveness: never a load's 503
   if (path == "/readyz") return {Route::health, V::get, "ready"};  // which models serve without a switch
-  constexpr std::string_view kUpstream = "/upstream/", kModels = "/v1/models/";
   if (const auto* api = find_api_route(path))
     return {Route::model_api, api->post ? V::post : V::get, {}, api};
-  if (path.size() > kUpstream.size() && path.substr(0, kUpstream.size()) == kUpstream)
-    return {Route::upstream, V::post, path.substr(kUpstream.size()), nullptr, true};
+  if (const auto rest = between(path, "/upstream/")) return {Route::upstream, V::post, *rest, nullptr, true};
   if (auto m = match_ollama(path); m.route != Route::none) return m;
   if (path == "/v1/models" || path == "/models") return {Route::models, V::get, {}};
   if (path == "/models/load") return {Route::router_load, V::post, {}};  // llama-server's router API
   if (path == "/models/unload") return {Route::router_unload, V::post, {}};
-  if (path.size() > kModels.size() && path.substr(0, kModels.size()) == kModels)
-    return {Route::model_info, V::get, path.substr(kModels.size())};
+  if (const auto model = between(path, "/v1/models/")) return {Route::model_info, V::get, *model};
   if (path == "/status") return {Route::status, V::get, {}};
-  constexpr std::string_view kUi = "/ui", kLogs = "/logs/";
   if (path == "/") return {Route::root, V::get, {}};
-  if (path == kUi || (path.size() > kUi.size() && path.substr(0, kUi.size() + 1) == "/ui/"))
-    return {Route::ui, V::get, path};
-  if (path.size() > kLogs.size() && path.substr(0, kLogs.size()) == kLogs)
-    return {Route::logs, V::get, path.substr(kLogs.size())};
+  if (path == "/ui" || path.starts_with("/ui/")) return {Route::ui, V::get, path};
+  if (const auto model = between(path, "/logs/")) return {Route::logs, V::get, *model};
   if (path == "/metrics") return {Route::metrics, V::get, {}};
   if (path == "/events") return {Route::events, V::get, {}};
   if (path == "/activity") return {Route::activity, V::get, {}};
   if (path == "/requests") return {Route::requests, V::get, {}};
-  constexpr std::string_view kCaptures = "/admin/captures/";
-  if (path.size() > kCaptures.size() && path.substr(0, kCaptures.size()) == kCaptures)
-    return {Route::admin_capture, V::get, path.substr(kCaptures.size())};
-  constexpr std::string_view kCancel = "/admin/requests/", kCancelTail = "/cancel";
-  if (path.size() > kCancel.size() + kCancelTail.size() && path.substr(0, kCancel.size()) == kCancel &&
-      path.substr(path.size() - kCancelTail.size()) == kCancelTail)
-    return {Route::admin_cancel, V::post, path.substr(kCancel.size(), path.size() - kCancel.size() - kCancelTail.size())};
+  if (const auto id = between(path, "/admin/captures/")) return {Route::admin_capture, V::get, *id};
+  if (const auto id = between(path, "/admin/requests/", "/cancel")) return {Route::admin_cancel, V::post, *id};
   if (path == "/admin/unload") return {Route::admin_unload, V::post, {}};
   if (path == "/admin/reload") return {Route::admin_reload, V::post, {}};
-  if (path.size() > kAdminUnload.size() && path.substr(0, kAdminUnload.size()) == kAdminUnload)
-    return {Route::admin_unload, V::post, path.substr(kAdminUnload.size())};
-  if (path.size() > kAdminLoad.size() && path.substr(0, kAdminLoad.size()) == kAdminLoad)
-    return {Route::admin_load, V::post, path.substr(kAdminLoad.size())};
-  if (path.size() > kPipelines.size() + kRunsTail.size() && path.substr(0, kPipelines.size()) == kPipelines &&
-      path.substr(path.size() - kRunsTail.size()) == kRunsTail)
-    return {Route::pipeline_runs, V::post,
-            path.substr(kPipelines.size(), path.size() - kPipelines.size() - kRunsTail.size())};
-  if (path.size() > kRuns.size() && path.substr(0, kRuns.size()) == kRuns)
-    return {Route::run, V::get, path.substr(kRuns.size())};
-  constexpr std::string_view kSlots = "/slots/";  // (GET /slots is a row of apis.cpp's table)
-  if (path.size() > kSlots.size() && path.substr(0, kSlots.size()) == kSlots)
-    return {Route::slot_action, V::post, path.substr(kSlots.size())};
+  if (const auto model = between(path, "/admin/unload/")) return {Route::admin_unload, V::post, *model};
+  if (const auto model = between(path, "/admin/load/")) return {Route::admin_load, V::post, *model};
+  if (const auto name = between(path, "/v1/pipelines/", "/runs")) return {Route::pipeline_runs, V::post, *name};
+  if (const auto id = between(path, "/v1/runs/")) return {Route::run, V::get, *id};
+  if (const auto id = between(path, "/slots/")) return {Route::slot_action, V::post, *id};  // GET /slots: apis.cpp
   if (path == "/cors-proxy") return {Route::cors_proxy, V::get, {}, nullptr, true};
   if (path == "/tools") return {Route::tools, V::get, {}, nullptr, true};  // the tools host (child_routes.cpp)
   return {};
