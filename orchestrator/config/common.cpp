@@ -109,15 +109,6 @@ std::string expand_env(const std::string& in, std::string* err) {
   return out;
 }
 
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::llama_server: return "llama-server";
-    case Backend::command: return "command";
-    case Backend::remote: return "remote";
-  }
-  return "?";
-}
-
 const char* to_string(Residency r) {
   switch (r) {
     case Residency::auto_: return "auto";

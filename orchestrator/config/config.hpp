@@ -425,8 +425,7 @@ std::string shell_join(const std::vector<std::string>& argv);
 // A path for messages: relative to the current directory when below it, else absolute.
 std::string display_path(const fs::path& p);
 
-// Names as written in YAML ("llama-server", "co-resident", "verify").
-const char* to_string(Backend b);
+// Names as written in YAML ("co-resident", "verify"); a backend's is backend_of(p).name (backend.hpp).
 const char* to_string(Residency r);
 const char* to_string(StageRole r);
 

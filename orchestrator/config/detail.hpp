@@ -133,7 +133,4 @@ void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& 
 void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs>& locs);
 void parse_orchestrator(Doc& d, OrchestratorCfg& out, bool& pipelines_dir_set);
 
-// Fills the directory fields of `o` with defaults relative to `base`.
-void default_dirs(OrchestratorCfg& o, const fs::path& base);
-
 }  // namespace kevlaya::config::detail

@@ -8,14 +8,6 @@
 
 namespace kevlaya::config::detail {
 
-namespace {
-
-bool is_blank(const std::string& s) {
-  return s.find_first_not_of(" \t\r\n") == std::string::npos;
-}
-
-}  // namespace
-
 Doc::Doc(const fs::path& file, std::vector<Diagnostic>& out)
     : file_(fs::absolute(file).lexically_normal()), out_(out) {}
 
@@ -47,18 +39,12 @@ void Doc::warn(const YAML::Node& at, std::string msg) {
 }
 
 bool Doc::check_utf8() {
-  for (std::size_t i = 0; i < text_.size();) {
-    const std::size_t n = utf8_seq_len(text_, i);
-    if (n == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text_[i]));
-      error(loc_at(i), std::string("invalid UTF-8 (byte ") + hex +
-                           "); configuration files must be UTF-8 text");
-      return false;
-    }
-    i += n;
-  }
-  return true;
+  const auto at = utf8_error(text_);
+  if (!at) return true;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text_[*at]));
+  error(loc_at(*at), std::string("invalid UTF-8 (byte ") + hex + "); configuration files must be UTF-8 text");
+  return false;
 }
 
 // yaml-cpp reports tab indentation as "illegal map value" somewhere near; name the real cause.
@@ -76,11 +62,8 @@ void Doc::report_parse_error(int line0, int col0, const std::string& msg) {
       return;
     }
   }
-  if (line0 < 0) {
-    error(SourceLoc{display_path(file_), 0, 0}, "YAML syntax error: " + msg);
-    return;
-  }
-  error(SourceLoc{display_path(file_), line0 + 1, col0 + 1}, "YAML syntax error: " + msg);
+  const bool placed = line0 >= 0;  // yaml-cpp gives some errors no mark
+  error(SourceLoc{display_path(file_), placed ? line0 + 1 : 0, placed ? col0 + 1 : 0}, "YAML syntax error: " + msg);
 }
 
 bool Doc::load() {
@@ -91,7 +74,7 @@ bool Doc::load() {
   }
   text_ = std::move(text.value());
   if (!check_utf8()) return false;
-  if (is_blank(text_)) {
+  if (text_.find_first_not_of(" \t\r\n") == std::string::npos) {  // blank
     error(SourceLoc{display_path(file_), 1, 1}, "empty document");
     return false;
   }

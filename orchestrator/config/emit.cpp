@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "config/backend.hpp"
+
 namespace kevlaya::config {
 namespace {
 
@@ -50,7 +52,7 @@ void stop(YAML::Emitter& e, const StopCfg& s) {
 
 void backend_keys(YAML::Emitter& e, const Profile& p) {
   const Profile d;
-  if (p.backend != Backend::llama_server) e << YAML::Key << "backend" << YAML::Value << to_string(p.backend);
+  if (p.backend != Backend::llama_server) e << YAML::Key << "backend" << YAML::Value << std::string(backend_of(p).name);
   if (p.backend == Backend::llama_server && p.binary != d.binary) e << YAML::Key << "binary" << YAML::Value << esc(p.binary);
   if (p.backend == Backend::remote) {
     e << YAML::Key << "url" << YAML::Value << esc(p.url);

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "config/backend.hpp"
 #include "config/flags.hpp"
 
 namespace kevlaya::config {
@@ -56,7 +57,7 @@ std::string fingerprint(const Profile& p, FingerprintScope scope) {
     unplaced.placement = {};
     return fingerprint(unplaced, scope);
   }
-  std::vector<std::string> words = {std::string("backend=") + to_string(p.backend)};
+  std::vector<std::string> words = {"backend=" + std::string(backend_of(p).name)};
   const auto argv = child_argv(p);
   if (p.backend == Backend::llama_server && !argv.empty()) {
     words.push_back(argv.front());

@@ -129,14 +129,14 @@ void read_sections(Doc& d, const std::string& name, const YAML::Node& v, Orchest
   }
 }
 
-}  // namespace
-
 void default_dirs(OrchestratorCfg& o, const fs::path& base) {
   o.profiles_dir = (base / "profiles").lexically_normal();
   o.pipelines_dir = (base / "pipelines").lexically_normal();
   o.state_dir = (base / "var/state").lexically_normal();
   o.log_dir = (base / "var/log").lexically_normal();
 }
+
+}  // namespace
 
 // One kind of door key: NAME (a list), NAME_file and NAME_env; finish() checks the list and merges.
 struct DoorKeys {

@@ -117,18 +117,9 @@ void read_schema(Doc& d, const YAML::Node& n, const std::string& key, std::strin
 
 // True when some `enum` in the schema lists `value` (the verdict field of a verify stage).
 bool schema_enum_has(const json& j, const std::string& value) {
-  if (j.is_object()) {
-    const auto e = j.find("enum");
-    if (e != j.end() && e->is_array())
-      for (const auto& v : *e)
-        if (v == value) return true;
-    for (const auto& [k, v] : j.items())
-      if (schema_enum_has(v, value)) return true;
-  } else if (j.is_array()) {
-    for (const auto& v : j)
-      if (schema_enum_has(v, value)) return true;
-  }
-  return false;
+  if (const auto e = j.find("enum"); e != j.end() && e->is_array() && std::find(e->begin(), e->end(), value) != e->end())
+    return true;
+  return std::any_of(j.begin(), j.end(), [&](const json& v) { return v.is_structured() && schema_enum_has(v, value); });
 }
 
 struct StageBuild {
@@ -304,9 +295,7 @@ void check_placeholders(Doc& d, const std::vector<StageBuild>& stages) {
           break;
         }
         const std::string raw = text.substr(p, close + 2 - p);
-        std::string name = text.substr(p + 2, close - p - 2);
-        name.erase(0, name.find_first_not_of(" \t"));
-        name.erase(name.find_last_not_of(" \t") + 1);
+        const std::string name(trim_blanks(std::string_view(text).substr(p + 2, close - p - 2)));
         const SourceLoc at = locate(d, node, raw, from);
         const std::string why = placeholder_problem(name, i, stages);
         if (!why.empty()) d.error(at, why);

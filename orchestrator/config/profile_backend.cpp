@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <sstream>
 
 #include "common/bounded_file.hpp"
 #include "common/strings.hpp"
@@ -16,16 +17,10 @@ namespace {
 
 // First non-empty line of `text`, trimmed (a key file written by `echo KEY > file`).
 std::string first_line(const std::string& text) {
-  std::size_t at = 0;
-  while (at < text.size()) {
-    auto end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(at, end - at);
-    const auto b = line.find_first_not_of(" \t\r");
-    const auto e = line.find_last_not_of(" \t\r");
-    if (b != std::string::npos) return line.substr(b, e - b + 1);
-    at = end + 1;
-  }
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (const auto b = line.find_first_not_of(" \t\r"); b != std::string::npos)
+      return line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
   return {};
 }
 

@@ -23,17 +23,6 @@ std::string_view to_string(FailureKind k) {
   return "?";
 }
 
-std::string_view to_string(Event::Type t) {
-  switch (t) {
-    case Event::Type::phase: return "phase";
-    case Event::Type::switch_done: return "switch";
-    case Event::Type::unload: return "unload";
-    case Event::Type::reload: return "reload";
-    case Event::Type::remote: return "remote";
-  }
-  return "phase";
-}
-
 Error ChildFailure::to_error(Errc code) const {
   Error e = make_error(code, message, hint);
   e.detail = log_tail;

@@ -119,7 +119,6 @@ struct Event {
   // remote: `child` (a remote profile) became reachable or unreachable (backend: remote).
   std::optional<remote::Health> remote;
 };
-std::string_view to_string(Event::Type t);
 
 // How far a starting child has got, read from its log (load_progress.hpp).
 struct LoadProgress {
