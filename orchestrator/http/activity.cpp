@@ -153,11 +153,10 @@ std::string_view api_name(ApiShape s) {
 std::string_view api_of(const ProxyCall& call) { return call.raw ? "llama-server" : api_name(call.shape); }
 
 asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c, std::string_view query) {
-  if (!d.history) {
-    co_await c.send(error_reply(make_error(Errc::unavailable, "the request history is off",
-                                           "set activity.enabled: true and a state_dir (docs/configuration.md)")));
-    co_return;
-  }
+  if (!d.history)
+    co_return co_await c.reply(error_reply(make_error(Errc::unavailable, "the request history is off",
+                                                      "set activity.enabled: true and a state_dir "
+                                                      "(docs/configuration.md)")));
   auto q = parse_query(query);
   if (!q) co_return co_await c.reply(error_reply(q.error()));
   auto p = std::make_shared<PendingQuery>(d.strand);
@@ -173,11 +172,9 @@ asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c,
   co_await p->timer.async_wait(ec_token(ec));
   if (!p->result)
     co_return co_await c.reply(error_reply(make_error(Errc::timeout, "the request history did not answer in time")));
-  if (!*p->result) {  // the file failed under the query: the history is unavailable, not a door bug
-    co_await c.send(error_reply(make_error(Errc::unavailable, p->result->error().message,
-                                           "GET /status shows the history's state; the door keeps serving")));
-    co_return;
-  }
+  if (!*p->result)  // the file failed under the query: the history is unavailable, not a door bug
+    co_return co_await c.reply(error_reply(make_error(Errc::unavailable, p->result->error().message,
+                                                      "GET /status shows the history's state; the door keeps serving")));
   co_await c.send(records_reply(p->result->value(), *q, wants_csv(req, query)));
 }
 

@@ -292,7 +292,6 @@ asio::awaitable<void> tools_route(Door& d, Request& req, Connection& c);
 
 // ollama.cpp: /api/* (Ollama's API, translated onto the child's OpenAI endpoints).
 asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const RouteMatch& m);
-int retry_after_estimate(const Door& d);
 
 // runs.cpp: pipeline runs, one task at a time, bounded by opt.runs (429 past it).
 class RunQueue {

@@ -58,11 +58,9 @@ asio::awaitable<void> cancel_request(Door& d, Connection& c, std::string_view id
   const auto r = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
   const auto it = r.ec == std::errc() && r.ptr == id_text.data() + id_text.size() ? d.in_progress.find(id)
                                                                                    : d.in_progress.end();
-  if (it == d.in_progress.end()) {
-    co_await c.send(error_reply(make_error(Errc::not_found, "no request " + std::string(id_text) + " in progress",
-                                           "GET /requests lists them")));
-    co_return;
-  }
+  if (it == d.in_progress.end())
+    co_return co_await c.reply(
+        error_reply(make_error(Errc::not_found, "no request " + std::string(id_text) + " in progress", "GET /requests lists them")));
   InFlight& f = *it->second;
   const std::string phase(phase_of(d, f));
   f.cancelled = true;

@@ -160,8 +160,7 @@ asio::awaitable<void> ollama_call(Door& d, Request& req, Connection& c, const Ro
   const std::string name(m.arg);
   if (name == "ps") {
     const auto snap = co_await d.sup.snapshot();
-    co_await c.send(ps_reply(d, snap));
-    co_return;
+    co_return co_await c.reply(ps_reply(d, snap));
   }
   const auto body = parse_json_bounded(body_of(req));
   if (auto r = local_reply(d, name, body)) co_return co_await c.reply(std::move(*r));

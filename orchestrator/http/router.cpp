@@ -37,7 +37,7 @@ std::string_view model_state(Phase s) { return supervisor::to_string(s); }
 json model_json(const config::Profile& prof, const supervisor::Snapshot& snap, std::int64_t created) {
   const auto* st = snap.find(prof.name);
   json k = {{"profile", prof.name}, {"state", st ? model_state(st->state) : "stopped"}, {"aliases", prof.alias},
-            {"backend", config::to_string(prof.backend)}};
+            {"backend", config::backend_of(prof).name}};
   if (st && st->remote) k["remote"] = remote_json(*st->remote);
   if (st && st->state == Phase::failed && st->last_failure) {
     k["reason"] = st->last_failure->message;
@@ -105,7 +105,7 @@ json status_json(const Door& d, const supervisor::Snapshot& snap) {
     if (auto it = d.feed.since_ms.find(p.name); it != d.feed.since_ms.end()) j["since_ms"] = it->second;
     const auto named = by_name.find(p.name);
     const auto* prof = named != by_name.end() ? named->second : d.cfg().find_profile(p.name);
-    if (prof) j["backend"] = config::to_string(prof->backend);
+    if (prof) j["backend"] = config::backend_of(*prof).name;
     j["remote"] = p.remote ? remote_json(*p.remote) : json(nullptr);
     if (prof && config::backend_of(*prof).llama_server && !prof->model.empty())
       if (const auto pct = warm::resident_pct_cached(prof->model, fresh))
@@ -197,12 +197,12 @@ asio::awaitable<void> metrics(Door& d, Connection& c) {
 
 // `router`: llama-server's router API (POST /models/load) answers {"success": true}.
 Reply loaded_reply(const std::string& model, std::int64_t ms, bool router) {
-  if (router) return json_reply(200, router_success_json());
+  if (router) return json_reply(200, {{"success", true}});
   return json_reply(200, {{"loaded", model}, {"ms", ms}});
 }
 
 Reply unloaded_reply(bool router) {
-  return json_reply(200, router ? router_success_json() : json{{"unloaded", true}});
+  return json_reply(200, router ? json{{"success", true}} : json{{"unloaded", true}});
 }
 
 // With preload, /health is llama-server's 503 "Loading model" until the preloaded children have
@@ -382,15 +382,12 @@ asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
   const auto q = target.find('?');
   const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
   const auto m = match_route(target.substr(0, q));
-  if (auto refusal = gate(d, req, c, m)) {  // in the caller's API shape (Anthropic, Ollama, ...)
-    co_await c.send(reshape_error(std::move(*refusal), shape_of_path(target.substr(0, q))));
-    co_return;
-  }
+  if (auto refusal = gate(d, req, c, m))  // in the caller's API shape (Anthropic, Ollama, ...)
+    co_return co_await c.reply(reshape_error(std::move(*refusal), shape_of_path(target.substr(0, q))));
   switch (m.route) {
     case Route::health:
       if (m.arg == "ready") co_return co_await readyz(d, c, query, health_reply(d, false).status == 200);
-      co_await c.send(health_reply(d, m.arg == "live"));
-      co_return;
+      co_return co_await c.reply(health_reply(d, m.arg == "live"));
     case Route::model_api:
     case Route::upstream: co_return co_await model_call(d, req, c, m);
     case Route::ollama: co_return co_await ollama_call(d, req, c, m);

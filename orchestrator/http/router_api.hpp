@@ -22,7 +22,4 @@ nlohmann::json router_status_json(const config::Profile& prof, const supervisor:
 // no "model" string), 404 (unknown, listing the known models).
 Result<std::string> router_model_name(const config::Config& cfg, std::string_view body);
 
-// The router's answer to a load or unload that succeeded.
-inline nlohmann::json router_success_json() { return {{"success", true}}; }
-
 }  // namespace kevlaya::http

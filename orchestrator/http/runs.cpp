@@ -6,13 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <cstdio>
-#include <random>
 
 #include "common/bounded_json.hpp"
 #include "common/bytes.hpp"
 #include "http/bodies.hpp"
 #include "common/clock.hpp"
+#include "common/random.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -21,13 +20,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kKeptRuns = 1000;
-
-std::string run_prefix() {
-  std::random_device rd;
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return buf;
-}
 
 // Plain functions: GCC 12 rejects some braced string-literal initialisers inside coroutines.
 Reply accepted_reply(const json& run, const std::string& id) {
@@ -160,7 +152,7 @@ asio::awaitable<void> RunQueue::post_run(Request& req, Connection& c, std::strin
   if (auto refusal = admit(req, name)) co_return co_await c.reply(std::move(*refusal));
   const auto checked = check_run(req.body(), name);  // the same checks for sync and async, before a 202
   if (!checked) co_return co_await c.reply(error_reply(checked.error()));
-  static const std::string prefix = run_prefix();
+  static const std::string prefix = random_hex(4);  // 8 hex digits per process
   auto run = std::make_shared<Run>(d_.strand);
   run->id = "run-" + prefix + "-" + std::to_string(next_++);
   run->pipeline = std::move(name);

@@ -214,7 +214,7 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 // devices chose it.
 void combine(const PlacedPlan& pp, std::size_t d, std::vector<const std::vector<std::string>*>& chosen,
              std::vector<std::vector<std::string>>& out) {
-  static const std::vector<std::string> kNone;
+  static const std::vector<std::vector<std::string>> kNoSets(1);  // a device with none: one empty choice
   if (out.size() >= kMaxCombinations) return;
   if (d == pp.devices.size()) {
     std::vector<std::string> set;
@@ -233,13 +233,7 @@ void combine(const PlacedPlan& pp, std::size_t d, std::vector<const std::vector<
     if (!set.empty()) out.push_back(std::move(set));
     return;
   }
-  const auto& sets = pp.devices[d].allowed_sets;
-  if (sets.empty()) {
-    chosen.push_back(&kNone);
-    combine(pp, d + 1, chosen, out);
-    chosen.pop_back();
-    return;
-  }
+  const auto& sets = pp.devices[d].allowed_sets.empty() ? kNoSets : pp.devices[d].allowed_sets;
   for (const auto& s : sets) {
     chosen.push_back(&s);
     combine(pp, d + 1, chosen, out);

@@ -60,24 +60,18 @@ bool fits(const ProfileInput& p, const Flags& f, const PlanOptions& opt) {
 
 // Largest ctx (multiple of 256, at the profile's ngl) and largest ngl (at its ctx) that fit.
 void suggest(const ProfileInput& p, const PlanOptions& opt, ProfileBill& out) {
-  Flags f = p.flags;
+  // The first of `from`, `from - step`, ... down to `to` at which `field` alone changed fits.
+  const auto largest = [&](int Flags::*field, int from, int to, int step) -> std::optional<int> {
+    Flags f = p.flags;
+    for (f.*field = from; f.*field >= to; f.*field -= step)
+      if (fits(p, f, opt)) return f.*field;
+    return std::nullopt;
+  };
+  const Flags& f = p.flags;
   const int ctx = f.ctx > 0 ? f.ctx : static_cast<int>(p.model.n_ctx_train);
-  for (int c = (ctx - 1) / kCtxStep * kCtxStep; c >= kCtxStep; c -= kCtxStep) {
-    f.ctx = c;
-    if (fits(p, f, opt)) {
-      out.suggest_ctx = c;
-      break;
-    }
-  }
-  f = p.flags;
   const int all = static_cast<int>(p.model.n_layer) + 1;
-  for (int n = (f.ngl < 0 || f.ngl > all ? all : f.ngl) - 1; n >= 0; --n) {
-    f.ngl = n;
-    if (fits(p, f, opt)) {
-      out.suggest_ngl = n;
-      break;
-    }
-  }
+  out.suggest_ctx = largest(&Flags::ctx, (ctx - 1) / kCtxStep * kCtxStep, kCtxStep, kCtxStep);
+  out.suggest_ngl = largest(&Flags::ngl, (f.ngl < 0 || f.ngl > all ? all : f.ngl) - 1, 0, 1);
 }
 
 std::string refusal(const ProfileBill& pb, std::uint64_t budget) {

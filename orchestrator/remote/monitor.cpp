@@ -21,6 +21,16 @@ constexpr auto kFirstBackoff = milliseconds(500);
 constexpr std::size_t kPoolIdle = 16;
 constexpr const char* kFallbackPath = "/v1/models";
 
+// How long to wait after a check. Reachable: health.check_interval_s. After the n-th failure in a
+// row: 0.5 s doubling per failure, capped at health.backoff_max_s.
+milliseconds next_delay(const config::HealthCfg& h, int failures) {
+  if (failures <= 0) return std::chrono::seconds(h.check_interval_s);
+  const milliseconds cap = std::chrono::seconds(h.backoff_max_s);
+  milliseconds d = kFirstBackoff;
+  for (int i = 1; i < failures && d < cap; ++i) d *= 2;
+  return std::min(d, cap);
+}
+
 }  // namespace
 
 std::string_view to_string(State s) {
@@ -30,14 +40,6 @@ std::string_view to_string(State s) {
     case State::unreachable: return "unreachable";
   }
   return "unknown";
-}
-
-milliseconds next_delay(const config::HealthCfg& h, int failures) {
-  if (failures <= 0) return std::chrono::seconds(h.check_interval_s);
-  const milliseconds cap = std::chrono::seconds(h.backoff_max_s);
-  milliseconds d = kFirstBackoff;
-  for (int i = 1; i < failures && d < cap; ++i) d *= 2;
-  return std::min(d, cap);
 }
 
 struct Remote {

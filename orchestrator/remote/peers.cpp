@@ -76,8 +76,8 @@ Result<std::vector<config::Profile>> profiles_from_models(const config::PeerCfg&
   }
   return out;
 }
-}  // namespace
-
+// Appends `imported` to `cfg`; a name or alias that is already taken (by a profile of this door
+// or of an earlier peer) is an error naming both, and nothing is appended.
 Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported) {
   std::vector<config::Profile> all = cfg.profiles;  // appended one by one: a clash leaves cfg as it was
   config::Config probe;
@@ -99,6 +99,8 @@ Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imp
   cfg.profiles = std::move(all);
   return ok_status();
 }
+
+}  // namespace
 
 Status carry_imported(config::Config& next, const config::Config& running) {
   std::vector<config::Profile> kept;

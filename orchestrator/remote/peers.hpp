@@ -11,10 +11,6 @@
 
 namespace kevlaya::remote {
 
-// Pure: appends `imported` to `cfg`; a name or alias that is already taken (by a profile of this
-// door or of an earlier peer) is an error naming both, and nothing is appended.
-Status add_imported(config::Config& cfg, const std::vector<config::Profile>& imported);
-
 // Pure: for a reloaded configuration `next`, the models imported from peers at start (profiles of
 // `running` with a `peer`) whose peer `next` still lists, added back: a reload does not ask the peers
 // again (a peer added by the reload needs a restart). Errors: a reloaded profile now takes the name

@@ -21,8 +21,4 @@ struct Health {
   std::chrono::steady_clock::time_point next_check{};
 };
 
-// Pure: how long to wait after a check. Reachable: health.check_interval_s. After the n-th failure
-// in a row: 0.5 s doubling per failure, capped at health.backoff_max_s.
-std::chrono::milliseconds next_delay(const config::HealthCfg& h, int failures);
-
 }  // namespace kevlaya::remote
