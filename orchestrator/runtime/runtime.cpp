@@ -86,8 +86,8 @@ asio::awaitable<void> Runtime::drain_then_stop() {
 }
 
 bool Runtime::run(std::function<asio::awaitable<void>()> body) {
-  asio::signal_set sigs(ioc_, SIGINT, SIGTERM);
-  asio::signal_set hup(ioc_);  // SIGHUP, when on_hangup() set a handler
+  auto& sigs = sigs_;
+  auto& hup = hup_;
   bool body_done = false;
   std::function<void()> arm = [&] {
     sigs.async_wait([&](boost::system::error_code ec, int sig) {
@@ -122,10 +122,7 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
       arm_hup();
     });
   };
-  if (hangup_) {
-    hup.add(SIGHUP);
-    arm_hup();
-  }
+  if (hangup_) arm_hup();
   if (body) {
     asio::co_spawn(ioc_, [&]() -> asio::awaitable<void> {
       co_await body();

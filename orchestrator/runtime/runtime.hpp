@@ -9,7 +9,9 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,7 +48,10 @@ class Runtime {
   void on_first_signal(std::function<void()> hook, std::function<boost::asio::awaitable<void>()> drain = {});
 
   // SIGHUP runs `fn` (e.g. a configuration reload) each time; without one SIGHUP is not caught.
-  void on_hangup(std::function<void()> fn) { hangup_ = std::move(fn); }
+  void on_hangup(std::function<void()> fn) {
+    hangup_ = std::move(fn);
+    hup_.add(SIGHUP);  // caught from now on: one before run() waits for it
+  }
 
   // Runs `body` on this thread (an empty body: until the first signal), then stops every child.
   // Returns true when a signal interrupted it. Exceptions from `body` are bugs and propagate.
@@ -65,6 +70,10 @@ class Runtime {
   // One thread runs ioc_ and performs all of its I/O (sockets, pipes, pidfds): the reactor's
   // per-descriptor locks are off (~9 % of the door's CPU per request). Other threads may only post.
   boost::asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  // Caught from open() on: a signal before run() (serve prints "listening on" first) waits for it
+  // instead of killing the process with the default action.
+  boost::asio::signal_set sigs_{ioc_, SIGINT, SIGTERM};
+  boost::asio::signal_set hup_{ioc_};  // SIGHUP, once on_hangup() set a handler
   ledger::SnapshotPtr snap_;  // never null
   StateLock lock_;  // released last: the children are gone by then
   std::unique_ptr<supervisor::Supervisor> sup_;
