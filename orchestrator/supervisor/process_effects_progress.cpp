@@ -21,10 +21,8 @@ std::uintmax_t ProcessEffects::log_size(const std::string& profile) const {
 std::optional<LoadProgress> ProcessEffects::progress(const std::string& profile) {
   const auto* run = running(profile);
   if (orch_.log_dir.empty() || !run || run->ready) return std::nullopt;
-  const auto file = child_log_path(orch_.log_dir, profile);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return LoadProgress{"starting", std::nullopt, std::nullopt};
-  return parse_load_progress(read_file_tail(file, run->log_offset, kTailBytes));
+  // No log yet reads as empty: "starting".
+  return parse_load_progress(read_file_tail(child_log_path(orch_.log_dir, profile), run->log_offset, kTailBytes));
 }
 
 }  // namespace kevlaya::supervisor
