@@ -5,7 +5,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
@@ -86,11 +85,9 @@ asio::awaitable<void> Runtime::drain_then_stop() {
 }
 
 bool Runtime::run(std::function<asio::awaitable<void>()> body) {
-  auto& sigs = sigs_;
-  auto& hup = hup_;
   bool body_done = false;
   std::function<void()> arm = [&] {
-    sigs.async_wait([&](boost::system::error_code ec, int sig) {
+    sigs_.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
       if (interrupted_) {
         spdlog::warn("second signal: stopping now");
@@ -102,11 +99,11 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
       if (hook_) hook_();
       // Without a body, the drain ends the run; with one, it also fails acquires still waiting
       // (e.g. on a slow model load) so the body returns promptly.
-      asio::co_spawn(ioc_, [this, &body, &body_done, &sigs, &hup]() -> asio::awaitable<void> {
+      asio::co_spawn(ioc_, [this, &body, &body_done]() -> asio::awaitable<void> {
         co_await drain_then_stop();
         if (!body || body_done) {
-          sigs.cancel();
-          hup.cancel();
+          sigs_.cancel();
+          hup_.cancel();
           ioc_.stop();
         }
       }, asio::detached);
@@ -115,7 +112,7 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
   };
   arm();
   std::function<void()> arm_hup = [&] {
-    hup.async_wait([&](boost::system::error_code ec, int) {
+    hup_.async_wait([&](boost::system::error_code ec, int) {
       if (ec) return;
       spdlog::info("SIGHUP: reloading the configuration");
       hangup_();
@@ -128,8 +125,8 @@ bool Runtime::run(std::function<asio::awaitable<void>()> body) {
       co_await body();
       body_done = true;
       co_await shutdown_once();
-      sigs.cancel();
-      hup.cancel();
+      sigs_.cancel();
+      hup_.cancel();
       ioc_.stop();
     }, [](std::exception_ptr e) {
       if (e) std::rethrow_exception(e);  // a bug: let it surface from ioc_.run()
