@@ -41,7 +41,7 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
     return make_error(Errc::queue_full,
                       "queue is full (" + std::to_string(queue_.size()) + " requests waiting for a model)",
                       "retry later");
-  auto w = std::make_shared<Waiter>(strand_);
+  auto w = std::make_shared<Waiter>();
   w->id = next_id_++;
   w->profile = p->name;
   w->health = p->health;
@@ -63,10 +63,11 @@ Admission SupervisorImpl::admit(std::string model, std::optional<Clock::time_poi
 asio::awaitable<Result<Lease>> SupervisorImpl::wait(std::shared_ptr<Waiter> w,
                                                     std::shared_ptr<upstream::CancelToken> cancel) {
   auto self = shared_from_this();
+  if (!w->result) w->timer.emplace(strand_);
   while (!w->result) {
     boost::system::error_code ec;
-    w->timer.expires_at(w->deadline);
-    co_await w->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    w->timer->expires_at(w->deadline);
+    co_await w->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!w->result && Clock::now() >= w->deadline) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
       w->result.emplace(make_error(Errc::timeout, "no free slot of '" + w->profile + "' before the deadline",
@@ -103,7 +104,7 @@ void SupervisorImpl::abandon(const std::shared_ptr<Waiter>& w) {
   if (w->result) return;  // served or failed meanwhile; a lease is released by its owner
   queue_.erase(std::remove(queue_.begin(), queue_.end(), w), queue_.end());
   w->result.emplace(make_error(Errc::unavailable, "client disconnected while waiting"));
-  w->timer.cancel();
+  w->wake();
   reschedule();
 }
 
@@ -127,7 +128,7 @@ void SupervisorImpl::release_to(std::uint64_t waiter_id, ChildState& ps, Clock::
   const auto lora = ps.spec->scales.find(w->profile);  // a shared child's member: its adapters on
   w->result.emplace(Lease(std::move(s), whole_ms(now - w->enqueued), switch_ms,
                           lora != ps.spec->scales.end() ? lora->second : std::vector<ledger::LoraScale>{}));
-  w->timer.cancel();
+  w->wake();
 }
 
 void SupervisorImpl::on_release(const std::string& child, std::uint64_t lease_id, std::int64_t keep_alive_s,
@@ -157,7 +158,7 @@ void SupervisorImpl::refuse(std::uint64_t waiter_id, const Action& a) {
                        "retry after the time in Retry-After, or raise the request's timeout (queue.max_wait_s)");
   e.retry_after_s = static_cast<int>(wait_s);
   w->result.emplace(std::move(e));
-  w->timer.cancel();
+  w->wake();
 }
 
 void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
@@ -165,7 +166,7 @@ void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
   for (auto& w : queue_) {
     if (w->child == child) {
       w->result.emplace(e);
-      w->timer.cancel();
+      w->wake();
     } else {
       keep.push_back(w);
     }

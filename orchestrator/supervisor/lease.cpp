@@ -97,14 +97,27 @@ asio::awaitable<Result<Lease>> Supervisor::acquire(std::string model_or_alias,
   if (impl_->on_strand()) {  // a caller on our strand (the door): no hop to admit
     auto admitted = impl_->admit(std::move(model_or_alias), deadline, cancel);
     if (auto* now = std::get_if<Result<Lease>>(&admitted)) co_return std::move(*now);
-    auto r = co_await asio::co_spawn(
-        impl_->strand_, wrap(impl_->wait(std::get<std::shared_ptr<Waiter>>(std::move(admitted)), std::move(cancel))),
-        asio::use_awaitable);
-    co_return std::move(*r);
+    // A named ticket: GCC 12 destroys a braced temporary in a co_await expression twice.
+    Ticket queued{std::get<std::shared_ptr<Waiter>>(std::move(admitted))};
+    co_return co_await wait(std::move(queued), std::move(cancel));
   }
   auto r = co_await asio::co_spawn(
       impl_->strand_, wrap(impl_->acquire(std::move(model_or_alias), deadline, std::move(cancel))),
       asio::use_awaitable);
+  co_return std::move(*r);
+}
+
+std::optional<std::variant<Result<Lease>, Supervisor::Ticket>> Supervisor::admit_now(
+    std::string model_or_alias, std::shared_ptr<upstream::CancelToken> cancel) {
+  if (!impl_->on_strand()) return std::nullopt;
+  auto admitted = impl_->admit(std::move(model_or_alias), std::nullopt, std::move(cancel));
+  if (auto* now = std::get_if<Result<Lease>>(&admitted)) return std::move(*now);
+  return Ticket{std::get<std::shared_ptr<Waiter>>(std::move(admitted))};
+}
+
+asio::awaitable<Result<Lease>> Supervisor::wait(Ticket t, std::shared_ptr<upstream::CancelToken> cancel) {
+  auto r = co_await asio::co_spawn(impl_->strand_, wrap(impl_->wait(std::move(t.waiter), std::move(cancel))),
+                                   asio::use_awaitable);
   co_return std::move(*r);
 }
 

@@ -487,7 +487,7 @@ asio::awaitable<void> SupervisorImpl::shutdown() {
   waiting.swap(queue_);
   for (auto& w : waiting) {
     w->result.emplace(make_error(Errc::unavailable, "shutting down"));
-    w->timer.cancel();
+    w->wake();
   }
   for (auto& [name, ps] : children_) {
     if (!is_alive(ps.phase)) continue;

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,7 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 class SupervisorImpl;
+struct Waiter;
 
 // Shared between a Lease and the supervisor; the crash fields are written on the supervisor strand
 // before `crashed` is set (release/acquire), so any thread may read them after seeing crashed().
@@ -210,6 +212,18 @@ class Supervisor {
   asio::awaitable<Result<Lease>> acquire(std::string model_or_alias,
                                          std::optional<Clock::time_point> deadline = std::nullopt,
                                          std::shared_ptr<upstream::CancelToken> cancel = nullptr);
+
+  // A queued request (admit_now): its place in the queue until wait() ends.
+  struct Ticket {
+    std::shared_ptr<Waiter> waiter;
+  };
+  // acquire()'s admission without its wait, for a caller running on strand() (otherwise nullopt):
+  // a lease or an error now, or the ticket of a request queued for a slot (wait() on it), so a
+  // caller that does something while it waits (the door's keep-alives) pays for that only then.
+  std::optional<std::variant<Result<Lease>, Ticket>> admit_now(std::string model_or_alias,
+                                                               std::shared_ptr<upstream::CancelToken> cancel);
+  // Waits on a queued request (admit_now) as acquire() does: until its grant, deadline or cancel.
+  asio::awaitable<Result<Lease>> wait(Ticket t, std::shared_ptr<upstream::CancelToken> cancel);
 
   // The strand the supervisor's state lives on (the executor itself with serial_executor). A caller
   // running on it (the HTTP door) is admitted without a hop: acquire() grants a free slot synchronously.

@@ -65,15 +65,18 @@ struct ChildState {
 std::optional<double> expected_load_s(const ChildState& ps);
 
 struct Waiter {
-  Waiter(asio::any_io_executor ex) : timer(ex) {}
   std::uint64_t id = 0;
   std::string profile;  // the profile asked for
   config::HealthCfg health;  // its health settings, as admitted (the lease's call_options)
   std::string child;    // the child that serves it (profile name, or shared-base group child)
   Clock::time_point enqueued{};
   Clock::time_point deadline{};
-  asio::steady_timer timer;
+  std::optional<asio::steady_timer> timer;  // made by wait(): most calls are granted at once
   std::optional<Result<Lease>> result;
+  // Ends wait() (a result is set, or the waiter left the queue).
+  void wake() {
+    if (timer) timer->cancel();
+  }
 };
 
 // What admission decided: an error or a lease now, or the queued waiter.
@@ -124,7 +127,8 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   const std::string& child_of(const std::string& profile) const;
   const ledger::ChildSpec* spec_of(const std::string& profile) const;  // nullptr when none
   void reschedule();
-  SchedInput sched_input(Clock::time_point now) const;
+  // The scheduler's input now (sched_in_, refilled): valid until the next call.
+  const SchedInput& sched_input(Clock::time_point now);
   // Fails a queued request that cannot wait for a protected child (a refuse action): 503 + Retry-After.
   void refuse(std::uint64_t waiter_id, const Action& a);
   bool ram_short(const SchedInput& in) const;  // the oldest model waiting to start lacks host RAM
@@ -169,6 +173,7 @@ class SupervisorImpl : public std::enable_shared_from_this<SupervisorImpl> {
   std::vector<std::string> recent_;  // child names of the last calls that came alone (switch ahead), oldest first
   asio::steady_timer wake_;
   std::optional<Clock::time_point> wake_armed_;  // when wake_ fires (none: not waiting)
+  SchedInput sched_in_;  // sched_input()'s value, refilled for each decision
   std::list<asio::steady_timer*> watchers_;
   // Switches in progress, one per device (the child's first GPU; -1 = no placement known): the
   // GPUs of a multi-device machine switch at the same time, each with its own record.

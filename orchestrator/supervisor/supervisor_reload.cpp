@@ -66,7 +66,7 @@ void SupervisorImpl::requeue() {
       continue;
     }
     w->result.emplace(make_error(Errc::not_found, "model '" + w->profile + "' was removed by a configuration reload"));
-    w->timer.cancel();
+    w->wake();
   }
   queue_.swap(keep);
 }

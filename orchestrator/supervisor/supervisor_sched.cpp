@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 
+#include "ledger/calibration.hpp"
 #include "ledger/plan.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
@@ -24,15 +26,22 @@ double reload_cost_s(const ChildState& ps) {
 
 std::optional<double> expected_load_s(const ChildState& ps) {
   if (ps.loads_ms.empty()) return std::nullopt;
-  std::vector<std::int64_t> v(ps.loads_ms.begin(), ps.loads_ms.end());
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
+  // On the stack: this runs for every live child at every decision (twice per request).
+  std::array<std::int64_t, 4 * ledger::kLoadTimesKept> v{};
+  const auto n = std::min(ps.loads_ms.size(), v.size());  // the latest (more only from an edited file)
+  std::copy(ps.loads_ms.end() - static_cast<std::ptrdiff_t>(n), ps.loads_ms.end(), v.begin());
+  std::sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
   const double ms = n % 2 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1] + v[n / 2])) / 2;
   return ms / 1000.0;
 }
 
-SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
-  SchedInput in;
+const SchedInput& SupervisorImpl::sched_input(Clock::time_point now) {
+  // Refilled in place: this runs twice per request, and cleared vectors keep their room.
+  SchedInput& in = sched_in_;
+  in.children.clear();
+  in.queue.clear();
+  in.not_before.clear();
+  in.ahead.reset();
   in.cfg = cfg_->orch.scheduling;
   in.now = now;
   in.allowed_sets = opts_.allowed_sets;  // child names, as the plan states them
@@ -52,7 +61,7 @@ SchedInput SupervisorImpl::sched_input(Clock::time_point now) const {
     c.reload_cost_s = reload_cost_s(ps);
     if (const auto& ev = ps.settings().evict; ev.protect)
       c.protection = SchedChild::Protection{std::chrono::seconds(ev.idle_s), std::chrono::seconds(ev.max_wait_s)};
-    in.children.push_back(c);
+    in.children.push_back(std::move(c));
   }
   in.wanted = wanted();
   // A guess replaces a resident child (or completes the switch that stopped one for it); it never

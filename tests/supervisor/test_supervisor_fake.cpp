@@ -322,6 +322,40 @@ TEST_CASE("supervisor: a caller on the serial executor is granted a free slot wi
   });
 }
 
+// admit_now: acquire's admission without its wait, for the door's streamed calls (which send
+// keep-alives only while they wait): a free slot now, a ticket for a queued call that wait() turns
+// into its lease, an error now; off the strand, nothing (the caller uses acquire()).
+TEST_CASE("supervisor: admit_now grants a free slot at once, queues a call that must wait, and wait() ends it") {
+  Fixture f(kev_and_laya(), executor_options(true));
+  using Ticket = Supervisor::Ticket;
+  CHECK_FALSE(f.sup.admit_now("kev", nullptr).has_value());  // not on the strand
+  test::run_co_on(f.ioc, f.sup.strand(), [&]() -> asio::awaitable<void> {
+    auto first = f.sup.admit_now("kev", nullptr);  // not started: queued, and the start begins
+    REQUIRE(first.has_value());
+    REQUIRE(std::holds_alternative<Ticket>(*first));
+    Ticket queued = std::get<Ticket>(std::move(*first));
+    auto lease = co_await f.sup.wait(std::move(queued), nullptr);
+    REQUIRE(lease.ok());
+    CHECK(lease->profile() == "kev");
+    CHECK(f.world.events == std::vector<std::string>{"start kev"});
+    lease->release();
+    co_await sleep_for(10ms);  // the release is posted
+    auto now = f.sup.admit_now("kev", nullptr);  // ready with a free slot: a lease, no wait
+    REQUIRE(now.has_value());
+    REQUIRE(std::holds_alternative<Result<Lease>>(*now));
+    auto& granted = std::get<Result<Lease>>(*now);
+    REQUIRE(granted.ok());
+    CHECK(granted->switch_ms() == 0);
+    granted->release();
+    auto unknown = f.sup.admit_now("nobody", nullptr);
+    REQUIRE(unknown.has_value());
+    REQUIRE(std::holds_alternative<Result<Lease>>(*unknown));
+    CHECK(std::get<Result<Lease>>(*unknown).error().code == Errc::not_found);
+    CHECK(f.world.events == std::vector<std::string>{"start kev"});
+    co_await f.sup.shutdown();
+  });
+}
+
 // Regression (SIGINT to `up --cycle` mid-switch): a shutdown that ran after a start was decided but
 // before it reached the effects stopped nothing, and the start then brought up a child that nobody
 // stopped. The shutdown is issued 0..11 scheduler turns after the call that starts kev, so one of
