@@ -71,7 +71,7 @@ Result<HttpAnswer> http_stream(const ClientOptions& o, const std::string& path,
                                const std::function<bool(std::string_view)>& on_data) {
   HttpAnswer head;
   upstream::StreamCallbacks cb;
-  cb.on_head = [&head](int status, const upstream::Headers&) -> asio::awaitable<bool> {
+  cb.on_head = [&head](int status, upstream::HeaderViews) -> asio::awaitable<bool> {
     head.status = status;
     co_return true;
   };

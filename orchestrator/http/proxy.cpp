@@ -304,11 +304,10 @@ Error too_large_error(const Call& call, std::int64_t cap) {
 upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const Lease& lease,
                                           std::int64_t queue_ms, std::int64_t cap, Relay& r) {
   upstream::StreamCallbacks cb;
-  cb.on_head = [&c, &call, &lease, &r, queue_ms](int status,
-                                                 const upstream::Headers& h) -> asio::awaitable<bool> {
+  cb.on_head = [&c, &call, &lease, &r, queue_ms](int status, upstream::HeaderViews h) -> asio::awaitable<bool> {
     r.status = status;
     for (const auto& [k, v] : h) {
-      if (beast::iequals(k, "content-type")) r.content_type = v;
+      if (beast::iequals(beast::string_view(k.data(), k.size()), "content-type")) r.content_type = v;
       if (call.relay_headers && passes(k)) r.passed.emplace_back(k, v);
     }
     if (status != 200) r.upstream_error = true;

@@ -55,7 +55,7 @@ asio::awaitable<Result<Exchange>> post_chat(CallEnv& env, const upstream::Endpoi
   req.body = std::move(body);
   auto ex_ptr = std::make_shared<Exchange>();
   upstream::StreamCallbacks cb;
-  cb.on_head = [ex_ptr](int status, const upstream::Headers&) -> asio::awaitable<bool> {
+  cb.on_head = [ex_ptr](int status, upstream::HeaderViews) -> asio::awaitable<bool> {
     ex_ptr->status = status;
     co_return true;
   };

@@ -1,5 +1,6 @@
-// Beast implementation of the upstream client. Timeouts use beast::tcp_stream's own timer
-// (expiry closes the socket, pending operations fail with beast::error::timeout).
+// Beast implementation of the upstream client. Timeouts: one watchdog timer per connection (UpConn)
+// closes it when the pending operation's deadline passes (the operation then fails with
+// beast::error::timeout) or when the silence watch finds the child hung.
 #include "upstream/client.hpp"
 #include "upstream/wire.hpp"
 
@@ -12,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <sys/socket.h>
 
@@ -77,6 +79,7 @@ asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
     co_await s.async_connect(results, ec_token(ec));
   }
   if (!ec) set_cloexec(s.socket().native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
+  s.expires_never();  // from here the connection's watchdog bounds its operations (UpConn)
   co_return ec;
 }
 
@@ -112,11 +115,12 @@ Outgoing build_request(Request&& req, const Endpoint& ep) {
   return out;
 }
 
+// Views of a parsed head's fields, in place up to 32 (no allocation per field).
 template <class Fields>
-Headers to_headers(const Fields& fields) {
-  Headers out;
-  for (const auto& f : fields)
-    out.emplace_back(std::string(f.name_string()), std::string(f.value()));
+boost::container::small_vector<std::pair<std::string_view, std::string_view>, 32> views_of(const Fields& fields) {
+  boost::container::small_vector<std::pair<std::string_view, std::string_view>, 32> out;
+  const auto view = [](beast::string_view v) { return std::string_view(v.data(), v.size()); };
+  for (const auto& f : fields) out.emplace_back(view(f.name_string()), view(f.value()));
   return out;
 }
 
@@ -126,7 +130,89 @@ void close_quietly(beast::tcp_stream& s) {
   s.close();
 }
 
-using StreamPtr = std::unique_ptr<beast::tcp_stream>;
+// A connection to a child with its one timer. Beast's tcp_stream arms a timer for each read and
+// write (a wait, then a cancel that posts a completion), and a silence watcher per exchange took a
+// coroutine and a timer more; here one watchdog per connection wakes only when the earliest thing it
+// guards is due (the pending operation's deadline, the next silence check), is re-armed only for an
+// earlier moment, and stays armed across a pooled connection's exchanges.
+struct UpConn : beast::tcp_stream {
+  explicit UpConn(const asio::any_io_executor& ex) : beast::tcp_stream(ex), watchdog(ex) {}
+  asio::steady_timer watchdog;
+  beast::flat_buffer buf;  // what was read and not parsed yet; its room is kept for the next exchange
+  std::uint64_t gen = 0;                                      // of the watchdog's current wait
+  Clock::time_point armed = Clock::time_point::max();        // its expiry; max: not armed
+  Clock::time_point op_deadline = Clock::time_point::max();  // of the pending read or write; max: none
+  // The exchange's silence watch (StreamOptions::check_after; 0: off).
+  std::uint64_t exchange = 0;
+  std::chrono::milliseconds check_after{0};
+  std::function<asio::awaitable<bool>()> still_alive;
+  Clock::time_point last{};  // the last byte read, or the last passed check
+  bool checking = false;
+  bool timed_out = false;  // the watchdog closed it: op_deadline passed
+  bool hung = false;       // still_alive said no: the watchdog closed it
+};
+using StreamPtr = std::shared_ptr<UpConn>;
+
+void on_watchdog(const StreamPtr& c);
+
+// Arms the watchdog for the earliest thing due, unless it wakes before that anyway.
+void watch(const StreamPtr& c) {
+  auto at = c->op_deadline;
+  if (c->check_after.count() > 0 && !c->checking) at = std::min(at, c->last + c->check_after);
+  if (at >= c->armed) return;
+  c->armed = at;
+  c->watchdog.expires_at(at);  // an earlier wait ends (aborted; its generation is old anyway)
+  c->watchdog.async_wait([w = std::weak_ptr<UpConn>(c), gen = ++c->gen](error_code ec) {
+    auto c = w.lock();
+    if (!ec && c && gen == c->gen) on_watchdog(c);
+  });
+}
+
+// Asks the exchange's still_alive after a silence; a "no" closes the connection (hung).
+asio::awaitable<void> check_alive(StreamPtr c) {
+  const auto exchange = c->exchange;
+  const auto alive = c->still_alive;  // a copy: the call's frame refers to it until it ends
+  bool ok = true;
+  try {
+    ok = co_await alive();
+  } catch (const std::exception&) {  // a failed check is no evidence of a hang
+  }
+  c->checking = false;
+  if (exchange != c->exchange) co_return;  // that exchange ended meanwhile
+  if (!ok) {
+    c->hung = true;
+    close_quietly(*c);
+    co_return;
+  }
+  c->last = Clock::now();
+  watch(c);
+}
+
+void on_watchdog(const StreamPtr& c) {
+  c->armed = Clock::time_point::max();
+  const auto now = Clock::now();
+  if (now >= c->op_deadline) {  // the pending operation fails; the caller reads timed_out
+    c->timed_out = true;
+    close_quietly(*c);
+    return;
+  }
+  if (c->check_after.count() > 0 && !c->checking && now >= c->last + c->check_after) {
+    c->checking = true;  // now, not when the check starts: the watchdog is re-armed below
+    asio::co_spawn(c->get_executor(), check_alive(c), asio::detached);
+  }
+  watch(c);
+}
+
+// Bounds the operation that follows by `at` until it goes out of scope.
+struct [[nodiscard]] Bounded {
+  UpConn& c;
+  ~Bounded() { c.op_deadline = Clock::time_point::max(); }
+};
+Bounded bound(const StreamPtr& c, Clock::time_point at) {
+  c->op_deadline = at;
+  watch(c);
+  return Bounded{*c};
+}
 
 // The child closed the connection (or sent bytes nobody asked for) while it sat idle.
 bool unusable(beast::tcp_stream& s) {
@@ -272,38 +358,6 @@ struct HookGuard {
   }
 };
 
-// The silence watch of one stream (StreamOptions::check_after); shared with its watcher coroutine.
-struct SilenceWatch {
-  explicit SilenceWatch(const asio::any_io_executor& ex) : timer(ex) {}
-  asio::steady_timer timer;
-  Clock::time_point last = Clock::now();  // the last byte read (or the last passed check)
-  bool done = false;                      // the stream ended: the watcher leaves
-  bool hung = false;                      // still_alive said no: the connection was closed
-};
-
-// Asks `alive` after each `every` of silence; a "no" closes the stream's connection.
-asio::awaitable<void> watch_silence(std::shared_ptr<SilenceWatch> w, std::weak_ptr<StreamConn> conn,
-                                    std::chrono::milliseconds every, std::function<asio::awaitable<bool>()> alive) {
-  while (!w->done) {
-    error_code ec;
-    w->timer.expires_at(w->last + every);
-    co_await w->timer.async_wait(ec_token(ec));
-    if (w->done || Clock::now() < w->last + every) continue;  // ended, or bytes came meanwhile
-    bool ok = true;
-    try {
-      ok = co_await alive();
-    } catch (const std::exception&) {  // a failed check is no evidence of a hang
-    }
-    if (w->done) co_return;
-    if (!ok) {
-      w->hung = true;
-      if (auto c = conn.lock(); c && c->s) close_quietly(*c->s);
-      co_return;
-    }
-    w->last = Clock::now();
-  }
-}
-
 class Streamer {
  public:
   Streamer(asio::any_io_executor ex, Endpoint ep, StreamOptions opt,
@@ -311,15 +365,6 @@ class Streamer {
       : ex_(std::move(ex)), conn_(std::make_shared<StreamConn>()), ep_(std::move(ep)), opt_(std::move(opt)),
         cancel_(std::move(cancel)), deadline_(Clock::now() + opt_.deadline) {
     if (opt_.first_byte_timeout.count() <= 0) opt_.first_byte_timeout = opt_.idle_timeout;
-    if (opt_.check_after.count() > 0 && opt_.still_alive) {
-      watch_ = std::make_shared<SilenceWatch>(ex_);
-      asio::co_spawn(ex_, watch_silence(watch_, conn_, opt_.check_after, opt_.still_alive), asio::detached);
-    }
-  }
-  ~Streamer() {
-    if (!watch_) return;
-    watch_->done = true;
-    watch_->timer.cancel();
   }
   Streamer(const Streamer&) = delete;
   Streamer& operator=(const Streamer&) = delete;
@@ -329,14 +374,22 @@ class Streamer {
  private:
   bool cancelled() const { return cancel_ && cancel_->cancelled(); }
   std::chrono::milliseconds silence_limit() const { return got_head_ ? opt_.idle_timeout : opt_.first_byte_timeout; }
-  void arm_timer() {  // the silence limit of this phase, never past the overall deadline
-    conn_->s->expires_at(std::min(deadline_, Clock::now() + silence_limit()));
+  Bounded read_bound() {  // the silence limit of this phase, never past the overall deadline
+    return bound(conn_->s, std::min(deadline_, Clock::now() + silence_limit()));
   }
-  void heard() {  // a byte came: the silence watch starts over
-    if (watch_) watch_->last = Clock::now();
+  void heard() { conn_->s->last = Clock::now(); }  // a byte came: the silence watch starts over
+  // This exchange on `c` (pooled or new): its silence watch, from now.
+  void begin(UpConn& c) const {
+    ++c.exchange;
+    c.timed_out = c.hung = false;
+    c.last = Clock::now();
+    c.check_after = opt_.still_alive ? opt_.check_after : std::chrono::milliseconds(0);
+    c.still_alive = opt_.still_alive;
   }
+  // An operation's error, as the watchdog caused it: its deadline passed (beast::error::timeout).
+  error_code seen(error_code ec) const { return ec && conn_->s->timed_out ? error_code(beast::error::timeout) : ec; }
   Error fail(const error_code& ec, std::string_view phase) const {
-    if (watch_ && watch_->hung)
+    if (conn_->s && conn_->s->hung)
       return make_error(Errc::upstream_error, ep_.to_string() + " stopped answering (no byte for " +
                                                   std::to_string(opt_.check_after.count()) +
                                                   " ms and its liveness check failed)");
@@ -351,9 +404,15 @@ class Streamer {
   asio::awaitable<Result<StreamResult>> read_body(StreamCallbacks& cb);
   StreamResult ended() {
     const bool reusable = result_.complete && !cancelled() && ep_.pool && keep_alive_ && parser_->keep_alive() &&
-                          buf_.size() == 0;
-    if (conn_->s && reusable) ep_.pool->impl().give(std::move(conn_->s));
-    else if (conn_->s) close_quietly(*conn_->s);
+                          conn_->s && conn_->s->buf.size() == 0;
+    if (auto& c = conn_->s) {  // the exchange is over: no silence watch (the watchdog may stay armed)
+      ++c->exchange;
+      c->check_after = std::chrono::milliseconds(0);
+      c->still_alive = nullptr;
+      if (c->buf.capacity() > 4 * kReadBytes) c->buf.shrink_to_fit();  // (empty: frees it)
+      if (reusable) ep_.pool->impl().give(std::move(c));
+      else close_quietly(*c);
+    }
     conn_->s.reset();
     return result_;
   }
@@ -364,11 +423,9 @@ class Streamer {
   StreamOptions opt_;
   std::shared_ptr<CancelToken> cancel_;
   Clock::time_point deadline_;
-  beast::flat_buffer buf_;
   std::optional<http::response_parser<http::string_body>> parser_;  // one per attempt
   bool keep_alive_ = false;
   bool got_head_ = false;  // the head came: idle_timeout from here on (first_byte_timeout before)
-  std::shared_ptr<SilenceWatch> watch_;  // null: no silence watch
   StreamResult result_;
 };
 
@@ -376,18 +433,22 @@ asio::awaitable<error_code> Streamer::send_and_read_header(const Outgoing& msg, 
   error_code ec;
   parser_.emplace();
   parser_->header_limit(kMaxHeader);
-  buf_.reserve(kReadBytes);  // head and a small body in one read (Beast starts at 512 bytes)
+  conn_->s->buf.reserve(kReadBytes);  // head and a small body in one read (Beast starts at 512 bytes)
   // Streams may be long; the deadline bounds them. Not boost::none: Beast 1.74 then rejects
   // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   phase = "write";
-  conn_->s->expires_at(deadline_);
-  co_await write_all(*conn_->s, conn_->s->socket(), msg.buffers(), ec);
+  const auto rest = write_ready(conn_->s->socket(), msg.buffers(), ec);  // usually all of it
+  if (!ec && beast::buffer_bytes(rest) > 0) {
+    const auto bounded = bound(conn_->s, deadline_);
+    co_await asio::async_write(*conn_->s, rest, ec_token(ec));
+    ec = seen(ec);
+  }
   if (ec) co_return ec;
   phase = "read header";
-  arm_timer();
-  co_await http::async_read_header(*conn_->s, buf_, *parser_, ec_token(ec));
-  co_return ec;
+  const auto bounded = read_bound();
+  co_await http::async_read_header(*conn_->s, conn_->s->buf, *parser_, ec_token(ec));
+  co_return seen(ec);
 }
 
 asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks& cb) {
@@ -408,14 +469,15 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
   std::string_view phase;
   error_code ec;
   if (ep_.pool && (conn_->s = ep_.pool->impl().take(ex_))) {
+    begin(*conn_->s);
     ec = co_await send_and_read_header(msg, phase);
     if ((result_.cancelled = cancelled())) co_return ended();
     if (ec && !stale(ec, parser_->got_some())) co_return fail(ec, phase);
     if (ec) close_quietly(*conn_->s);  // the child had closed it: once more on a fresh one
   }
   if (!conn_->s || ec) {
-    buf_.clear();
-    conn_->s = std::make_unique<beast::tcp_stream>(ex_);
+    conn_->s = std::make_shared<UpConn>(ex_);
+    begin(*conn_->s);
     ec = co_await connect(*conn_->s, ep_, deadline_);
     if ((result_.cancelled = cancelled())) co_return ended();
     if (ec) co_return fail(ec, "connect");
@@ -427,7 +489,8 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
   got_head_ = true;
   heard();
   result_.status = static_cast<int>(parser_->get().result_int());
-  if (cb.on_head && !co_await cb.on_head(result_.status, to_headers(parser_->get().base()))) {
+  const auto fields = views_of(parser_->get().base());  // (a local: GCC 12 and temporaries in co_await)
+  if (cb.on_head && !co_await cb.on_head(result_.status, HeaderViews(fields.data(), fields.size()))) {
     result_.stopped = true;
     co_return ended();
   }
@@ -440,16 +503,22 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
   // Content-Length responses under Boost 1.74 in this setup; string_body does not.)
   // The bytes that came with the head are parsed once; from then on each turn reads before the
   // parser sees the buffer again (wire.hpp read_more: it must never get the same bytes twice).
-  bool head_bytes = buf_.size() > 0;
+  beast::flat_buffer& buf = conn_->s->buf;
+  bool head_bytes = buf.size() > 0;
   while (!parser_->is_done()) {
     if ((result_.cancelled = cancelled())) co_return ended();
     error_code ec;
     if (head_bytes) {
-      parse_buffered(*parser_, buf_, ec);  // e.g. a whole answer read with its head
+      parse_buffered(*parser_, buf, ec);  // e.g. a whole answer read with its head
       head_bytes = false;
     } else {
-      arm_timer();
-      co_await read_more(*conn_->s, buf_, *parser_, kReadBytes, ec);
+      if (cb.on_idle && !co_await cb.on_idle()) {
+        result_.stopped = true;
+        co_return ended();
+      }
+      const auto bounded = read_bound();
+      co_await read_more(*conn_->s, buf, *parser_, kReadBytes, ec);
+      ec = seen(ec);
       if (!ec) heard();
     }
     if ((result_.cancelled = cancelled())) co_return ended();
@@ -483,9 +552,9 @@ asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint 
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
   Response out;
   StreamCallbacks cb;
-  cb.on_head = [&out](int status, const Headers& h) -> asio::awaitable<bool> {
+  cb.on_head = [&out](int status, HeaderViews h) -> asio::awaitable<bool> {
     out.status = status;
-    out.headers = h;
+    for (const auto& [k, v] : h) out.headers.emplace_back(k, v);
     co_return true;
   };
   cb.on_chunk = [&out](std::string_view bytes) -> asio::awaitable<bool> {  // false: past the cap

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,8 @@ namespace kevlaya::upstream {
 
 namespace asio = boost::asio;
 using Headers = std::vector<std::pair<std::string, std::string>>;
+// An answer's head fields as the client read them: views valid during on_head only.
+using HeaderViews = std::span<const std::pair<std::string_view, std::string_view>>;
 
 struct Endpoint {
   Endpoint() = default;
@@ -82,11 +85,15 @@ class CancelToken {
 };
 
 struct StreamCallbacks {
-  // Called once with the status line and headers, before any body byte. Return false to stop.
-  std::function<asio::awaitable<bool>(int status, const Headers& headers)> on_head;
+  // Called once with the status line and headers (views into the read buffer: copy what is kept),
+  // before any body byte. Return false to stop.
+  std::function<asio::awaitable<bool>(int status, HeaderViews headers)> on_head;
   // Called with decoded body bytes as they arrive (chunked framing already removed). The view
   // is valid until the returned awaitable completes. Return false to stop (closes upstream).
   std::function<asio::awaitable<bool>(std::string_view bytes)> on_chunk;
+  // Called before each wait for more of the body (what came so far has been handed over), so a
+  // caller that holds what it relays writes it then. Return false to stop (closes upstream).
+  std::function<asio::awaitable<bool>()> on_idle;
 };
 
 struct StreamOptions {

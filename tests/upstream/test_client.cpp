@@ -135,7 +135,7 @@ TwoParts stream_in_two_parts(const std::string& first, const std::string& second
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_head = [&](int st, const Headers& h) -> asio::awaitable<bool> {
+        cb.on_head = [&](int st, HeaderViews h) -> asio::awaitable<bool> {
           out.head_status = st;
           for (auto& [k, v] : h)
             if (k == "Content-Type") out.content_type = v;
@@ -650,4 +650,46 @@ TEST_CASE("stream: first_byte_timeout bounds the wait for the head, idle_timeout
   REQUIRE_FALSE(got->ok());
   CHECK(got->error().code == Errc::timeout);
   CHECK(got->error().message.find("sent nothing for 100 ms (no answer head)") != std::string::npos);
+}
+
+// One watchdog per pooled connection (not one timer per read): it was armed for the first
+// exchange's short limit, and must neither end the second exchange early (its limit is longer) nor
+// let the third overrun its own (shorter again) one.
+TEST_CASE("pool: a reused connection's timeouts are its current exchange's, not the last one's", "[upstream]") {
+  asio::io_context io;
+  TestServer srv(io);
+  auto pool = std::make_shared<ConnectionPool>();
+  Event done(io);
+  std::vector<std::optional<Result<StreamResult>>> got(3);
+  run_all(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto s = co_await srv.acc.async_accept(asio::use_awaitable);
+        co_await read_request(s);
+        co_await send(s, kKeepAliveOk);  // at once
+        co_await read_request(s);
+        asio::steady_timer t(io, 400ms);  // past the first exchange's 150 ms, within the second's
+        co_await t.async_wait(asio::use_awaitable);
+        co_await send(s, kKeepAliveOk);
+        co_await read_request(s);
+        co_await done.wait();  // never answers the third
+      },
+      [&]() -> asio::awaitable<void> {
+        const Endpoint ep = pooled(srv, pool);
+        const Request r{"POST", "/v1/chat/completions", "{}", {}, 5s};
+        StreamCallbacks none;
+        got[0] = co_await stream(io.get_executor(), ep, r, none, options(kGenerous, 150ms), nullptr);
+        got[1] = co_await stream(io.get_executor(), ep, r, none, options(kGenerous, 2s), nullptr);
+        const auto t0 = std::chrono::steady_clock::now();
+        got[2] = co_await stream(io.get_executor(), ep, r, none, options(kGenerous, 100ms), nullptr);
+        CHECK(std::chrono::steady_clock::now() - t0 < 2s);  // its own 100 ms, not a watchdog armed later
+        done.set();
+      });
+  REQUIRE(got[0]->ok());
+  CHECK(got[0]->value().complete);
+  REQUIRE(got[1]->ok());  // waited 400 ms on a connection whose watchdog was set for 150 ms
+  CHECK(got[1]->value().complete);
+  REQUIRE_FALSE(got[2]->ok());
+  CHECK(got[2]->error().code == Errc::timeout);
+  CHECK(pool->reused() == 2);
 }
