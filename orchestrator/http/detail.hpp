@@ -146,11 +146,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> send(Reply r);  // a whole response; false when the client is gone
   // send() for a handler that ends with it: `co_return co_await c.reply(r);`
   asio::awaitable<void> reply(Reply r) { co_await send(std::move(r)); }
-  // Streamed response head (flushed at once), chunked for HTTP/1.1, ended by closing the connection
-  // for HTTP/1.0; false when the client is gone.
-  asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers);
-  asio::awaitable<bool> chunk(std::string_view data);         // one chunk, flushed
-  asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk
+  // A streamed response: its head, chunked for HTTP/1.1, ended by closing the connection for
+  // HTTP/1.0; each part is written at once (Send::now, with whatever is held) or held for the next
+  // write (Send::held: a relay holds what it got from one read of the child and flushes before it
+  // waits for the next, so a head, its chunks and the last chunk that came together leave in one
+  // write). False when the client is gone.
+  enum class Send { now, held };
+  asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers,
+                                     Send when = Send::now);
+  asio::awaitable<bool> chunk(std::string_view data, Send when = Send::now);  // one chunk
+  asio::awaitable<bool> flush();  // writes what is held
+  asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk, with what is held
   bool head_sent() const { return head_sent_; }
   int status() const { return status_; }
   std::int64_t bytes_out() const { return bytes_out_; }  // response body bytes of this request so far
@@ -184,7 +190,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<std::optional<Request>> read_request();
   asio::awaitable<void> linger_close();
   void peek_for_hangup(std::uint64_t gen, std::shared_ptr<upstream::CancelToken> token);
-  asio::awaitable<bool> write_done(boost::system::error_code ec);
+  bool write_done(boost::system::error_code ec);
 
   // One timer per connection, not one per operation as Beast's tcp_stream arms: bound() sets
   // `deadline_` (a store) for the reads and writes until its guard goes out of scope, which clears
@@ -226,6 +232,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::int64_t bytes_out_ = 0;
   std::uint64_t watch_gen_ = 0;
   char peek_byte_ = 0;  // watch_disconnect's one-byte peek
+  std::string held_;    // a streamed response's bytes not written yet (Send::held)
 };
 
 // router.cpp: dispatches one request (auth, then the route); writes the whole response.

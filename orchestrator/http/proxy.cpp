@@ -104,10 +104,14 @@ std::string forward_body(const Call& call, Request& req, const Lease& lease) {
   return child_body(call, std::move(sent), lease.upstream_model(), lease.lora_scales());
 }
 
-HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms) {
-  return {{"X-Kevlaya-Model", model},
-          {"X-Kevlaya-Queue-Ms", std::to_string(queue_ms)},
-          {"X-Kevlaya-Swap-Ms", std::to_string(swap_ms)}};
+// The call's figures (a trailer of a stream: without the model, which its head has).
+HeaderList model_headers(const std::string& model, std::int64_t queue_ms, std::int64_t swap_ms, bool with_model = true) {
+  HeaderList h;
+  h.reserve(8);  // room for what lease_headers, sse_headers and the child's relayed headers add
+  if (with_model) h.emplace_back("X-Kevlaya-Model", model);
+  h.emplace_back("X-Kevlaya-Queue-Ms", std::to_string(queue_ms));
+  h.emplace_back("X-Kevlaya-Swap-Ms", std::to_string(swap_ms));
+  return h;
 }
 
 // A lease's headers: the model figures, and for a remote profile where the call went.
@@ -186,15 +190,19 @@ struct PendingLease {
   asio::steady_timer timer;  // cancelled when `result` is set
 };
 
-// acquire() for a streaming client: while it waits on a swap, sends the 200 SSE head and an SSE
-// comment every keepalive_interval so the client (and proxies) keep the connection open; with
-// loading_messages: reasoning, what it waits for (queue, load progress) as text the chat shows,
-// once per change.
+using Ticket = std::optional<supervisor::Supervisor::Ticket>;  // a call queued by admit_now; none: not admitted yet
+
+// The wait for a lease of a streaming client (queued by admit_now, or admitted here by acquire):
+// while it waits on a swap, sends the 200 SSE head and an SSE comment every keepalive_interval so
+// the client (and proxies) keep the connection open; with loading_messages: reasoning, what it
+// waits for (queue, load progress) as text the chat shows, once per change.
 asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
-                                                 std::shared_ptr<upstream::CancelToken> cancel) {
+                                                 std::shared_ptr<upstream::CancelToken> cancel, Ticket ticket) {
   auto p = std::make_shared<PendingLease>(d.strand);
-  auto task = [&sup = d.sup, p, model = call.profile(), cancel]() -> asio::awaitable<void> {
-    auto r = co_await sup.acquire(model, std::nullopt, cancel);
+  auto task = [&sup = d.sup, p, model = call.profile(), cancel, ticket]() -> asio::awaitable<void> {
+    Result<Lease> r = make_error(Errc::internal, "no lease");  // (no ?: of co_awaits: GCC 12)
+    if (ticket) r = co_await sup.wait(*ticket, cancel);
+    else r = co_await sup.acquire(model, std::nullopt, cancel);
     p->result.emplace(std::move(r));
     p->timer.cancel();
   };
@@ -301,10 +309,21 @@ Error too_large_error(const Call& call, std::int64_t cap) {
                     "raise limits.max_answer_bytes, or ask for a stream (\"stream\": true)");
 }
 
-upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const Lease& lease,
-                                          std::int64_t queue_ms, std::int64_t cap, Relay& r) {
+// What the relay's callbacks work with, in the relaying call's frame: each captures one pointer,
+// which std::function keeps in place (six captures were an allocation per callback and call).
+struct RelayCtx {
+  Connection& c;
+  const Call& call;
+  const Lease& lease;
+  std::int64_t queue_ms;
+  std::int64_t cap;  // limits.max_answer_bytes
+  Relay& r;
+};
+
+upstream::StreamCallbacks relay_callbacks(const RelayCtx& x) {
   upstream::StreamCallbacks cb;
-  cb.on_head = [&c, &call, &lease, &r, queue_ms](int status, upstream::HeaderViews h) -> asio::awaitable<bool> {
+  cb.on_head = [&x](int status, upstream::HeaderViews h) -> asio::awaitable<bool> {
+    auto& [c, call, lease, queue_ms, cap, r] = x;
     r.status = status;
     for (const auto& [k, v] : h) {
       if (beast::iequals(beast::string_view(k.data(), k.size()), "content-type")) r.content_type = v;
@@ -313,17 +332,20 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
     if (status != 200) r.upstream_error = true;
     r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
     if (!r.streaming) co_return true;
-    const auto mh = lease_headers(lease, queue_ms);
     if (c.head_sent() && call.stream_map) co_return true;  // NDJSON has no comments: the trailers say it
+    // Held, as the chunks below: they leave together before the relay waits on the child again.
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
       co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
-                                 " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n");
+                                     " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n",
+                                 Connection::Send::held);
     std::string ctype = "text/event-stream";
     if (!r.content_type.empty()) ctype = r.content_type;
     if (call.stream_map) ctype = call.stream_type;
-    co_return co_await c.start_stream(200, std::move(ctype), with_passed(sse_headers(mh), r));
+    co_return co_await c.start_stream(200, std::move(ctype), with_passed(sse_headers(lease_headers(lease, queue_ms)), r),
+                                      Connection::Send::held);
   };
-  cb.on_chunk = [&c, &call, &lease, &r, queue_ms, cap](std::string_view bytes) -> asio::awaitable<bool> {
+  cb.on_chunk = [&x](std::string_view bytes) -> asio::awaitable<bool> {
+    auto& [c, call, lease, queue_ms, cap, r] = x;
     if (r.first_byte == Clock::time_point{}) r.first_byte = Clock::now();
     if (!r.streaming && static_cast<std::int64_t>(r.body.size() + bytes.size()) <= cap) {
       r.body.append(bytes);
@@ -340,8 +362,13 @@ upstream::StreamCallbacks relay_callbacks(Connection& c, const Call& call, const
       bytes = mapped;
     }
     if (r.capture) r.capture->response(bytes);  // compressed as it passes
-    const bool ok = co_await c.chunk(bytes);  // written and flushed before the next read
+    const bool ok = co_await c.chunk(bytes, Connection::Send::held);  // written by on_idle or the end
     r.client_gone = !ok;
+    co_return ok;
+  };
+  cb.on_idle = [&x]() -> asio::awaitable<bool> {  // before the relay waits on the child
+    const bool ok = co_await x.c.flush();
+    x.r.client_gone = !ok;
     co_return ok;
   };
   return cb;
@@ -387,8 +414,8 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   ureq.headers.insert(ureq.headers.end(), call.headers.begin(), call.headers.end());
   Relay r;
   r.capture = me.capture.get();  // null with captures off
-  auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq),
-                                       relay_callbacks(c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r),
+  const RelayCtx ctx{c, call, lease, queue_ms, d.opt.limits.max_answer_bytes, r};
+  auto res = co_await upstream::stream(d.strand, lease.endpoint(), std::move(ureq), relay_callbacks(ctx),
                                        d.sup.call_options(lease, d.opt.upstream_deadline), me.cancel);
   c.unwatch();
   if (r.first_byte != Clock::time_point{})
@@ -443,9 +470,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
   if (r.streaming) {
     count(d, model, 200, t0);
     note_timings(d, lease, timings_of(r.tail), rec);
-    HeaderList trailers = model_headers(model, queue_ms, lease.switch_ms());
-    trailers.erase(trailers.begin());  // the model is in the head already
-    co_await c.finish_stream(trailers);
+    co_await c.finish_stream(model_headers(model, queue_ms, lease.switch_ms(), /*with_model=*/false));
     co_return;
   }
   // The answer first; the bookkeeping after it, off the caller's wait.
@@ -537,11 +562,20 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   // up later cancels the child's generation: one watch for the whole call (an admin's cancel too).
   const auto& gone = me.cancel;
   c.watch_disconnect(gone);
-  // Not `cond ? co_await a : co_await b`: GCC 12 destroys that temporary twice (the lease's
+  // A free slot (most calls) is granted here and now: no coroutine, waiting task or keep-alive.
+  // Not `cond ? co_await a : co_await b` below: GCC 12 destroys that temporary twice (the lease's
   // release would run while the lease is still in use).
+  auto admitted = d.sup.admit_now(call.profile(), gone);
+  Ticket ticket;
+  if (admitted && std::holds_alternative<supervisor::Supervisor::Ticket>(*admitted))
+    ticket = std::get<supervisor::Supervisor::Ticket>(std::move(*admitted));
   Result<Lease> lease = make_error(Errc::internal, "no lease");
-  if (call.stream)
-    lease = co_await acquire_streaming(d, c, call, gone);
+  if (admitted && !ticket)
+    lease = std::get<Result<Lease>>(std::move(*admitted));
+  else if (call.stream)
+    lease = co_await acquire_streaming(d, c, call, gone, std::move(ticket));
+  else if (ticket)
+    lease = co_await d.sup.wait(std::move(*ticket), gone);
   else
     lease = co_await d.sup.acquire(call.profile(), std::nullopt, gone);
   waiting.done();

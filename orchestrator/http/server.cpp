@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <vector>
 
 #include "http/auth.hpp"
@@ -26,6 +27,7 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::chrono::seconds kLingerTime{1};          // reading leftovers before closing
 constexpr std::uint64_t kLingerBytes = 16ull << 20;     // ... at most this much
 constexpr std::size_t kWatchBuffer = 4 * kReadChunk;   // a pipelined request read while a call runs
+constexpr std::size_t kKeepBuffersUpTo = 64;  // open connections that keep their read buffer when idle (1 MiB)
 constexpr const char* kServerName = "kevlaya-orch";
 // Response headers a page of an allowed origin may read.
 constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run, X-Kevlaya-Backend, X-Kevlaya-Remote";
@@ -191,6 +193,7 @@ asio::awaitable<void> Connection::run() {
       crashed = make_error(Errc::internal, "internal error");
     }
     if (crashed && !head_sent_) co_await send(crash_reply(*crashed, *req));
+    if (!held_.empty()) co_await flush();  // a stream's held bytes are this response's (the relay flushes them)
     in_request_ = false;
     busy_ = false;
     last_active_ = Clock::now();
@@ -207,12 +210,13 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
   const auto header_timeout = std::chrono::seconds(opt.limits.header_timeout_s);
   if (requests_ > 0 && buffer_.size() == 0) {  // between requests: the idle timeout applies
     const auto bounded = bound(std::chrono::seconds(opt.limits.idle_timeout_s));
-    // A kept-alive connection waits holding no read buffer (10,000 idle ones held 16 KiB each):
-    // readiness first, then a read into a fresh one. The reactor may still hold the readiness of
-    // the last request's bytes (read without it): that wake finds nothing, and the wait goes on
-    // under this bound, not the header timeout.
+    // With many connections open a kept-alive one waits holding no read buffer (10,000 idle ones
+    // held 16 KiB each); with few, each keeps its own (a 16 KiB allocation and free per request
+    // saved). Readiness first, then a read. The reactor may still hold the readiness of the last
+    // request's bytes (read without it): that wake finds nothing, and the wait goes on under this
+    // bound, not the header timeout.
     for (std::size_t n = 0; n == 0;) {
-      buffer_.shrink_to_fit();  // (nothing buffered: frees it)
+      if (door_->conns.size() > kKeepBuffersUpTo) buffer_.shrink_to_fit();  // (nothing buffered: frees it)
       co_await socket_.async_wait(asio::ip::tcp::socket::wait_read, ec_token(ec));
       if (ec) co_return std::nullopt;
       upstream::non_blocking(socket_, ec);
@@ -314,12 +318,12 @@ void Connection::refuse(bool drain) {
   asio::co_spawn(socket_.get_executor(), std::move(answer), asio::detached);
 }
 
-asio::awaitable<bool> Connection::write_done(error_code ec) {
+bool Connection::write_done(error_code ec) {  // a plain call: every response and chunk ends here
   if (ec) {
     failed_ = true;
     spdlog::debug("http: client write failed: {}", ec.message());
   }
-  co_return !ec;
+  return !ec;
 }
 
 namespace {
@@ -356,11 +360,11 @@ asio::awaitable<bool> Connection::send(Reply r) {
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   const std::array<asio::const_buffer, 2> bytes{asio::buffer(head), asio::buffer(r.body)};
   co_await upstream::write_all(socket_, socket_, bytes, ec);
-  co_return co_await write_done(ec);
+  co_return write_done(ec);
 }
 
-asio::awaitable<bool> Connection::start_stream(int status, std::string content_type,
-                                               HeaderList headers) {
+asio::awaitable<bool> Connection::start_stream(int status, std::string content_type, HeaderList headers,
+                                               Send when) {
   if (failed_) co_return false;
   upstream::HeadWriter h;
   set_common(h, content_type, headers, cors_origin_);
@@ -370,43 +374,48 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   if (!chunked_ || door_->draining) keep_alive_ = false;
   status_ = status;
   head_sent_ = true;
-  error_code ec;
-  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   h.keep_alive(version_, keep_alive_);
   if (chunked_) h.set("Transfer-Encoding", "chunked");
-  const auto head = h.text(upstream::status_line(version_, status));
-  co_await upstream::write_all(socket_, socket_, asio::buffer(head), ec);
-  co_return co_await write_done(ec);
+  held_ += h.text(upstream::status_line(version_, status));
+  if (when == Send::held) co_return true;
+  co_return co_await flush();
 }
 
-asio::awaitable<bool> Connection::chunk(std::string_view data) {
+asio::awaitable<bool> Connection::chunk(std::string_view data, Send when) {
   if (failed_) co_return false;
   if (data.empty()) co_return true;  // an empty chunk would end the body
+  bytes_out_ += static_cast<std::int64_t>(data.size());
+  if (chunked_) {  // the framing Beast's make_chunk writes: hex size, CRLF, data, CRLF
+    std::array<char, 16> hex{};
+    const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), data.size(), 16).ptr;
+    held_.append(hex.data(), end).append("\r\n").append(data).append("\r\n");
+  } else {
+    held_.append(data);
+  }
+  if (when == Send::held) co_return true;
+  co_return co_await flush();
+}
+
+asio::awaitable<bool> Connection::flush() {
+  if (failed_) co_return false;
+  if (held_.empty()) co_return true;
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  bytes_out_ += static_cast<std::int64_t>(data.size());
-  if (chunked_) {
-    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk(asio::buffer(data.data(), data.size())), ec);
-  } else {
-    co_await upstream::write_all(socket_, socket_, asio::buffer(data.data(), data.size()), ec);
-  }
-  co_return co_await write_done(ec);
+  co_await upstream::write_all(socket_, socket_, asio::buffer(held_), ec);
+  held_.clear();
+  if (held_.capacity() > 4 * kReadChunk) std::string().swap(held_);  // a big stream's room goes with it
+  co_return write_done(ec);
 }
 
 asio::awaitable<bool> Connection::finish_stream(const HeaderList& trailers) {
   if (failed_) co_return false;
-  if (!chunked_) co_return true;  // no trailers without chunks: the close ends the body
-  error_code ec;
-  const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  if (trailers.empty()) {
-    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk_last(), ec);
-  } else {
-    bhttp::fields f;
-    for (const auto& [k, v] : trailers) f.set(k, v);
-    co_await upstream::write_all(socket_, socket_, bhttp::make_chunk_last(f), ec);
-  }
-  co_return co_await write_done(ec);
+  if (chunked_) {  // the last chunk and its trailers, as Beast's make_chunk_last writes them
+    held_.append("0\r\n");
+    for (const auto& [k, v] : trailers) held_.append(k).append(": ").append(v).append("\r\n");
+    held_.append("\r\n");
+  }  // (else no trailers: the close ends the body)
+  co_return co_await flush();
 }
 
 void Connection::watch_disconnect(std::shared_ptr<upstream::CancelToken> token) {

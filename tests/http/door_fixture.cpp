@@ -125,6 +125,21 @@ void ScriptedUpstream::serve(tcp::socket s) {
     res.prepare_payload();
     bhttp::write(s, res, ec);
   };
+  if (mode == "stream_whole") {  // the head and the whole stream in one write (one read for the door)
+    auto chunk = [](const std::string& data) {
+      char len[32];
+      std::snprintf(len, sizeof len, "%zx\r\n", data.size());
+      return std::string(len) + data + "\r\n";
+    };
+    const std::string all =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n" +
+        chunk("data: {\"choices\":[{\"delta\":{\"content\":\"chunk-1\"}}]}\n\n") +
+        chunk("data: {\"choices\":[{\"delta\":{\"content\":\"chunk-2\"}}]," + kTimings + "}\n\n") +
+        chunk("data: [DONE]\n\n") + "0\r\n\r\n";
+    asio::write(s, asio::buffer(all), ec);
+    return;
+  }
   if (mode == "stream" || mode == "stream_hold") {
     const std::string head =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"

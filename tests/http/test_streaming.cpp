@@ -27,6 +27,22 @@ TEST_CASE("streaming is passed through chunk by chunk as the child produces it",
   CHECK(all.find("data: [DONE]") != std::string::npos);
 }
 
+// What came from the child in one read leaves in one write: the head, the chunks and the last
+// chunk (three writes before: 1.5x nginx's system calls per streamed call).
+TEST_CASE("a stream the child sent in one piece reaches the client in one write", "[http]") {
+  Door door;
+  RawClient c(door.port());
+  // A first call on this connection: its segments are not counted.
+  c.send(post("/v1/chat/completions", chat_body("kev", "hello")));
+  c.read_until("\"hello\"");
+  const auto before = c.data_segments_in();
+  c.send(post("/v1/chat/completions", chat_body("kev", "stream_whole", true)));
+  const auto all = c.read_until("\r\n0\r\n");  // (the trailers are in the same segment as the last chunk)
+  CHECK(all.find("chunk-2") != std::string::npos);
+  CHECK(count_of(all, "X-Kevlaya-Swap-Ms: ") == 3);  // the first answer's head, the stream's head, its trailer
+  CHECK(c.data_segments_in() - before == 1);
+}
+
 // RFC 9112 6.1: a response to HTTP/1.0 must not be chunked (a 1.0 client reads the chunk sizes as
 // the body); the stream is the bytes themselves, ended by the door closing the connection.
 TEST_CASE("a stream to an HTTP/1.0 client is not chunked: it ends with the connection", "[http]") {

@@ -1,12 +1,14 @@
 #include "support/http_client.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <limits>
@@ -176,6 +178,25 @@ void RawClient::close() {
 }
 
 void RawClient::send(const std::string& bytes) { send_all(fd_, bytes); }  // reading tells the rest
+
+namespace {
+// The kernel's tcp_info goes on past glibc's (an append-only ABI, linux/tcp.h, which cannot be
+// included beside netinet/tcp.h): its fields up to tcpi_data_segs_in.
+struct TcpInfoToDataSegsIn {
+  tcp_info glibc;
+  std::uint64_t pacing_rate, max_pacing_rate, bytes_acked, bytes_received;
+  std::uint32_t segs_out, segs_in, notsent_bytes, min_rtt, data_segs_in;
+};
+static_assert(offsetof(TcpInfoToDataSegsIn, data_segs_in) == 152, "linux/tcp.h: tcpi_data_segs_in");
+}  // namespace
+
+std::uint32_t RawClient::data_segments_in() const {
+  TcpInfoToDataSegsIn info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) throw std::runtime_error("TCP_INFO failed");
+  if (len < sizeof info) throw std::runtime_error("TCP_INFO: this kernel has no tcpi_data_segs_in");
+  return info.data_segs_in;
+}
 
 std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout, int times) {
   const auto deadline = SClock::now() + timeout;

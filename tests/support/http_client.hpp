@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,9 @@ class RawClient {
   bool wait_closed(std::chrono::milliseconds timeout);  // true once the server closed the socket
   void close();
   const std::string& received() const { return received_; }
+  // TCP segments with data this socket has received so far (TCP_INFO): how many writes the
+  // server's bytes left in, on loopback where one write below the MSS is one segment.
+  std::uint32_t data_segments_in() const;
 
  private:
   int fd_ = -1;
