@@ -124,12 +124,6 @@ HeaderList lease_headers(const Lease& lease, std::int64_t queue_ms) {
   return h;
 }
 
-HeaderList sse_headers(HeaderList h) {
-  h.emplace_back("Cache-Control", "no-cache");
-  h.emplace_back("X-Accel-Buffering", "no");  // nginx & co.: do not buffer SSE
-  return h;
-}
-
 void count(Door& d, const std::string& model, int status, Clock::time_point t0) {
   const std::string_view m = model.empty() ? std::string_view(kUnknownModel) : std::string_view(model);
   d.metrics.inc("kevlaya_requests_total", {{"model", m}, {"status", std::to_string(status)}});
@@ -182,67 +176,6 @@ Reply missing_route_reply(const Call& call, const std::string& body) {
                                     " (it answered 404: " + said + ")",
                                 "use a newer llama-server build for this profile (docs/http.md lists "
                                 "which builds lack which endpoints)"));
-}
-
-struct PendingLease {
-  explicit PendingLease(Strand s) : timer(std::move(s)) {}
-  std::optional<Result<Lease>> result;
-  asio::steady_timer timer;  // cancelled when `result` is set
-};
-
-using Ticket = std::optional<supervisor::Supervisor::Ticket>;  // a call queued by admit_now; none: not admitted yet
-
-// The wait for a lease of a streaming client (queued by admit_now, or admitted here by acquire):
-// while it waits on a swap, sends the 200 SSE head and an SSE comment every keepalive_interval so
-// the client (and proxies) keep the connection open; with loading_messages: reasoning, what it
-// waits for (queue, load progress) as text the chat shows, once per change.
-asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const Call& call,
-                                                 std::shared_ptr<upstream::CancelToken> cancel, Ticket ticket) {
-  auto p = std::make_shared<PendingLease>(d.strand);
-  auto task = [&sup = d.sup, p, model = call.profile(), cancel, ticket]() -> asio::awaitable<void> {
-    Result<Lease> r = make_error(Errc::internal, "no lease");  // (no ?: of co_awaits: GCC 12)
-    if (ticket) r = co_await sup.wait(*ticket, cancel);
-    else r = co_await sup.acquire(model, std::nullopt, cancel);
-    p->result.emplace(std::move(r));
-    p->timer.cancel();
-  };
-  asio::co_spawn(d.strand, std::move(task), [p](std::exception_ptr e) {
-    if (e && !p->result) p->result.emplace(make_error(Errc::internal, "acquire failed unexpectedly"));
-    p->timer.cancel();
-  });
-  const std::string comment = keepalive_event(call.shape, call.profile());
-  std::string said;  // the last wait text sent
-  while (!p->result) {
-    boost::system::error_code ec;
-    p->timer.expires_after(d.opt.keepalive_interval);
-    co_await p->timer.async_wait(ec_token(ec));
-    if (p->result) continue;
-    std::string event;
-    if (call.cfg->loading_messages(*call.prof) == config::LoadingMessages::reasoning) {
-      const auto snap = co_await d.sup.snapshot();
-      if (p->result) continue;
-      const auto text = wait_text(snap, call.profile());
-      if (text != said) event = wait_event(call, text);
-      if (!event.empty()) said = text;
-    }
-    if (event.empty() && (comment.empty() || !swap_in_progress(d))) continue;
-    if (event.empty()) event = comment;
-    if (!c.head_sent()) {
-      auto h = sse_headers({{"X-Kevlaya-Model", call.profile()},
-                            {"Trailer", "X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms"}});
-      std::string ctype = "text/event-stream";  // (no ?: of strings in a coroutine: GCC 12)
-      if (call.stream_map) ctype = call.stream_type;
-      if (!co_await c.start_stream(200, std::move(ctype), std::move(h))) break;
-    }
-    if (!co_await c.chunk(event)) break;
-  }
-  // A client that left stops waiting here and leaves the supervisor's queue (no load for nobody);
-  // a lease granted meanwhile is dropped with `p`.
-  if (!p->result) {
-    cancel->cancel();
-    co_return make_error(Errc::unavailable, "client disconnected while waiting");
-  }
-  co_return std::move(*p->result);
 }
 
 // What the relay learnt from the child.
@@ -520,14 +453,6 @@ Result<ProxyCall> raw_call(const Door& d, std::string requested) {
   return call;
 }
 
-// From the supervisor's event stream (Door::phases): no polling.
-bool swap_in_progress(const Door& d) {
-  using supervisor::Phase;
-  for (const auto& [child, phase] : d.phases)
-    if (phase == Phase::starting || phase == Phase::draining || phase == Phase::stopping) return true;
-  return false;
-}
-
 int retry_after_estimate(const Door& d) {
   // Everyone ahead needs about one request time each; a pending switch adds its usual cost.
   const double per_request = d.request_s.seeded ? d.request_s.value : 1.0;
@@ -566,7 +491,7 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   // Not `cond ? co_await a : co_await b` below: GCC 12 destroys that temporary twice (the lease's
   // release would run while the lease is still in use).
   auto admitted = d.sup.admit_now(call.profile(), gone);
-  Ticket ticket;
+  LeaseTicket ticket;
   if (admitted && std::holds_alternative<supervisor::Supervisor::Ticket>(*admitted))
     ticket = std::get<supervisor::Supervisor::Ticket>(std::move(*admitted));
   Result<Lease> lease = make_error(Errc::internal, "no lease");
