@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-
 namespace kevlaya::activity {
 namespace {
 constexpr auto kReopenEvery = std::chrono::seconds(10);  // a failed open is tried again this often

@@ -159,9 +159,8 @@ json profile_json(const ledger::ProfileBill& p) {
 
 json group_json(const ledger::ChildSpec& g) {
   json adapters = json::array();
-  for (std::size_t i = 0; i < g.adapters.size(); ++i) {
+  for (std::size_t i = 0; i < g.adapters.size(); ++i)
     adapters.push_back({{"id", i}, {"name", g.adapters[i].name}, {"path", g.adapters[i].path}});
-  }
   json scales = json::object();
   for (const auto& [member, list] : g.scales) {
     scales[member] = json::array();

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <optional>
 #include <regex>
 
 #include "upstream/blocking.hpp"

@@ -3,7 +3,6 @@
 namespace kevlaya {
 namespace {
 
-
 // The DOM builder nlohmann::json::parse uses, with a depth count in front: the first container
 // past the limit stops the parse, so no deep tree is ever built.
 template <class json>

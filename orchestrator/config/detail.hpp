@@ -131,6 +131,5 @@ void read_peers(Doc& d, const YAML::Node& n, std::vector<PeerCfg>& out);  // pee
 
 void parse_profile(Doc& d, std::vector<Profile>& out, std::vector<ProfileLocs>& locs);
 void parse_pipeline(Doc& d, std::vector<Pipeline>& out, std::vector<PipelineLocs>& locs);
-void parse_orchestrator(Doc& d, OrchestratorCfg& out, bool& pipelines_dir_set);
 
 }  // namespace kevlaya::config::detail

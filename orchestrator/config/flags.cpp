@@ -46,9 +46,8 @@ const std::vector<LlamaFlag>& llama_flags() {
 
 const LlamaFlag* find_flag(std::string_view word) {
   const std::string_view name = word.substr(0, word.find('='));
-  for (const auto& f : llama_flags()) {
+  for (const auto& f : llama_flags())
     if (f.name == name || std::find(f.aliases.begin(), f.aliases.end(), name) != f.aliases.end()) return &f;
-  }
   return nullptr;
 }
 

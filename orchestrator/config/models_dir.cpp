@@ -82,9 +82,8 @@ std::size_t common_prefix(const std::string& a, const std::string& b) {
 // A projector's or adapter's name without the words that say what it is, for matching its base.
 std::string stem_for_match(const fs::path& p) {
   std::string s = p.stem().string();
-  for (const std::string w : {"mmproj-", "-mmproj", "mmproj", "lora-", "-lora", "lora"}) {
+  for (const std::string w : {"mmproj-", "-mmproj", "mmproj", "lora-", "-lora", "lora"})
     if (const auto at = s.find(w); at != std::string::npos) s.erase(at, w.size());
-  }
   return s;
 }
 
@@ -145,9 +144,8 @@ std::string model_name_from_file(const fs::path& file) {
 std::vector<GgufFacts> scan_models_dir(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
+  for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".gguf" && e.is_regular_file(ec)) files.push_back(e.path());
-  }
   std::sort(files.begin(), files.end());
   std::set<std::string> names;
   for (const auto& f : files) names.insert(f.filename().string());

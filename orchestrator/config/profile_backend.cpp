@@ -128,9 +128,8 @@ void check_backend(Doc& d, Profile& p, const YAML::Node& at, const BackendNodes&
   if (p.backend == Backend::llama_server && !n.model)
     d.error(d.root(), "missing required key 'model' (path of the .gguf file, relative to this file)");
   if (remote) {  // `model` is the name the remote knows the model by, not a file
-    if (n.model) {
+    if (n.model)
       if (auto name = read_string(d, "model", *n.model)) p.remote_model = *name;
-    }
     p.model.clear();
     return;
   }

@@ -31,9 +31,8 @@ Result<std::uint32_t> get_u32(const File& f, const std::string& key, std::uint32
     x = v->as_uint();
   }
   if (!x) return make_error(Errc::bad_model, "metadata key '" + key + "' is not a non-negative integer");
-  if (*x > std::numeric_limits<std::uint32_t>::max()) {
+  if (*x > std::numeric_limits<std::uint32_t>::max())
     return make_error(Errc::bad_model, "metadata key '" + key + "' = " + std::to_string(*x) + " does not fit 32 bits");
-  }
   return static_cast<std::uint32_t>(*x);
 }
 
@@ -84,9 +83,8 @@ Status hparams(const File& f, ModelInfo& m) {
     m.n_vocab = u32("vocab_size");
   }
   if (err) return *err;
-  if (m.n_layer > kMaxLayers) {
+  if (m.n_layer > kMaxLayers)
     return make_error(Errc::bad_model, a + "block_count " + std::to_string(m.n_layer) + " is implausible");
-  }
   return ok_status();
 }
 
@@ -94,9 +92,8 @@ Status hparams(const File& f, ModelInfo& m) {
 void tensor_sizes(const File& f, ModelInfo& m) {
   std::uint64_t n_blocks = m.n_layer;
   if (n_blocks == 0) {  // adapters and odd files carry no block_count: size by the names seen
-    for (const auto& t : f.tensors) {
+    for (const auto& t : f.tensors)
       if (const auto b = block_index(t.name); b && *b < kMaxLayers) n_blocks = std::max(n_blocks, *b + 1);
-    }
   }
   m.layer_bytes.assign(n_blocks, 0);
   for (const auto& t : f.tensors) {
@@ -119,9 +116,8 @@ void tensor_sizes(const File& f, ModelInfo& m) {
 // Quant of a file without general.file_type: the type holding the most bytes among matrices.
 std::string dominant_type(const File& f) {
   std::map<std::string, std::uint64_t> by_type;
-  for (const auto& t : f.tensors) {
+  for (const auto& t : f.tensors)
     if (t.ne.size() >= 2) by_type[type_traits(t.type)->name] += t.n_bytes();
-  }
   const auto it = std::max_element(by_type.begin(), by_type.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
   return it == by_type.end() ? std::string("unknown") : upper(it->first);
@@ -154,9 +150,8 @@ Result<ModelInfo> model_info(const File& f, const std::filesystem::path& path) {
   m.architecture = get_str(f, "general.architecture");
   m.name = get_str(f, "general.name");
   m.general_type = get_str(f, "general.type");
-  if (!m.architecture.empty()) {
+  if (!m.architecture.empty())
     if (auto s = hparams(f, m); !s) return s.error();
-  }
   if (const Value* ft = f.find("general.file_type"); ft && ft->as_uint() &&
                                                      *ft->as_uint() <= std::numeric_limits<std::uint32_t>::max()) {
     m.file_type = static_cast<std::uint32_t>(*ft->as_uint());

@@ -62,16 +62,14 @@ class Parser {
     std::uint64_t n_tensors = 0;
     std::uint64_t n_kv = 0;
     if (!header(f, n_tensors, n_kv)) return *err_;
-    for (std::uint64_t i = 0; i < n_kv; ++i) {
+    for (std::uint64_t i = 0; i < n_kv; ++i)
       if (!kv(f)) return *err_;
-    }
     if (!alignment(f)) return *err_;
     // Grow as infos are parsed: a hostile count in a multi-GB file must not reserve gigabytes.
     f.tensors.reserve(std::min<std::uint64_t>(n_tensors, 4096));
     std::set<std::string> names;
-    for (std::uint64_t i = 0; i < n_tensors; ++i) {
+    for (std::uint64_t i = 0; i < n_tensors; ++i)
       if (!tensor_info(f, names)) return *err_;
-    }
     if (!data_section(f)) return *err_;
     return f;
   }
@@ -133,9 +131,8 @@ class Parser {
 
   bool header(File& f, std::uint64_t& n_tensors, std::uint64_t& n_kv) {
     if (!need(4, "magic")) return false;
-    if (std::memcmp(d_, "GGUF", 4) != 0) {
+    if (std::memcmp(d_, "GGUF", 4) != 0)
       return fail("not a GGUF file: magic is \"" + printable(d_, 4) + "\" (expected \"GGUF\")", 0);
-    }
     pos_ = 4;
     if (!read(f.version, "version")) return false;
     if (f.version != 2 && f.version != 3) {
@@ -171,9 +168,8 @@ class Parser {
     if (type == static_cast<std::uint32_t>(ValueType::ARRAY)) {
       if (!array(key, v)) return false;
     } else {
-      if (min_value_size(type) == 0) {
+      if (min_value_size(type) == 0)
         return fail("unknown value type " + std::to_string(type) + " for key '" + key + "'", type_at);
-      }
       if (key == "general.alignment") alignment_at_ = pos_;
       if (!scalar(type, key, v)) return false;
     }
@@ -237,13 +233,11 @@ class Parser {
     std::uint32_t et = 0;
     const std::uint64_t et_at = pos_;
     if (!read(et, "array element type of '" + key + "'")) return false;
-    if (et == static_cast<std::uint32_t>(ValueType::ARRAY)) {
+    if (et == static_cast<std::uint32_t>(ValueType::ARRAY))
       return fail("nested array in key '" + key + "' is not supported", et_at);
-    }
     const std::uint64_t el_size = min_value_size(et);
-    if (el_size == 0) {
+    if (el_size == 0)
       return fail("unknown array element type " + std::to_string(et) + " for key '" + key + "'", et_at);
-    }
     const std::uint64_t len_at = pos_;
     if (!read(arr.array_len, "array length of '" + key + "'")) return false;
     if (arr.array_len > left() / el_size) {
@@ -286,9 +280,8 @@ class Parser {
     const Value* a = f.find("general.alignment");
     if (!a) return true;
     const auto v = a->as_uint();
-    if (a->type != ValueType::UINT32 || !v || *v == 0 || (*v & (*v - 1)) != 0) {
+    if (a->type != ValueType::UINT32 || !v || *v == 0 || (*v & (*v - 1)) != 0)
       return fail("general.alignment must be a uint32 power of two", alignment_at_);
-    }
     f.alignment = *v;
     return true;
   }
@@ -297,21 +290,18 @@ class Parser {
     const std::uint64_t at = pos_;
     std::uint32_t n_dims = 0;
     if (!read(n_dims, "dimension count of tensor '" + t.name + "'")) return false;
-    if (n_dims > kMaxDims) {
+    if (n_dims > kMaxDims)
       return fail("tensor '" + t.name + "' has " + std::to_string(n_dims) + " dimensions (max 4)", at);
-    }
     std::uint64_t total = 1;
     for (std::uint32_t i = 0; i < n_dims; ++i) {
       const std::uint64_t d_at = pos_;
       std::uint64_t d = 0;
       if (!read(d, "dimension " + std::to_string(i) + " of tensor '" + t.name + "'")) return false;
-      if (d > kMaxSigned) {
+      if (d > kMaxSigned)
         return fail("tensor '" + t.name + "' dimension " + std::to_string(i) + " is negative", d_at);
-      }
       t.ne.push_back(d);
-      if (total != 0 && d != 0 && total > kMaxSigned / d) {
+      if (total != 0 && d != 0 && total > kMaxSigned / d)
         return fail("tensor '" + t.name + "' has too many elements", at);
-      }
       total *= d;
     }
     return true;
@@ -321,9 +311,8 @@ class Parser {
     const std::uint64_t at = pos_;
     TensorInfo t;
     if (!string(&t.name, "tensor name")) return false;
-    if (t.name.size() > kMaxTensorName) {
+    if (t.name.size() > kMaxTensorName)
       return fail("tensor name '" + t.name.substr(0, 16) + "...' is longer than 63 bytes", at);
-    }
     if (!names.insert(t.name).second) return fail("duplicate tensor name '" + t.name + "'", at);
     if (!dims(t)) return false;
     const std::uint64_t type_at = pos_;
@@ -414,13 +403,11 @@ Result<File> read_buffer(const std::uint8_t* data, std::size_t size) {
 
 Result<File> read_file(const std::filesystem::path& path) {
   UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) {
+  if (fd.fd < 0)
     return make_error(Errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno));
-  }
   struct stat before {};
-  if (::fstat(fd.fd, &before) != 0 || !S_ISREG(before.st_mode)) {
+  if (::fstat(fd.fd, &before) != 0 || !S_ISREG(before.st_mode))
     return make_error(Errc::io_error, path.string() + " is not a regular file");
-  }
   const auto size = static_cast<std::uint64_t>(before.st_size);
   if (size == 0) return with_path(path, read_buffer(nullptr, 0).error());
   // Owned bytes read with pread, not a mapping: a file truncated by a writer while it is parsed

@@ -52,9 +52,8 @@ constexpr std::array<std::uint32_t, 9> kCacheTypes{0, 1, 30, 8, 2, 3, 20, 6, 7};
 }  // namespace
 
 std::optional<TypeTraits> type_traits(std::uint32_t type) {
-  for (const auto& row : kTraits) {
+  for (const auto& row : kTraits)
     if (row.type == type) return row.traits;
-  }
   return std::nullopt;
 }
 
@@ -65,24 +64,21 @@ std::uint64_t row_size(std::uint32_t type, std::uint64_t n) {
 }
 
 std::string file_type_name(std::uint32_t ftype) {
-  for (const auto& row : kFtypes) {
+  for (const auto& row : kFtypes)
     if (row.ftype == ftype) return row.name;
-  }
   return "unknown(" + std::to_string(ftype) + ")";
 }
 
 std::optional<std::uint32_t> cache_type_from_name(const std::string& name) {
-  for (const auto type : kCacheTypes) {
+  for (const auto type : kCacheTypes)
     if (name == type_traits(type)->name) return type;
-  }
   return std::nullopt;
 }
 
 std::optional<std::uint64_t> Value::as_uint() const {
   if (const auto* u = std::get_if<std::uint64_t>(&v)) return *u;
-  if (const auto* i = std::get_if<std::int64_t>(&v); i && *i >= 0) {
+  if (const auto* i = std::get_if<std::int64_t>(&v); i && *i >= 0)
     return static_cast<std::uint64_t>(*i);
-  }
   return std::nullopt;
 }
 
@@ -100,9 +96,8 @@ std::optional<std::string> Value::as_string() const {
 
 std::uint64_t TensorInfo::n_elements() const {
   std::uint64_t n = 1;
-  for (const auto d : ne) {
+  for (const auto d : ne)
     if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<std::uint64_t>::max();
-  }
   return n;
 }
 
@@ -110,9 +105,8 @@ std::uint64_t TensorInfo::n_bytes() const {
   const auto t = type_traits(type);
   if (!t || ne.empty()) return t ? t->type_size : 0;  // a 0-dim tensor is one scalar
   std::uint64_t bytes = row_size(type, ne[0]);
-  for (std::size_t i = 1; i < ne.size(); ++i) {
+  for (std::size_t i = 1; i < ne.size(); ++i)
     if (__builtin_mul_overflow(bytes, ne[i], &bytes)) return std::numeric_limits<std::uint64_t>::max();
-  }
   return bytes;
 }
 

@@ -154,6 +154,11 @@ std::string reasoning_event(const std::string& model, const std::string& text) {
   return "data: " + chunk.dump() + "\n\n";
 }
 
+std::string_view query_of(std::string_view target) {
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+}
+
 std::string query_param(std::string_view query, std::string_view key) {
   while (!query.empty()) {
     const auto amp = query.find('&');

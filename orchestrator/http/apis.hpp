@@ -49,6 +49,8 @@ std::string reasoning_event(const std::string& model, const std::string& text);
 
 // The decoded value of `key` in a query string ("" when absent): %XX and '+' decoded.
 std::string query_param(std::string_view query, std::string_view key);
+// The query string of a request target: what follows its '?' ("" when none).
+std::string_view query_of(std::string_view target);
 // Percent-escapes decoded (and '+' as a space, as in a query); a bad escape is kept as written.
 std::string url_decode(std::string_view s);
 

@@ -10,11 +10,6 @@
 #include "supervisor/child_body.hpp"
 
 namespace kevlaya::http {
-namespace {
-
-using nlohmann::json;
-
-}  // namespace
 
 Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_view text) {
   // Validated without building a tree (the body is forwarded as sent): common/json_scan.hpp.
@@ -39,7 +34,7 @@ Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_vie
   call.prof = *profile;
   if (!keep_alive.empty()) {
     call.keep_alive_field = true;
-    auto keep = parse_keep_alive(json::parse(keep_alive));  // one value, bounded by the scan
+    auto keep = parse_keep_alive(nlohmann::json::parse(keep_alive));  // one value, bounded by the scan
     if (!keep) return keep.error();
     call.keep_alive_s = *keep;
   }
@@ -47,6 +42,8 @@ Result<ModelCall> parse_model_call(const config::ConfigPtr& cfg, std::string_vie
 }
 
 namespace {
+
+using nlohmann::json;
 
 // One Go duration ("1h30m", "-2.5s", "500ms") or a bare number of seconds, in seconds.
 std::optional<double> duration_seconds(const std::string& s) {

@@ -83,8 +83,7 @@ std::optional<Reply> body_model(const json& body, std::string& model) {
 std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_view id, ProxyCall& call) {
   if (!valid_slot_id(id)) return invalid("Invalid slot ID");
   const std::string_view target(req.target().data(), req.target().size());
-  const auto q = target.find('?');
-  const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  const std::string_view query = query_of(target);
   const std::string action = query_param(query, "action");
   if (action != "save" && action != "restore" && action != "erase") return invalid("Invalid action");
   json body = json::object();
@@ -118,8 +117,7 @@ std::optional<Reply> slot_call(const Door& d, const Request& req, std::string_vi
 // not turn the proxy on (403, as llama-server answers when its proxy is off, with how to turn it on).
 std::optional<Reply> cors_call(const Door& d, const Request& req, ProxyCall& call) {
   const std::string_view target(req.target().data(), req.target().size());
-  const auto q = target.find('?');
-  const std::string model = q == std::string_view::npos ? std::string() : query_param(target.substr(q + 1), "model");
+  const std::string model = query_param(query_of(target), "model");
   auto made = raw_call(d, model);
   if (!made) return error_reply(made.error());
   call = std::move(*made);

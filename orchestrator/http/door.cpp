@@ -16,12 +16,6 @@
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
-namespace {
-
-using boost::system::error_code;
-using tcp = asio::ip::tcp;
-
-}  // namespace
 
 Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
     : strand(s.strand()), sup(s), snap(c), opt(std::move(o)),
@@ -42,6 +36,9 @@ void Door::request_done() {
 }
 
 namespace {
+
+using boost::system::error_code;
+using tcp = asio::ip::tcp;
 
 std::string env_or(const char* name, std::string fallback) {
   const char* v = std::getenv(name);

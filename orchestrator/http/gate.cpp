@@ -3,7 +3,6 @@
 #include "common/loopback.hpp"
 #include "common/strings.hpp"
 
-
 #include <algorithm>
 #include <cctype>
 

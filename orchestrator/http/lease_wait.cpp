@@ -69,7 +69,6 @@ asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const P
   co_return std::move(*p->result);
 }
 
-
 HeaderList sse_headers(HeaderList h) {
   h.emplace_back("Cache-Control", "no-cache");
   h.emplace_back("X-Accel-Buffering", "no");  // nginx & co.: do not buffer SSE

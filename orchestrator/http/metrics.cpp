@@ -1,6 +1,5 @@
 #include "http/metrics.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>

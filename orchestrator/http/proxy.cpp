@@ -44,11 +44,6 @@ class Waiting {
   bool active_ = true;
 };
 
-std::string_view query_of(std::string_view target) {
-  const auto q = target.find('?');
-  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
-}
-
 // /upstream/{model}/{path}?{query}: the model from the path, everything else as sent.
 Result<Call> parse_upstream(const Door& d, const Request& req, std::string_view arg) {
   const auto slash = arg.find('/');

@@ -12,6 +12,7 @@
 #include "common/clock.hpp"
 #include "common/strings.hpp"
 #include "config/backend.hpp"
+#include "http/apis.hpp"
 #include "http/auth.hpp"
 #include "http/bodies.hpp"
 #include "http/detail.hpp"
@@ -379,11 +380,10 @@ bool async_query(std::string_view query) {
 asio::awaitable<void> route(Door& d, Request& req, Connection& c) {
   if (!d.opt.vertex_predict_route.empty()) vertex_target(d.opt, req);
   const std::string_view target(req.target().data(), req.target().size());
-  const auto q = target.find('?');
-  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  const auto m = match_route(target.substr(0, q));
+  const std::string_view query = query_of(target), path = target.substr(0, target.find('?'));
+  const auto m = match_route(path);
   if (auto refusal = gate(d, req, c, m))  // in the caller's API shape (Anthropic, Ollama, ...)
-    co_return co_await c.reply(reshape_error(std::move(*refusal), shape_of_path(target.substr(0, q))));
+    co_return co_await c.reply(reshape_error(std::move(*refusal), shape_of_path(path)));
   switch (m.route) {
     case Route::health:
       if (m.arg == "ready") co_return co_await readyz(d, c, query, health_reply(d, false).status == 200);

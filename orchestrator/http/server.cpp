@@ -298,9 +298,8 @@ asio::awaitable<void> Connection::linger_close() {
   const auto bounded = bound(kLingerTime);
   std::uint64_t total = 0;
   std::array<char, kReadChunk> sink{};
-  while (!ec && total < kLingerBytes) {
+  while (!ec && total < kLingerBytes)
     total += co_await socket_.async_read_some(asio::buffer(sink), ec_token(ec));
-  }
   failed_ = true;
 }
 

@@ -48,9 +48,8 @@ Status check_pair(const gguf::TensorInfo& base, const std::string& name, const P
 Status check_adapter(const gguf::File& base, const gguf::File& adapter, const std::string& adapter_name) {
   const std::string base_arch = kv_string(base, "general.architecture");
   const std::string arch = kv_string(adapter, "general.architecture");
-  if (arch != base_arch) {
+  if (arch != base_arch)
     return mismatch(adapter_name, "architecture '" + arch + "' does not match the base model's '" + base_arch + "'");
-  }
   const std::string type = kv_string(adapter, "adapter.type");
   if (type != "lora") return mismatch(adapter_name, "adapter.type is '" + type + "', expected 'lora'");
 

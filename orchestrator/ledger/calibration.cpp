@@ -113,9 +113,8 @@ nlohmann::json measured_to_json(const Measured& m) {
   nlohmann::json j = nlohmann::json::object();
   if (m.layers_offloaded) j["layers_offloaded"] = *m.layers_offloaded;
   if (m.layers_total) j["layers_total"] = *m.layers_total;
-  for (const auto& [name, member] : kLines) {
+  for (const auto& [name, member] : kLines)
     if (m.*member) j[name] = *(m.*member);
-  }
   return j;
 }
 
@@ -123,9 +122,8 @@ static Measured measured_from_json(const nlohmann::json& j) {
   Measured m;
   if (j.contains("layers_offloaded")) m.layers_offloaded = j.at("layers_offloaded").get<std::uint32_t>();
   if (j.contains("layers_total")) m.layers_total = j.at("layers_total").get<std::uint32_t>();
-  for (const auto& [name, member] : kLines) {
+  for (const auto& [name, member] : kLines)
     if (j.contains(name)) m.*member = j.at(name).get<std::uint64_t>();
-  }
   return m;
 }
 
@@ -151,7 +149,6 @@ Status write_atomically(const std::filesystem::path& file, const nlohmann::json&
   std::filesystem::create_directories(file.parent_path(), ec);
   return replace_file(file, dump_json(j, 2) + "\n");
 }
-
 
 // Writes atomically (temp file + rename).
 Status save_store(const std::filesystem::path& file, const std::map<std::string, Measured>& store) {

@@ -147,9 +147,8 @@ Bill estimate(const gguf::ModelInfo& m, bool output_tied, const Flags& f,
   Bill b;
   b.offload = offload_split(m.n_layer, f.ngl);
   const std::uint32_t first_gpu = m.n_layer - b.offload.repeating_gpu;
-  for (std::uint32_t il = 0; il < m.n_layer && il < m.layer_bytes.size(); ++il) {
+  for (std::uint32_t il = 0; il < m.n_layer && il < m.layer_bytes.size(); ++il)
     (il >= first_gpu ? b.weights_gpu : b.weights_cpu) += m.layer_bytes[il];
-  }
   (b.offload.output_gpu ? b.weights_gpu : b.weights_cpu) += m.output_bytes;
   // The input layer always stays on the CPU; a tied output duplicates token_embd onto the
   // output layer's device (create_tensor with TENSOR_DUPLICATED).

@@ -47,9 +47,8 @@ class Placer {
   const std::vector<int>& request(const ChildSpec& u) const { return first(u).gpu; }
 
   std::optional<std::size_t> position(int index) const {
-    for (std::size_t i = 0; i < devs_.size(); ++i) {
+    for (std::size_t i = 0; i < devs_.size(); ++i)
       if (devs_[i].index == index) return i;
-    }
     return std::nullopt;
   }
 
@@ -69,9 +68,8 @@ class Placer {
 
   // The first device of `p` it does not fit on, or nullopt.
   std::optional<std::size_t> overflow(const Placement& p) const {
-    for (std::size_t k = 0; k < p.devices.size(); ++k) {
+    for (std::size_t k = 0; k < p.devices.size(); ++k)
       if (p.bytes[k] > devs_[*position(p.devices[k])].budget) return k;
-    }
     return std::nullopt;
   }
 
@@ -128,9 +126,8 @@ class Placer {
   std::string auto_refusal(const ChildSpec& u) const {
     const std::string& name = u.members.front();
     std::string msg;
-    for (const auto& d : whole_.diagnostics) {
+    for (const auto& d : whole_.diagnostics)
       if (d.severity == config::Severity::error && d.subject == name) msg = d.message;
-    }
     if (msg.empty()) msg = "needs " + mib(u.bill.total_gpu()) + " of GPU memory; no GPU can hold it";
     if (devs_.size() > 1) {
       std::vector<std::size_t> all(devs_.size());
@@ -157,9 +154,8 @@ class Placer {
   void refuse(const ChildSpec& u, const std::string& why) {
     for (const auto& m : u.members) {
       out_.plan.diagnostics.push_back({config::Severity::error, m, why});
-      for (auto& pb : out_.plan.profiles) {
+      for (auto& pb : out_.plan.profiles)
         if (pb.name == m) pb.fits_alone = false;
-      }
     }
   }
 
@@ -222,9 +218,8 @@ void combine(const PlacedPlan& pp, std::size_t d, std::vector<const std::vector<
       for (const auto& name : *s) {
         const auto& p = pp.placement.at(name);
         const bool everywhere = std::all_of(p.devices.begin(), p.devices.end(), [&](int idx) {
-          for (std::size_t k = 0; k < pp.devices.size(); ++k) {
+          for (std::size_t k = 0; k < pp.devices.size(); ++k)
             if (pp.devices[k].device.index == idx) return contains(*chosen[k], name);
-          }
           return false;
         });
         if (everywhere && !contains(set, name)) set.push_back(name);
@@ -244,9 +239,8 @@ void combine(const PlacedPlan& pp, std::size_t d, std::vector<const std::vector<
 }  // namespace
 
 const DevicePlan* PlacedPlan::device(int index) const {
-  for (const auto& d : devices) {
+  for (const auto& d : devices)
     if (d.device.index == index) return &d;
-  }
   return nullptr;
 }
 

@@ -140,9 +140,8 @@ void finish(ChildSpec& u, const std::vector<ProfileInput>& in, const std::vector
     auto& scales = u.scales[m];
     for (std::size_t id = 0; id < u.adapters.size(); ++id) {
       double s = 0;  // every other adapter is sent explicitly at 0 so none leaks between profiles
-      for (const auto& a : p.adapters) {
+      for (const auto& a : p.adapters)
         if (a.path == u.adapters[id].path) s = a.scale;
-      }
       scales.push_back({static_cast<int>(id), s});
     }
   }
@@ -169,9 +168,8 @@ void price_combinations(const std::vector<ChildSpec>& children, std::uint64_t bu
   if (children.size() > kMaxPricedChildren) return;
   for (unsigned mask = 1; mask < (1U << children.size()); ++mask) {
     std::vector<const ChildSpec*> chosen;
-    for (std::size_t i = 0; i < children.size(); ++i) {
+    for (std::size_t i = 0; i < children.size(); ++i)
       if (mask & (1U << i)) chosen.push_back(&children[i]);
-    }
     if (chosen.size() >= 2) plan.sets.push_back(price_set(chosen, budget));
   }
 }
@@ -262,9 +260,8 @@ void pinned_sets(const std::vector<ChildSpec>& children, const std::vector<Profi
 void warn_headroom(Plan& plan, const std::vector<ChildSpec>& children) {
   for (const auto& set : plan.allowed_sets) {
     std::uint64_t total = 0;
-    for (const auto& u : children) {
+    for (const auto& u : children)
       if (std::find(set.begin(), set.end(), u.members.front()) != set.end()) total += u.bill.total_gpu();
-    }
     const double left = static_cast<double>(plan.budget) - static_cast<double>(total);
     if (total <= plan.budget && left < kHeadroomWarn * static_cast<double>(plan.budget)) {
       plan.diagnostics.push_back({config::Severity::warning, join(set, "+"),
@@ -316,9 +313,8 @@ bool Plan::ok() const {
 }
 
 const ChildSpec* Plan::child_spec(const std::string& profile) const {
-  for (const auto& c : children) {
+  for (const auto& c : children)
     if (std::find(c.members.begin(), c.members.end(), profile) != c.members.end()) return &c;
-  }
   return nullptr;
 }
 
@@ -537,9 +533,8 @@ Plan make_plan(const std::vector<ProfileInput>& in, const PlanOptions& opt) {
   plan.budget = opt.budget;
   for (const auto& p : in) {
     plan.profiles.push_back(price_profile(p, opt));
-    if (!plan.profiles.back().fits_alone) {
+    if (!plan.profiles.back().fits_alone)
       plan.diagnostics.push_back({config::Severity::error, p.name, refusal(plan.profiles.back(), opt.budget)});
-    }
   }
   // Shared-base grouping applies whatever the residency (unless a profile opts out): one child
   // serving several profiles is never worse than rotating children of the same base.

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <map>
-#include <optional>
 
 #include "common/clock.hpp"
 #include "common/hash.hpp"

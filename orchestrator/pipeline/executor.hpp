@@ -34,7 +34,6 @@
 
 namespace kevlaya::supervisor {
 class Supervisor;
-struct SwitchRecord;
 }  // namespace kevlaya::supervisor
 
 namespace kevlaya::pipeline {

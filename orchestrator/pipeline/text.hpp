@@ -9,9 +9,6 @@
 
 namespace kevlaya::pipeline {
 
-// Byte offset of the first invalid UTF-8 sequence (overlong, surrogate, > U+10FFFF, truncated).
-using kevlaya::utf8_error;
-
 // Number of code points in valid UTF-8 (what JSON Schema's minLength/maxLength count).
 std::size_t utf8_length(std::string_view s);
 

@@ -48,7 +48,6 @@ Result<std::string> fetch_models(const config::PeerCfg& peer) {
   return std::move(got->body);
 }
 
-
 // A peer door's GET /v1/models body -> one remote profile per model it serves itself (its own
 // remote models are skipped: no second hop). Each is named like the model, points at the peer
 // with its key, and is checked through GET /v1/models/{name} there (a model the peer no longer

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <memory>
 #include <set>
 
@@ -42,16 +41,14 @@ std::string describe(const ledger::Plan& plan, const std::string& why) {
 std::map<std::string, std::pair<std::vector<std::string>, bool>> calibration_keys(const ledger::Plan& plan,
                                                                                   const ledger::Gathered& g) {
   std::map<std::string, std::string> key_of;
-  for (std::size_t i = 0; i < g.profiles.size() && i < g.keys.size(); ++i) {
+  for (std::size_t i = 0; i < g.profiles.size() && i < g.keys.size(); ++i)
     if (!g.keys[i].empty()) key_of[g.profiles[i].name] = g.keys[i];
-  }
   std::map<std::string, std::pair<std::vector<std::string>, bool>> out;
   for (const auto& c : plan.children) {
     auto& entry = out[c.name];
     entry.second = c.shared();
-    for (const auto& m : c.members) {
+    for (const auto& m : c.members)
       if (key_of.count(m)) entry.first.push_back(key_of[m]);
-    }
   }
   return out;
 }

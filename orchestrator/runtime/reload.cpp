@@ -9,7 +9,6 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
-#include <optional>
 #include <regex>
 #include <set>
 
@@ -121,16 +120,14 @@ Prepared prepare(const config::Source& source, const std::function<void(config::
   if (!loaded.ok()) return out;
   out.config = std::move(loaded.config);
   if (overrides) overrides(out.config);
-  if (!accept_unsettled) {
+  if (!accept_unsettled)
     if (out.deferred = why_wait(out.config, std::nullopt); !out.deferred.empty()) return out;
-  }
   Status st = remote::carry_imported(out.config, running);
   if (st) {
     auto residency = plan_and_place(out.config);
     const std::optional<Error> read = residency ? residency->unread : std::optional<Error>(residency.error());
-    if (!accept_unsettled && read) {
+    if (!accept_unsettled && read)
       if (out.deferred = why_wait(out.config, read); !out.deferred.empty()) return out;
-    }
     if (residency) {
       out.options = std::move(residency->options);
       out.plan = std::move(residency->plan);

@@ -5,9 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <csignal>
 #include <cstdlib>
 
 #include "remote/peers.hpp"
@@ -29,9 +27,8 @@ Result<std::unique_ptr<Runtime>> Runtime::open(config::Config cfg) {
     lock.emplace(std::move(*l));
   }
   // Peers' models become remote profiles before anything is planned (they take no GPU here).
-  if (!cfg.orch.peers.empty()) {
+  if (!cfg.orch.peers.empty())
     if (auto st = remote::import_peers(cfg, kPeerWait); !st) return st.error();
-  }
   // Refusals are checked before anything is built: `run` and `eval` refuse what `serve` refuses.
   auto residency = plan_and_place(cfg);
   if (!residency) return residency.error();

@@ -162,16 +162,12 @@ void SupervisorImpl::refuse(std::uint64_t waiter_id, const Action& a) {
 }
 
 void SupervisorImpl::fail_queued(const std::string& child, const Error& e) {
-  std::deque<std::shared_ptr<Waiter>> keep;
-  for (auto& w : queue_) {
-    if (w->child == child) {
-      w->result.emplace(e);
-      w->wake();
-    } else {
-      keep.push_back(w);
-    }
-  }
-  queue_.swap(keep);
+  std::erase_if(queue_, [&](const std::shared_ptr<Waiter>& w) {  // (a wake is posted: the queue stays)
+    if (w->child != child) return false;
+    w->result.emplace(e);
+    w->wake();
+    return true;
+  });
 }
 
 void SupervisorImpl::cut_leases(ChildState& ps, const Error& e) {

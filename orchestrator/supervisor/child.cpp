@@ -11,8 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <utility>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -39,15 +37,12 @@ namespace kevlaya::supervisor {
 namespace bp = boost::process;
 namespace fs = std::filesystem;
 
-namespace {
-std::atomic<bool> g_echo_output{false};  // serve --child-output (child_output.hpp)
-}  // namespace
-
-void echo_child_output(bool on) { g_echo_output.store(on); }
 using std::chrono::milliseconds;
 using SClock = std::chrono::steady_clock;
 
 namespace {
+
+std::atomic<bool> g_echo_output{false};  // serve --child-output (child_output.hpp)
 
 constexpr std::size_t kLogFileBytes = 5 * 1024 * 1024;
 constexpr std::size_t kLogFiles = 3;
@@ -104,6 +99,8 @@ int signal_number(const std::string& name) {
 }
 
 }  // namespace
+
+void echo_child_output(bool on) { g_echo_output.store(on); }
 
 fs::path child_log_path(const fs::path& log_dir, const std::string& profile) {
   return log_dir / (profile + ".log");
@@ -418,9 +415,8 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
   open_log();
   auto spawned_at = SClock::now();
   last_line_at_ = spawned_at;
-  if (auto f = spawn()) {
+  if (auto f = spawn())
     co_return StartOutcome{std::nullopt, std::move(*f)};
-  }
   // glibc 2.36 declares pidfd_open without extern "C"; call the syscall directly.
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<int>(pid_), 0));
   if (fd >= 0) pidfd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);

@@ -60,9 +60,8 @@ LoadProgress parse_load_progress(std::string_view log) {
     const auto nl = log.find('\n', start);
     const auto line = log.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
     start = nl == std::string_view::npos ? log.size() : nl + 1;
-    for (std::size_t i = 0; i < std::size(kMarkers); ++i) {
+    for (std::size_t i = 0; i < std::size(kMarkers); ++i)
       if (line.find(kMarkers[i].text) != std::string_view::npos) stage_rank = std::max(stage_rank, i + 1);
-    }
     if (auto l = layers_of(line); !l.empty()) layers = l;
     if (stage_rank == 3) dots += dots_of(line);
   }

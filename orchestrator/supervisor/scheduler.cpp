@@ -71,9 +71,8 @@ Victims victims_for(const SchedInput& in, const std::string& target) {
   }
   Victims out;
   out.by_cost = by_cost;
-  for (const auto& c : in.children) {
+  for (const auto& c : in.children)
     if (!best || !contains(*best, c.child)) out.children.push_back(&c);
-  }
   return out;
 }
 
@@ -93,7 +92,6 @@ std::vector<Target> pick_targets(const SchedInput& in) {
   }
   return out;
 }
-
 
 // A protected child's earliest release for a target whose oldest request queued at `head`: once
 // idle for its idle time (not before it is idle), and at the latest max_wait after `head`.
@@ -279,9 +277,8 @@ Decision decide(const SchedInput& in) {
       continue;
     }
     const std::string why = victims.by_cost ? kEvictCheapest : kEvictIdle;
-    for (const auto* v : victims.children) {
+    for (const auto* v : victims.children)
       if (handled.insert(v->child).second && evict_step(in, *v, target, why, d)) closed.insert(v->child);
-    }
   }
   // Draining children from earlier rounds stay closed even when the target changed.
   for (const auto& c : in.children) {

@@ -25,7 +25,6 @@ using std::chrono::milliseconds;
 // timeout (and the kill that follows it) normally ends a start first, with the log tail.
 constexpr auto kWatchdogSlack = std::chrono::seconds(2);
 
-
 Errc errc_for(FailureKind k) {
   switch (k) {
     case FailureKind::bad_model: return Errc::bad_model;
@@ -54,28 +53,21 @@ Error prefixed(Error e, const std::string& profile) {
   return e;
 }
 
-}  // namespace
-
-SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
-                               SupervisorOptions opts)
-    : strand_(opts.serial_executor ? ex : asio::make_strand(ex)),
-      cfg_(std::move(cfg)),
-      effects_(std::move(effects)),
-      opts_(std::move(opts)),
-      wake_(strand_) {
-  effects_->configure(cfg_);
-  for (auto& c : ledger::bind_children(cfg_, opts_.children)) children_[c->name].spec = std::move(c);
-  seed_loads();
-  start_remotes();
-}
-
-namespace {
-
 // A child's key in the load-time store: its name and what reaches it (a changed model or flags
 // start over).
 std::string load_key(const ledger::ChildSpec& c) { return c.name + "|" + c.key; }
 
 }  // namespace
+
+SupervisorImpl::SupervisorImpl(asio::any_io_executor ex, config::ConfigPtr cfg, std::unique_ptr<Effects> effects,
+                               SupervisorOptions opts)
+    : strand_(opts.serial_executor ? ex : asio::make_strand(ex)), cfg_(std::move(cfg)),
+      effects_(std::move(effects)), opts_(std::move(opts)), wake_(strand_) {
+  effects_->configure(cfg_);
+  for (auto& c : ledger::bind_children(cfg_, opts_.children)) children_[c->name].spec = std::move(c);
+  seed_loads();
+  start_remotes();
+}
 
 void SupervisorImpl::seed_loads() {
   if (cfg_->orch.state_dir.empty()) return;

@@ -43,9 +43,8 @@ void SupervisorImpl::note_keep_alive(ChildState& ps, std::int64_t keep_alive_s) 
 // Pins always; preloads until start_wanted()'s round has run. In child names.
 std::vector<std::string> SupervisorImpl::wanted() const {
   std::vector<std::string> out = preload_;
-  for (const auto& [name, ps] : children_) {
+  for (const auto& [name, ps] : children_)
     if (ps.settings().pin && !ps.removed && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  }
   return out;
 }
 

@@ -58,17 +58,15 @@ void SupervisorImpl::retire(const std::string& name, ChildState& ps, const char*
 // group may have formed or split); those whose profile is gone fail with not_found. A waiter's
 // profile was resolved once, at admission: it is looked up by name, never again as an alias.
 void SupervisorImpl::requeue() {
-  std::deque<std::shared_ptr<Waiter>> keep;
-  for (auto& w : queue_) {
+  std::erase_if(queue_, [&](const std::shared_ptr<Waiter>& w) {  // (a wake is posted: the queue stays)
     if (const auto* c = spec_of(w->profile)) {  // by name
       w->child = c->name;
-      keep.push_back(w);
-      continue;
+      return false;
     }
     w->result.emplace(make_error(Errc::not_found, "model '" + w->profile + "' was removed by a configuration reload"));
     w->wake();
-  }
-  queue_.swap(keep);
+    return true;
+  });
 }
 
 asio::awaitable<ReloadDiff> SupervisorImpl::reload(config::ConfigPtr cfg, SupervisorOptions opts,

@@ -21,7 +21,6 @@
 #include <cerrno>
 #include <limits>
 #include <optional>
-#include <vector>
 
 #include "common/fd.hpp"
 

@@ -22,10 +22,6 @@ Error io_error(const std::filesystem::path& p, const char* what) {
   return make_error(Errc::io_error, std::string(what) + " " + p.string() + ": " + std::strerror(errno));
 }
 
-}  // namespace
-
-namespace {
-
 // Files up to this many pages are counted exactly; larger ones are sampled. mincore costs about
 // 10 ms per GiB (a page-cache lookup per page), and the figure is asked for on the switch path and
 // on every /status and /metrics request, where a 4 GiB model took 36-60 ms.

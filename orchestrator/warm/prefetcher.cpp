@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <future>
-#include <vector>
 
 #include "common/clock.hpp"
 #include "common/fd.hpp"
