@@ -282,15 +282,13 @@ asio::awaitable<void> model_call(Door& d, Request& req, Connection& c, const Rou
 // Queue, lease (swap), forward and relay one call; errors in call.shape. `t0`: request arrival.
 asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall call, Clock::time_point t0);
 
-// lease_wait.cpp: the wait for a lease of a streaming call (queued by admit_now: `ticket`, or
-// admitted there by acquire): while it waits on a swap, sends the 200 SSE head and an SSE comment
-// every keepalive_interval so the client (and proxies) keep the connection open; with
-// loading_messages: reasoning, what it waits for (queue, load progress) as text the chat shows,
-// once per change.
-using LeaseTicket = std::optional<supervisor::Supervisor::Ticket>;  // none: not admitted yet
+// lease_wait.cpp: the wait of a streaming call queued by admit_now (`ticket`) for its lease: while
+// it waits on a swap, sends the 200 SSE head and an SSE comment every keepalive_interval so the
+// client (and proxies) keep the connection open; with loading_messages: reasoning, what it waits
+// for (queue, load progress) as text the chat shows, once per change.
 asio::awaitable<Result<supervisor::Lease>> acquire_streaming(Door& d, Connection& c, const ProxyCall& call,
                                                              std::shared_ptr<upstream::CancelToken> cancel,
-                                                             LeaseTicket ticket);
+                                                             supervisor::Supervisor::Ticket ticket);
 HeaderList sse_headers(HeaderList h);  // a stream's head: no caching, no proxy buffering
 bool swap_in_progress(const Door& d);  // a child is starting, draining or stopping (Door::phases)
 

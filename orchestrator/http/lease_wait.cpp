@@ -21,12 +21,11 @@ struct PendingLease {
 }  // namespace
 
 asio::awaitable<Result<Lease>> acquire_streaming(Door& d, Connection& c, const ProxyCall& call,
-                                                 std::shared_ptr<upstream::CancelToken> cancel, LeaseTicket ticket) {
+                                                 std::shared_ptr<upstream::CancelToken> cancel,
+                                                 supervisor::Supervisor::Ticket ticket) {
   auto p = std::make_shared<PendingLease>(d.strand);
-  auto task = [&sup = d.sup, p, model = call.profile(), cancel, ticket]() -> asio::awaitable<void> {
-    Result<Lease> r = make_error(Errc::internal, "no lease");  // (no ?: of co_awaits: GCC 12)
-    if (ticket) r = co_await sup.wait(*ticket, cancel);
-    else r = co_await sup.acquire(model, std::nullopt, cancel);
+  auto task = [&sup = d.sup, p, cancel, ticket = std::move(ticket)]() -> asio::awaitable<void> {
+    auto r = co_await sup.wait(ticket, cancel);
     p->result.emplace(std::move(r));
     p->timer.cancel();
   };

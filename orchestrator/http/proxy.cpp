@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "common/bounded_json.hpp"
 #include "common/clock.hpp"
@@ -486,18 +487,15 @@ asio::awaitable<void> proxy_call(Door& d, Request& req, Connection& c, ProxyCall
   // Not `cond ? co_await a : co_await b` below: GCC 12 destroys that temporary twice (the lease's
   // release would run while the lease is still in use).
   auto admitted = d.sup.admit_now(call.profile(), gone);
-  LeaseTicket ticket;
-  if (admitted && std::holds_alternative<supervisor::Supervisor::Ticket>(*admitted))
-    ticket = std::get<supervisor::Supervisor::Ticket>(std::move(*admitted));
+  if (!admitted) throw std::logic_error("the door runs off the supervisor's strand");  // Door::strand is it
   Result<Lease> lease = make_error(Errc::internal, "no lease");
-  if (admitted && !ticket)
-    lease = std::get<Result<Lease>>(std::move(*admitted));
-  else if (call.stream)
-    lease = co_await acquire_streaming(d, c, call, gone, std::move(ticket));
-  else if (ticket)
-    lease = co_await d.sup.wait(std::move(*ticket), gone);
-  else
-    lease = co_await d.sup.acquire(call.profile(), std::nullopt, gone);
+  if (auto* now = std::get_if<Result<Lease>>(&*admitted)) {
+    lease = std::move(*now);
+  } else {
+    auto ticket = std::get<supervisor::Supervisor::Ticket>(std::move(*admitted));
+    if (call.stream) lease = co_await acquire_streaming(d, c, call, gone, std::move(ticket));
+    else lease = co_await d.sup.wait(std::move(ticket), gone);
+  }
   waiting.done();
   if (!lease) c.unwatch();
   if (!lease && me.cancelled) {
