@@ -63,25 +63,6 @@ Error map_error(const error_code& ec, const Endpoint& ep, std::string_view phase
                     std::string(phase) + " " + where + " failed: " + ec.message());
 }
 
-// Resolves (numeric hosts skip the resolver) and connects, honouring `deadline`.
-asio::awaitable<error_code> connect(beast::tcp_stream& s, const Endpoint& ep,
-                                    Clock::time_point deadline) {
-  error_code ec;
-  auto addr = asio::ip::make_address(ep.host, ec);
-  s.expires_at(deadline);
-  if (!ec) {
-    co_await s.async_connect(tcp::endpoint(addr, ep.port), ec_token(ec));
-  } else {
-    tcp::resolver resolver(s.get_executor());
-    auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), ec_token(ec));
-    if (ec) co_return ec;
-    co_await s.async_connect(results, ec_token(ec));
-  }
-  if (!ec) set_cloexec(s.socket().native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
-  s.expires_never();  // from here the connection's watchdog bounds its operations (UpConn)
-  co_return ec;
-}
-
 // A request to a child as it goes out: its head laid out once (HeadWriter), its body, and whether
 // its connection may go back to the pool afterwards.
 struct Outgoing {
@@ -123,19 +104,22 @@ boost::container::small_vector<std::pair<std::string_view, std::string_view>, 32
   return out;
 }
 
-void close_quietly(beast::tcp_stream& s) {
+void close_quietly(tcp::socket& s) {
   error_code ignored;
-  s.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  s.close();
+  s.shutdown(tcp::socket::shutdown_both, ignored);
+  s.close(ignored);
 }
 
-// A connection to a child with its one timer. Beast's tcp_stream arms a timer for each read and
-// write (a wait, then a cancel that posts a completion), and a silence watcher per exchange took a
-// coroutine and a timer more; here one watchdog per connection wakes only when the earliest thing it
-// guards is due (the pending operation's deadline, the next silence check), is re-armed only for an
-// earlier moment, and stays armed across a pooled connection's exchanges.
-struct UpConn : beast::tcp_stream {
-  explicit UpConn(const asio::any_io_executor& ex) : beast::tcp_stream(ex), watchdog(ex) {}
+// A connection to a child with its one timer: a plain socket, whose every operation (the connect
+// too) the watchdog bounds. Beast's tcp_stream armed a timer for each read and write (a wait, then a
+// cancel that posts a completion) and wrapped each in a layer of its own, and a silence watcher per
+// exchange took a coroutine and a timer more; here one watchdog per connection wakes only when the
+// earliest thing it guards is due (the pending operation's deadline, the next silence check), is
+// re-armed only for an earlier moment, and stays armed across a pooled connection's exchanges.
+struct UpConn {
+  explicit UpConn(const asio::any_io_executor& ex) : sock(ex), watchdog(ex) {}
+  asio::any_io_executor get_executor() { return sock.get_executor(); }
+  tcp::socket sock;
   asio::steady_timer watchdog;
   beast::flat_buffer buf;  // what was read and not parsed yet; its room is kept for the next exchange
   std::uint64_t gen = 0;                                      // of the watchdog's current wait
@@ -180,7 +164,7 @@ asio::awaitable<void> check_alive(StreamPtr c) {
   if (exchange != c->exchange) co_return;  // that exchange ended meanwhile
   if (!ok) {
     c->hung = true;
-    close_quietly(*c);
+    close_quietly(c->sock);
     co_return;
   }
   c->last = Clock::now();
@@ -192,7 +176,7 @@ void on_watchdog(const StreamPtr& c) {
   const auto now = Clock::now();
   if (now >= c->op_deadline) {  // the pending operation fails; the caller reads timed_out
     c->timed_out = true;
-    close_quietly(*c);
+    close_quietly(c->sock);
     return;
   }
   if (c->check_after.count() > 0 && !c->checking && now >= c->last + c->check_after) {
@@ -213,10 +197,36 @@ Bounded bound(const StreamPtr& c, Clock::time_point at) {
   return Bounded{*c};
 }
 
+// Resolves (numeric hosts skip the resolver) and connects to the first address that answers, each
+// attempt bounded by `deadline` (the watchdog closes the socket when it passes).
+asio::awaitable<error_code> connect(const StreamPtr& c, const Endpoint& ep, Clock::time_point deadline) {
+  error_code ec;
+  std::vector<tcp::endpoint> addrs;
+  if (const auto addr = asio::ip::make_address(ep.host, ec); !ec) {
+    addrs.emplace_back(addr, ep.port);
+  } else {
+    tcp::resolver resolver(c->get_executor());
+    const auto results = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), ec_token(ec));
+    if (ec) co_return ec;
+    for (const auto& r : results) addrs.push_back(r.endpoint());
+  }
+  ec = asio::error::host_not_found;
+  for (const auto& to : addrs) {
+    error_code ignored;
+    c->sock.close(ignored);  // a failed attempt's socket
+    const auto bounded = bound(c, deadline);
+    co_await c->sock.async_connect(to, ec_token(ec));
+    if (c->timed_out) co_return beast::error::timeout;
+    if (!ec) break;
+  }
+  if (!ec) set_cloexec(c->sock.native_handle());  // Asio 1.74 opens without SOCK_CLOEXEC
+  co_return ec;
+}
+
 // The child closed the connection (or sent bytes nobody asked for) while it sat idle.
-bool unusable(beast::tcp_stream& s) {
+bool unusable(tcp::socket& s) {
   char byte = 0;
-  const ssize_t n = ::recv(s.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
@@ -253,7 +263,7 @@ struct ConnectionPool::Impl {
         const auto idle_for = now - it->since;
         // The peek costs a syscall per request; a connection idle this briefly is taken on trust
         // (a child that closed it anyway is caught by stale(): the request goes out again).
-        if (idle_for > max_age || (idle_for > kTrustIdle && unusable(*it->s))) {
+        if (idle_for > max_age || (idle_for > kTrustIdle && unusable(it->s->sock))) {
           drop.push_back(std::move(it->s));
           it = idle.erase(it);
         } else if (it->s->get_executor() == ex) {
@@ -262,14 +272,13 @@ struct ConnectionPool::Impl {
         }
       }
     }
-    for (auto& d : drop) close_quietly(*d);
+    for (auto& d : drop) close_quietly(d->sock);
     if (out) reused.fetch_add(1);
     return out;
   }
 
   // Keeps `s` for the next request, unless the pool is closed or full.
   void give(StreamPtr s) {
-    s->expires_never();
     {
       std::lock_guard lock(mu);
       if (!closed && idle.size() < max_idle) {
@@ -277,7 +286,7 @@ struct ConnectionPool::Impl {
         return;
       }
     }
-    close_quietly(*s);
+    close_quietly(s->sock);
   }
 };
 
@@ -296,7 +305,7 @@ void ConnectionPool::close() {
     impl_->closed = true;
     idle.swap(impl_->idle);
   }
-  for (auto& i : idle) close_quietly(*i.s);
+  for (auto& i : idle) close_quietly(i.s->sock);
 }
 
 std::size_t ConnectionPool::idle() const {
@@ -410,7 +419,7 @@ class Streamer {
       c->still_alive = nullptr;
       if (c->buf.capacity() > 4 * kReadBytes) c->buf.shrink_to_fit();  // (empty: frees it)
       if (reusable) ep_.pool->impl().give(std::move(c));
-      else close_quietly(*c);
+      else close_quietly(c->sock);
     }
     conn_->s.reset();
     return result_;
@@ -437,17 +446,21 @@ asio::awaitable<error_code> Streamer::send_and_read_header(const Outgoing& msg, 
   // every Content-Length body ("len_ > body_limit_" with an empty optional is true).
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   phase = "write";
-  const auto rest = write_ready(conn_->s->socket(), msg.buffers(), ec);  // usually all of it
+  const auto rest = write_ready(conn_->s->sock, msg.buffers(), ec);  // usually all of it
   if (!ec && beast::buffer_bytes(rest) > 0) {
     const auto bounded = bound(conn_->s, deadline_);
-    co_await asio::async_write(*conn_->s, rest, ec_token(ec));
+    co_await asio::async_write(conn_->s->sock, rest, ec_token(ec));
     ec = seen(ec);
   }
   if (ec) co_return ec;
   phase = "read header";
   const auto bounded = read_bound();
-  co_await http::async_read_header(*conn_->s, conn_->s->buf, *parser_, ec_token(ec));
-  co_return seen(ec);
+  // Reads until the head is parsed; the body's first bytes stay in buf (read_body parses them).
+  while (!ec && !parser_->is_header_done()) {
+    co_await read_more(conn_->s->sock, conn_->s->buf, *parser_, kReadBytes, ec, /*header_only=*/true);
+    ec = seen(ec);
+  }
+  co_return ec;
 }
 
 asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks& cb) {
@@ -457,7 +470,7 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
     // Posted so the close runs on the stream's executor, never concurrently with its operations.
     cancel_->set_hook([weak, ex = ex_] {
       asio::post(ex, [weak] {
-        if (auto c = weak.lock(); c && c->s) close_quietly(*c->s);
+        if (auto c = weak.lock(); c && c->s) close_quietly(c->s->sock);
       });
     });
   }
@@ -472,12 +485,12 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
     ec = co_await send_and_read_header(msg, phase);
     if ((result_.cancelled = cancelled())) co_return ended();
     if (ec && !stale(ec, parser_->got_some())) co_return fail(ec, phase);
-    if (ec) close_quietly(*conn_->s);  // the child had closed it: once more on a fresh one
+    if (ec) close_quietly(conn_->s->sock);  // the child had closed it: once more on a fresh one
   }
   if (!conn_->s || ec) {
     conn_->s = std::make_shared<UpConn>(ex_);
     begin(*conn_->s);
-    ec = co_await connect(*conn_->s, ep_, deadline_);
+    ec = co_await connect(conn_->s, ep_, deadline_);
     if ((result_.cancelled = cancelled())) co_return ended();
     if (ec) co_return fail(ec, "connect");
     ec = co_await send_and_read_header(msg, phase);
@@ -516,7 +529,7 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
         co_return ended();
       }
       const auto bounded = read_bound();
-      co_await read_more(*conn_->s, buf, *parser_, kReadBytes, ec);
+      co_await read_more(conn_->s->sock, buf, *parser_, kReadBytes, ec);
       ec = seen(ec);
       if (!ec) heard();
     }

@@ -244,6 +244,33 @@ TEST_CASE("fetch reports connection refused with host:port", "[upstream]") {
   CHECK(got->error().message.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
 }
 
+// The connect is bounded like every other operation (the connection's watchdog): a listener whose
+// accept queue is full drops new SYNs, so without the bound the connect would wait for the kernel's
+// SYN retries (minutes).
+TEST_CASE("stream: a connect the child never completes fails at the deadline, naming the timeout", "[upstream]") {
+  asio::io_context io;
+  tcp::acceptor full(io);
+  full.open(tcp::v4());
+  full.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  full.listen(0);  // room for one connection, never accepted
+  tcp::socket queued(io);
+  queued.connect(full.local_endpoint());  // fills the queue
+  const Endpoint ep{"127.0.0.1", full.local_endpoint().port()};
+  std::optional<Result<StreamResult>> got;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_all(io, [&]() -> asio::awaitable<void> {
+    Request r;
+    got = co_await stream(io.get_executor(), ep, r, {}, options(300ms, 300ms), nullptr);
+  });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(got);
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->error().code == Errc::timeout);
+  CHECK(got->error().message.find("(connect)") != std::string::npos);
+  CHECK(took >= 250ms);
+  CHECK(took < 5s);
+}
+
 TEST_CASE("fetch reports a connection closed before the response", "[upstream]") {
   asio::io_context io;
   TestServer srv(io);
