@@ -9,6 +9,10 @@ constexpr auto kReopenEvery = std::chrono::seconds(10);  // a failed open is tri
 // statements parsed once) and one wake-up for every record of the window, not per request (the
 // writer's SQL and wake-ups were a fifth of the door's CPU per request under load).
 constexpr auto kBatchWindow = std::chrono::milliseconds(50);
+// The age and byte bounds are enforced at most this often (the count bound in every batch): their
+// queries (the file's page counts, a delete by time whose bound value makes SQLite plan it anew)
+// were a fifth of the writer's work per batch. A second of records is the most they are exceeded by.
+constexpr auto kTidyEvery = std::chrono::seconds(1);
 }  // namespace
 
 Recorder::Recorder(RecorderOptions o) : opt_(std::move(o)) {
@@ -82,13 +86,17 @@ void Recorder::ensure_store() {
 
 void Recorder::write(std::vector<Record>& batch) {
   ensure_store();
-  Status st = store_ ? store_->append(batch, opt_.bounds, unix_ms())
+  const auto now = std::chrono::steady_clock::now();
+  const bool tidy = !tidied_ || now - *tidied_ >= kTidyEvery;
+  Status st = store_ ? store_->append(batch, opt_.bounds, unix_ms(), tidy)
                      : Status(make_error(Errc::io_error, "activity history unavailable"));
+  if (st && tidy) tidied_ = now;
   if (st) set_error("");
   else if (store_) set_error(st.error().message);
   if (!st && store_ && store_->damaged()) {  // corrupt under us: the next write reopens, moving it aside
     store_.reset();
     tried_open_.reset();
+    tidied_.reset();
   }
   std::lock_guard lk(mu_);
   (st ? stats_.written : stats_.dropped) += batch.size();

@@ -65,6 +65,7 @@ class Recorder {
   bool stop_ = false;
   std::unique_ptr<Store> store_;  // writer thread only (with tried_open_)
   std::optional<std::chrono::steady_clock::time_point> tried_open_;
+  std::optional<std::chrono::steady_clock::time_point> tidied_;  // the bounds' last full check
   std::thread thread_;            // last: starts after everything above exists
 };
 

@@ -270,7 +270,7 @@ void Store::give_back_free_pages(std::int64_t max_bytes) {
     sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);
 }
 
-Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms) {
+Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms, bool tidy) {
   static const std::string kInsert =
       std::string("INSERT INTO requests(") + (kColumns + 3) + ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   const std::string what = "cannot write " + std::to_string(batch.size()) + " record(s)";
@@ -292,19 +292,19 @@ Status Store::append(const std::vector<Record>& batch, const Bounds& b, std::int
     if (by_count.ok()) sqlite3_bind_int64(by_count.get(), 1, b.max_records);
     run(by_count);
   }
-  if (!err && b.max_age_ms > 0) {
+  if (!err && tidy && b.max_age_ms > 0) {
     Stmt& by_age = prepared("DELETE FROM requests WHERE at_ms < ?");
     if (by_age.ok()) sqlite3_bind_int64(by_age.get(), 1, now_ms - b.max_age_ms);
     run(by_age);
   }
-  if (!err && b.max_bytes > 0)
+  if (!err && tidy && b.max_bytes > 0)
     if (auto st = prune_bytes(b.max_bytes, what); !st) err = st.error();
   if (!err) run(prepared("COMMIT"));
   if (err) {  // (a statement that failed is prepared afresh by its next use: prepared())
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     return *err;
   }
-  give_back_free_pages(b.max_bytes);
+  if (tidy) give_back_free_pages(b.max_bytes);
   return ok_status();
 }
 

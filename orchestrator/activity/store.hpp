@@ -33,8 +33,9 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Appends `batch` in one transaction, then deletes what the bounds exclude; all or nothing.
-  Status append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms);
+  // Appends `batch` in one transaction, then deletes what the bounds exclude (the age and byte
+  // bounds only when `tidy`: the count bound always holds); all or nothing.
+  Status append(const std::vector<Record>& batch, const Bounds& b, std::int64_t now_ms, bool tidy = true);
   // The records `q` selects, newest first (at most q.limit, capped at kMaxPage).
   Result<std::vector<Record>> query(const Query& q);
   Result<std::int64_t> count();

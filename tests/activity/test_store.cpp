@@ -84,6 +84,24 @@ TEST_CASE("the history forgets records older than max_age", "[activity]") {
   CHECK(s->count().value() == 1);
 }
 
+// The writer tidies (age and bytes) at most once a second; the count bound holds in every batch.
+TEST_CASE("an append that does not tidy keeps the count bound and leaves the age bound to the next one", "[activity]") {
+  test::TempDir dir("activity-tidy");
+  auto s = open_store(dir / "a.db");
+  activity::Bounds b;
+  b.max_records = 3;
+  b.max_age_ms = 1000;
+  REQUIRE(s->append({rec("kev", 200, 1000), rec("kev", 200, 1100)}, b, 5000, /*tidy=*/false));
+  CHECK(s->count().value() == 2);  // older than max_age, kept until a tidy batch
+  REQUIRE(s->append({rec("kev", 200, 4800), rec("kev", 200, 4900)}, b, 5000, /*tidy=*/false));
+  CHECK(s->count().value() == 3);  // the count bound; 1100 is still there, older than max_age
+  REQUIRE(s->append({}, b, 5000));  // a tidy batch
+  auto rows = s->query({});
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 2);
+  CHECK(rows->back().at_ms == 4800);
+}
+
 TEST_CASE("the history survives a reopen (a restart)", "[activity]") {
   test::TempDir dir("activity-reopen");
   {
