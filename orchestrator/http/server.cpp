@@ -358,7 +358,9 @@ asio::awaitable<bool> Connection::send(Reply r) {
   error_code ec;
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
   const std::array<asio::const_buffer, 2> bytes{asio::buffer(head), asio::buffer(r.body)};
-  co_await upstream::write_all(socket_, socket_, bytes, ec);
+  // What the socket takes at once (usually all) goes without an operation; only the rest waits.
+  const auto rest = upstream::write_ready(socket_, bytes, ec);
+  if (!ec && beast::buffer_bytes(rest) > 0) co_await asio::async_write(socket_, rest, ec_token(ec));
   co_return write_done(ec);
 }
 
@@ -401,7 +403,8 @@ asio::awaitable<bool> Connection::flush() {
   error_code ec;
   // A client that stops reading must not pin the upstream forever.
   const auto bounded = bound(std::chrono::seconds(door_->opt.limits.read_timeout_s));
-  co_await upstream::write_all(socket_, socket_, asio::buffer(held_), ec);
+  const auto rest = upstream::write_ready(socket_, asio::buffer(held_), ec);  // as in send()
+  if (!ec && beast::buffer_bytes(rest) > 0) co_await asio::async_write(socket_, rest, ec_token(ec));
   held_.clear();
   if (held_.capacity() > 4 * kReadChunk) std::string().swap(held_);  // a big stream's room goes with it
   co_return write_done(ec);

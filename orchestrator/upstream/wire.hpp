@@ -18,7 +18,6 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/container/small_vector.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/string.hpp>
@@ -90,16 +89,6 @@ boost::beast::buffers_suffix<Buffers> write_ready(Socket& socket, const Buffers&
   if (ec == boost::asio::error::would_block) ec = {};
   if (!ec) rest.consume(n);
   return rest;
-}
-
-// All of `bufs` on `stream` (whose socket is `socket`): write_ready, then the rest asynchronously,
-// bounded by whatever bounds the stream's operations (its timeout, the caller's watchdog).
-template <class AsyncStream, class Socket, class Buffers>
-boost::asio::awaitable<void> write_all(AsyncStream& stream, Socket& socket, const Buffers& bufs,
-                                       boost::system::error_code& ec) {
-  const auto rest = write_ready(socket, bufs, ec);
-  if (!ec && boost::beast::buffer_bytes(rest) > 0)
-    co_await boost::asio::async_write(stream, rest, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
 }
 
 // Reads into `buf` what has already arrived on `socket` (up to `max` bytes), without waiting.
