@@ -37,9 +37,18 @@ class Stmt {
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) rc_ = sqlite3_extended_errcode(db_), why_ = sqlite3_errmsg(db_);
     return rc;
   }
-  void text(int i, const std::string& v) {
-    if (v.empty()) sqlite3_bind_null(s_, i);
-    else sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  // A record's text, clipped to kMaxFieldBytes: what one record keeps is bounded whatever the
+  // client sent. Bound in place (SQLITE_STATIC: the row outlives its step); only a clipped value
+  // is a copy, SQLite's own.
+  void text(int i, std::string_view v) {
+    if (v.empty()) {
+      sqlite3_bind_null(s_, i);
+    } else if (v.size() <= kMaxFieldBytes) {
+      sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    } else {
+      const auto clipped = clip_field(v);
+      sqlite3_bind_text(s_, i, clipped.data(), static_cast<int>(clipped.size()), SQLITE_TRANSIENT);
+    }
   }
   void num(int i, std::int64_t v) {
     if (v < 0) sqlite3_bind_null(s_, i);
@@ -119,16 +128,15 @@ Record read_row(sqlite3_stmt* s) {
 void bind_row(Stmt& st, const Record& r) {
   int i = 1;
   st.num(i++, r.at_ms);
-  // Each text clipped: what one record keeps is bounded whatever the client sent.
   for (const auto* f : {&r.client, &r.user_agent, &r.session, &r.api, &r.model, &r.child, &r.endpoint})
-    st.text(i++, clip_field(*f));
+    st.text(i++, *f);
   st.num(i++, r.status);
-  st.text(i++, clip_field(r.error));
+  st.text(i++, r.error);
   for (const auto v : {r.bytes_in, r.bytes_out, r.queue_ms, r.swap_ms, r.ttft_ms, r.total_ms, r.prompt_tokens,
                        r.cached_tokens, r.generated_tokens})
     st.num(i++, v);
   st.real(i++, r.prefill_tps), st.real(i++, r.decode_tps);
-  st.text(i++, clip_field(r.run)), st.text(i++, clip_field(r.stage)), st.text(i++, clip_field(r.capture));
+  st.text(i++, r.run), st.text(i++, r.stage), st.text(i++, r.capture);
 }
 
 // Why the existing table cannot hold this build's records (a column missing), or "" (also when
