@@ -4,7 +4,6 @@
 #include "supervisor/child_output.hpp"
 
 #include <signal.h>
-#include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -44,8 +43,6 @@ namespace {
 
 std::atomic<bool> g_echo_output{false};  // serve --child-output (child_output.hpp)
 
-constexpr std::size_t kLogFileBytes = 5 * 1024 * 1024;
-constexpr std::size_t kLogFiles = 3;
 constexpr auto kPipeDrainWait = milliseconds(300);   // exit -> last log lines read
 constexpr auto kExitPoll = milliseconds(20);         // fallback when pidfd_open is unavailable
 constexpr auto kKillReapWait = std::chrono::seconds(10);
@@ -102,10 +99,6 @@ int signal_number(const std::string& name) {
 
 void echo_child_output(bool on) { g_echo_output.store(on); }
 
-fs::path child_log_path(const fs::path& log_dir, const std::string& profile) {
-  return log_dir / (profile + ".log");
-}
-
 class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
  public:
   Impl(asio::io_context& ioc, ChildOptions opts)
@@ -133,7 +126,7 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   std::optional<SClock::time_point> listening_at_;
   SClock::time_point last_line_at_{};
   std::deque<std::string> tail_;
-  std::shared_ptr<spdlog::logger> log_;
+  ChildLog log_;
   std::unique_ptr<bp::async_pipe> out_, err_;
   std::unique_ptr<asio::posix::stream_descriptor> pidfd_;
   asio::steady_timer wake_;
@@ -142,8 +135,7 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
 
  private:
   std::optional<ChildFailure> spawn();
-  void open_log();
-  void on_line(std::string line);
+  void on_line(std::string_view raw);
   void take_lines(std::string& buf);
   asio::awaitable<void> read_lines(bp::async_pipe* pipe);
   asio::awaitable<void> read_batched(bp::async_pipe& pipe, std::string& buf);
@@ -159,25 +151,6 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   std::vector<std::string> tail() const { return {tail_.begin(), tail_.end()}; }
   void wake() { wake_.cancel(); }
 };
-
-void Child::Impl::open_log() {
-  if (opts_.log_dir.empty()) return;
-  std::error_code ec;
-  fs::create_directories(opts_.log_dir, ec);
-  spdlog::file_event_handlers on_open;  // spdlog's fopen has no "e": no child may get the file
-  on_open.after_open = [](const spdlog::filename_t&, std::FILE* f) { set_cloexec(::fileno(f)); };
-  try {
-    auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_st>(
-        child_log_path(opts_.log_dir, opts_.profile.name).string(), kLogFileBytes, kLogFiles, false, on_open);
-    log_ = std::make_shared<spdlog::logger>(opts_.profile.name, sink);
-    log_->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%n] %v");
-    // Flushed once per batch of lines read (read_lines), not per line: a real server prints ~20
-    // lines per request, and a write per line is the door's largest per-request cost.
-    log_->flush_on(spdlog::level::off);
-  } catch (const spdlog::spdlog_ex& e) {
-    spdlog::warn("{}: cannot open log file: {}", opts_.profile.name, e.what());
-  }
-}
 
 std::optional<ChildFailure> Child::Impl::spawn() {
   config::SpawnArgs spawn{opts_.host, std::to_string(opts_.port), opts_.slot_save_path.string(), opts_.api_key};
@@ -225,21 +198,23 @@ std::optional<ChildFailure> Child::Impl::spawn() {
   return std::nullopt;
 }
 
-void Child::Impl::on_line(std::string line) {
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+void Child::Impl::on_line(std::string_view raw) {
+  while (!raw.empty() && (raw.back() == '\n' || raw.back() == '\r')) raw.remove_suffix(1);
   last_line_at_ = SClock::now();
-  const auto& ready_line = opts_.profile.health.ready_line;
-  const bool marker = ready_line.empty() ? line.find("listening on") != std::string::npos
-                                         : line.find(ready_line) != std::string::npos;
-  if (!listening_at_ && marker) {
-    listening_at_ = last_line_at_;
-    wake();  // probe at once instead of waiting for the next interval
+  if (!listening_at_) {
+    const auto& ready_line = opts_.profile.health.ready_line;
+    if (raw.find(ready_line.empty() ? std::string_view("listening on") : std::string_view(ready_line)) !=
+        std::string_view::npos) {
+      listening_at_ = last_line_at_;
+      wake();  // probe at once instead of waiting for the next interval
+    }
   }
+  std::string line(raw);
   if (!opts_.api_key.empty()) {  // the key never reaches a log, whatever the server prints
     for (auto at = line.find(opts_.api_key); at != std::string::npos; at = line.find(opts_.api_key, at))
       line.replace(at, opts_.api_key.size(), config::kChildKeyPlaceholder);
   }
-  if (log_) log_->info("{}", line);
+  log_.line(line);
   if (g_echo_output.load(std::memory_order_relaxed))
     std::fprintf(stderr, "[%s] %s\n", opts_.profile.name.c_str(), line.c_str());
   tail_.push_back(std::move(line));
@@ -250,13 +225,13 @@ void Child::Impl::on_line(std::string line) {
 void Child::Impl::take_lines(std::string& buf) {
   std::size_t at = 0;
   for (std::size_t nl; (nl = buf.find('\n', at)) != std::string::npos; at = nl + 1)
-    on_line(buf.substr(at, nl + 1 - at));
+    on_line(std::string_view(buf).substr(at, nl + 1 - at));
   buf.erase(0, at);
   if (buf.size() > kMaxLineBytes) {
-    on_line(std::move(buf));
+    on_line(buf);
     buf.clear();
   }
-  if (log_ && at > 0) log_->flush();  // the batch is in the file before the next wait
+  log_.write();
 }
 
 // Line by line while the child starts (the ready line and the stall timer need each one at once);
@@ -277,8 +252,8 @@ asio::awaitable<void> Child::Impl::read_lines(bp::async_pipe* pipe) {
     take_lines(buf);
   }
   if (open) co_await read_batched(*pipe, buf);
-  if (!buf.empty()) on_line(std::move(buf));
-  if (log_) log_->flush();
+  if (!buf.empty()) on_line(buf);
+  log_.write();
   --open_pipes_;
   wake();
 }
@@ -412,7 +387,7 @@ asio::awaitable<StartOutcome> Child::Impl::start() {
     f.message = "stopped before it started";
     co_return StartOutcome{std::nullopt, std::move(f)};
   }
-  open_log();
+  log_.open(opts_.log_dir, opts_.profile.name);
   auto spawned_at = SClock::now();
   last_line_at_ = spawned_at;
   if (auto f = spawn())
@@ -524,7 +499,8 @@ asio::awaitable<void> Child::Impl::run_stop_command(StopReport& rep) {
   auto env = opts_.profile.env;
   auto r = co_await supervisor::run_stop_command(strand_, std::move(argv), std::move(env), timeout);
   rep.stop_command = r.describe();
-  if (log_) log_->info("[kevlaya] stop command: {}", rep.stop_command);
+  log_.line("[kevlaya] stop command: " + rep.stop_command);
+  log_.write();
   if (!r.ran || r.timed_out || r.exit_code != 0)
     spdlog::warn("{}: stop command {}; sending SIG{}", opts_.profile.name, rep.stop_command, st.signal);
 }

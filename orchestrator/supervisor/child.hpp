@@ -19,6 +19,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "supervisor/child_log.hpp"
 #include "supervisor/types.hpp"
 
 namespace kevlaya::supervisor {
@@ -63,8 +64,5 @@ class Child {
  private:
   std::shared_ptr<Impl> impl_;
 };
-
-// Path of the rotating log file of a profile in `log_dir`.
-std::filesystem::path child_log_path(const std::filesystem::path& log_dir, const std::string& profile);
 
 }  // namespace kevlaya::supervisor
