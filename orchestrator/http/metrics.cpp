@@ -54,8 +54,14 @@ Metrics::Family& Metrics::family(std::string_view name) {
 
 template <class L>
 Metrics::Series& Metrics::series(Family& f, const L& labels) {
+  const auto same = [](const auto& x, const auto& y) {
+    return std::string_view(x.first) == std::string_view(y.first) && std::string_view(x.second) == std::string_view(y.second);
+  };
+  if (f.last && std::equal(labels.begin(), labels.end(), f.last->first.begin(), f.last->first.end(), same))
+    return f.last->second;
   auto it = f.series.find(labels);
   if (it == f.series.end()) it = f.series.emplace(Labels(labels.begin(), labels.end()), Series{}).first;
+  f.last = &*it;
   return it->second;
 }
 
@@ -77,7 +83,11 @@ void Metrics::observe(std::string_view name, LabelViews labels, double value) {
   ++s.count;
 }
 
-void Metrics::clear(std::string_view name) { family(name).series.clear(); }
+void Metrics::clear(std::string_view name) {
+  Family& f = family(name);
+  f.series.clear();
+  f.last = nullptr;
+}
 
 std::string Metrics::escape_label(std::string_view v, bool quote) {
   std::string out;

@@ -155,6 +155,28 @@ TEST_CASE("metrics: updates by label views and by built labels meet in one serie
   CHECK((a < b && b < c));
 }
 
+// Each family remembers the series it updated last (the door updates the same few per request).
+TEST_CASE("metrics: the series updated last is found again, another is not mistaken for it, clear() forgets it", "[http]") {
+  kevlaya::http::Metrics m;
+  m.describe("g", kevlaya::http::Metrics::Type::gauge, "a gauge");
+  m.set("g", {{"model", "kev"}}, 1);
+  m.inc("g", {{"model", "kev"}}, 2);  // the last series again
+  m.inc("g", {{"model", "laya"}});
+  m.inc("g", {{"model", "ke"}});      // a prefix of the last one's value
+  m.inc("g", {});                     // fewer labels
+  m.inc("g", {{"model", "kev"}});
+  auto text = m.render();
+  CHECK(text.find("g{model=\"kev\"} 4\n") != std::string::npos);
+  CHECK(text.find("g{model=\"laya\"} 1\n") != std::string::npos);
+  CHECK(text.find("g{model=\"ke\"} 1\n") != std::string::npos);
+  CHECK(text.find("g 1\n") != std::string::npos);
+  m.clear("g");
+  m.inc("g", {{"model", "kev"}});  // a new series: the cleared one is gone
+  text = m.render();
+  CHECK(text.find("g{model=\"kev\"} 1\n") != std::string::npos);
+  CHECK(text.find("laya") == std::string::npos);
+}
+
 TEST_CASE("/metrics is well-formed and counts requests, switches and tokens/s", "[http]") {
   Door door;
   REQUIRE(http_request(door.port(), "POST", "/v1/chat/completions", chat_body("kev")).status == 200);
