@@ -1,0 +1,36 @@
+// A child's log file: the lines of one batch share one time stamp, each on its own line.
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <sstream>
+
+#include "supervisor/child_log.hpp"
+#include "support/paths.hpp"
+
+using namespace kevlaya;
+
+TEST_CASE("child log: a batch's lines land one per line with one time stamp, written when the batch is", "[supervisor]") {
+  test::TempDir dir("child-log");
+  supervisor::ChildLog log;
+  log.open(dir.path(), "kev");
+  const auto file = supervisor::child_log_path(dir.path(), "kev");
+  log.line("first");
+  log.line("second [with] brackets");
+  CHECK(test::read_text(file).empty());  // queued until the batch is written
+  log.write();
+  std::istringstream in(test::read_text(file));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 2);
+  const std::regex stamped(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} \[kev\] (.*)$)");
+  std::smatch m;
+  REQUIRE(std::regex_match(lines[0], m, stamped));
+  CHECK(m[1] == "first");
+  REQUIRE(std::regex_match(lines[1], m, stamped));
+  CHECK(m[1] == "second [with] brackets");
+  CHECK(lines[0].substr(0, 23) == lines[1].substr(0, 23));
+  log.write();  // nothing queued: nothing written
+  log.line("third");
+  log.write();
+  CHECK(test::read_text(file).size() == 2 * lines[0].size() + lines[1].size() + 3);  // "third" is as long as "first"
+}
