@@ -20,7 +20,6 @@
 #include <boost/process.hpp>
 #include <atomic>
 #include <cstdio>
-#include <deque>
 #include <map>
 
 #include "common/clock.hpp"
@@ -125,7 +124,7 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   std::vector<asio::steady_timer*> batch_timers_;  // of the batch readers now waiting
   std::optional<SClock::time_point> listening_at_;
   SClock::time_point last_line_at_{};
-  std::deque<std::string> tail_;
+  LineRing tail_{opts_.tail_lines};  // the last lines, for error reports
   ChildLog log_;
   std::unique_ptr<bp::async_pipe> out_, err_;
   std::unique_ptr<asio::posix::stream_descriptor> pidfd_;
@@ -148,7 +147,7 @@ class Child::Impl : public std::enable_shared_from_this<Child::Impl> {
   asio::awaitable<bool> probe();
   asio::awaitable<ChildFailure> fail_start(FailureKind kind, std::string msg, std::string hint);
   asio::awaitable<ChildFailure> exit_failure();
-  std::vector<std::string> tail() const { return {tail_.begin(), tail_.end()}; }
+  std::vector<std::string> tail() const { return tail_.lines(); }
   void wake() { wake_.cancel(); }
 };
 
@@ -209,7 +208,8 @@ void Child::Impl::on_line(std::string_view raw) {
       wake();  // probe at once instead of waiting for the next interval
     }
   }
-  std::string line(raw);
+  std::string& line = tail_.next();
+  line.assign(raw);
   if (!opts_.api_key.empty()) {  // the key never reaches a log, whatever the server prints
     for (auto at = line.find(opts_.api_key); at != std::string::npos; at = line.find(opts_.api_key, at))
       line.replace(at, opts_.api_key.size(), config::kChildKeyPlaceholder);
@@ -217,8 +217,6 @@ void Child::Impl::on_line(std::string_view raw) {
   log_.line(line);
   if (g_echo_output.load(std::memory_order_relaxed))
     std::fprintf(stderr, "[%s] %s\n", opts_.profile.name.c_str(), line.c_str());
-  tail_.push_back(std::move(line));
-  while (tail_.size() > opts_.tail_lines) tail_.pop_front();
 }
 
 // Every complete line of `buf` to on_line; the rest stays for the next read.

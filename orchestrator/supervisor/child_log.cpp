@@ -61,4 +61,19 @@ void ChildLog::write() {
   pending_.clear();
 }
 
+std::string& LineRing::next() {
+  if (ring_.size() < capacity_) return ring_.emplace_back();
+  if (ring_.empty()) return scratch_;
+  std::string& slot = ring_[oldest_];
+  oldest_ = (oldest_ + 1) % ring_.size();
+  return slot;
+}
+
+std::vector<std::string> LineRing::lines() const {
+  const auto split = ring_.begin() + static_cast<std::ptrdiff_t>(oldest_);
+  std::vector<std::string> out(split, ring_.end());
+  out.insert(out.end(), ring_.begin(), split);
+  return out;
+}
+
 }  // namespace kevlaya::supervisor

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace spdlog {
 class logger;
@@ -30,6 +31,21 @@ class ChildLog {
   std::string name_;
   std::string pending_;  // queued lines, each with its prefix and newline
   std::string prefix_;   // the pending batch's "stamp [name] "
+};
+
+// The last `capacity` lines of a child, for error reports: a ring whose strings keep their room (a
+// real server prints dozens of lines per request: no allocation per line once it is full).
+class LineRing {
+ public:
+  explicit LineRing(std::size_t capacity) : capacity_(capacity) {}
+  std::string& next();                    // the slot of a new line (the oldest line's, once full)
+  std::vector<std::string> lines() const;  // oldest first
+
+ private:
+  std::size_t capacity_;
+  std::vector<std::string> ring_;
+  std::size_t oldest_ = 0;  // once full
+  std::string scratch_;     // the slot when capacity_ is 0
 };
 
 }  // namespace kevlaya::supervisor

@@ -1,4 +1,4 @@
-// A child's log file: the lines of one batch share one time stamp, each on its own line.
+// A child's log file (the lines of one batch share one time stamp) and the tail kept for errors.
 #include <catch2/catch.hpp>
 
 #include <regex>
@@ -33,4 +33,20 @@ TEST_CASE("child log: a batch's lines land one per line with one time stamp, wri
   log.line("third");
   log.write();
   CHECK(test::read_text(file).size() == 2 * lines[0].size() + lines[1].size() + 3);  // "third" is as long as "first"
+}
+
+TEST_CASE("child log: the tail ring keeps the last lines, oldest first, reusing its slots", "[supervisor]") {
+  supervisor::LineRing ring(3);
+  ring.next() = "one";
+  ring.next() = "two";
+  CHECK(ring.lines() == std::vector<std::string>{"one", "two"});
+  ring.next() = "three";
+  ring.next().assign("four");  // takes the oldest slot
+  std::string& fifth = ring.next();
+  CHECK(fifth == "two");  // the slot it reuses still holds the line it replaces
+  fifth = "five";
+  CHECK(ring.lines() == std::vector<std::string>{"three", "four", "five"});
+  supervisor::LineRing none(0);
+  none.next() = "dropped";
+  CHECK(none.lines().empty());
 }
