@@ -57,8 +57,9 @@ def post(port, path, body, stream=False):
     return time.perf_counter() - t0, first
 
 
-def start_door(orch, cfg):
-    p = subprocess.Popen([orch, "serve", cfg, "--port", "0"], stderr=subprocess.PIPE, text=True)
+def start_door(orch, cfg, wrap=()):
+    """`wrap`: a command the door runs under (instructions.py: valgrind)."""
+    p = subprocess.Popen([*wrap, orch, "serve", cfg, "--port", "0"], stderr=subprocess.PIPE, text=True)
     for line in p.stderr:
         m = re.search(r"listening on http://[^:]+:(\d+)", line)
         if m:
@@ -98,20 +99,22 @@ def wait_healthy(p, port, what, tries):
     raise RuntimeError(f"{what} did not start")
 
 
-def start_nginx(d, child):
-    """nginx proxying to the direct child over keep-alive connections (no buffering: SSE passes)."""
+def start_nginx(d, child, wrap=(), access_log=False):
+    """nginx proxying to the direct child over keep-alive connections (no buffering: SSE passes);
+    its access log off unless `access_log` (nginx's default: on)."""
     port = free_port()
+    log = f"access_log {d}/access.log" if access_log else "access_log off"
     with open(f"{d}/nginx.conf", "w") as f:
         f.write(f"""worker_processes 1; daemon off; master_process off; pid {d}/nginx.pid; error_log {d}/nginx.err;
 events {{ worker_connections 1024; }}
-http {{ access_log off; client_body_buffer_size 1m; client_max_body_size 16m;
+http {{ {log}; client_body_buffer_size 1m; client_max_body_size 16m;
   upstream child {{ server 127.0.0.1:{child}; keepalive 32; }}
   server {{ listen 127.0.0.1:{port};
     location / {{ proxy_pass http://child; proxy_http_version 1.1; proxy_set_header Connection "";
                  proxy_buffering off; }} }} }}
 """)
-    p = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return wait_healthy(p, port, "nginx", 100)
+    p = subprocess.Popen([*wrap, "nginx", "-c", f"{d}/nginx.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return wait_healthy(p, port, "nginx", 600 if wrap else 100)
 
 
 def cpu_s(pid):
@@ -178,17 +181,11 @@ def main():
                             os.path.join(a.build, "orchestrator", "kevlaya-orch")) if os.path.exists(p))
     ctx = 2048 if a.prompt_kib <= 0 else a.clients * (a.prompt_kib * 512 + 256)  # every slot holds one
     with tempfile.TemporaryDirectory() as d:
-        os.makedirs(f"{d}/profiles"); os.makedirs(f"{d}/pipelines")
         if a.prompt_kib > 0:  # a model whose training context holds the conversation (servers clamp to it)
             a.model = f"{d}/long.gguf"
             subprocess.run([os.path.join(a.build, "tools", "kevlaya-tiny-gguf"), "model", "--out", a.model,
                             "--n-ctx", str(a.prompt_kib * 512 + 256)], check=True, stdout=subprocess.DEVNULL)
-        with open(f"{d}/profiles/kev.yaml", "w") as f:
-            f.write(f"name: kev\nbinary: {server}\nmodel: {os.path.abspath(a.model)}\nngl: 0\n"
-                    f"ctx: {ctx}\nparallel: {a.clients}\n")
-        with open(f"{d}/kevlaya.yaml", "w") as f:
-            f.write(f"profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: {d}/state\n"
-                    f"log_dir: {d}/logs\nqueue:\n  max_depth: 256\n")
+        write_config(d, server, a.model, a.clients, ctx)
         doors = [("door", orch)] + ([("baseline", a.baseline)] if a.baseline else [])
         procs = []
         try:
@@ -211,6 +208,17 @@ def main():
         finally:
             for _, p, _ in procs:
                 p.terminate(); p.wait(30)
+
+
+def write_config(d, server, model, clients, ctx=2048):
+    """`d`/kevlaya.yaml with its one profile, kev: the defaults, `clients` slots."""
+    os.makedirs(f"{d}/profiles", exist_ok=True); os.makedirs(f"{d}/pipelines", exist_ok=True)
+    with open(f"{d}/profiles/kev.yaml", "w") as f:
+        f.write(f"name: kev\nbinary: {server}\nmodel: {os.path.abspath(model)}\nngl: 0\n"
+                f"ctx: {ctx}\nparallel: {clients}\n")
+    with open(f"{d}/kevlaya.yaml", "w") as f:
+        f.write(f"profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: {d}/state\n"
+                f"log_dir: {d}/logs\nqueue:\n  max_depth: 256\n")
 
 
 def conversation(kib):
