@@ -4,7 +4,7 @@ directly (same binary, model and flags, no key) and through `kevlaya-orch serve`
 answers only the door: a per-start --api-key), interleaved so both see the same machine state.
 
   bench/http/bench_door.py [--build DIR] [--server BIN] [--model GGUF] [--n 200] [--clients 16]
-                           [--baseline ORCH [--baseline-yaml LINES]] [--nginx] [--keep-alive]
+                           [--baseline ORCH [--baseline-yaml LINES]] [--nginx] [--nginx-log] [--keep-alive]
                            [--prompt-kib N]
                            [--rounds 9]
 
@@ -16,8 +16,10 @@ fresh connection; --keep-alive reuses one per client thread and server, as the S
 --server names a real llama-server. --baseline ORCH runs a second door (another kevlaya-orch
 build, e.g. before a change) in the same run, interleaved, so before/after share the machine state;
 --baseline-yaml adds kevlaya.yaml lines to the baseline door only (the same binary with a setting off).
---nginx adds nginx (from PATH: one worker, `proxy_pass` with an upstream keep-alive pool) in front of
-the direct child as a reference row: what a lean proxy's extra hop costs on this machine."""
+--nginx adds nginx (from PATH: one worker, `proxy_pass` with an upstream keep-alive pool, access log
+off) in front of the direct child as a reference row: what a lean proxy's extra hop costs on this
+machine; --nginx-log a second one with its access log on (nginx's default; the door's history on is
+its own)."""
 import argparse, http.client, json, os, re, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -168,6 +170,8 @@ def main():
     ap.add_argument("--baseline-yaml", default="",
                     help="kevlaya.yaml lines added for the baseline door only, e.g. 'activity: {enabled: false}'")
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
+    ap.add_argument("--nginx-log", action="store_true",
+                    help="a second nginx with its access log on (its default), as the door keeps its history")
     ap.add_argument("--rounds", type=int, default=9, help="throughput rounds (median ratio reported)")
     ap.add_argument("--keep-alive", action="store_true",
                     help="reuse one connection per client and server (what the OpenAI/Anthropic SDKs do)")
@@ -200,10 +204,13 @@ def main():
             direct, child = start_direct(server, os.path.abspath(a.model), a.clients, ctx)
             if a.nginx:
                 procs.append(("nginx", *start_nginx(d, child)))
+            if a.nginx_log:
+                os.makedirs(f"{d}/nginx-log")
+                procs.append(("nginx+log", *start_nginx(f"{d}/nginx-log", child, access_log=True)))
             procs.append(("direct", direct, child))
             run(a, procs[:-1], child)
             for name, p, _ in procs[:-1]:
-                if name != "nginx":
+                if not name.startswith("nginx"):
                     print(f"  {name} RSS after the run: {rss_mib(p.pid):.1f} MiB (target < 20 MiB)")
         finally:
             for _, p, _ in procs:
@@ -234,7 +241,7 @@ def conversation(kib):
 def run(a, doors, child):
     """`doors`: (name, process, port) of each door; every measure interleaves them with direct."""
     for name, _, port in doors:
-        if name == "nginx":
+        if name.startswith("nginx"):
             continue  # not a door: it forwards to the running child
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
@@ -280,7 +287,7 @@ def run(a, doors, child):
         mv, fv = statistics.median(lat[name]), statistics.median(first[name])
         tv, lo, hi = statistics.median(ratios[name]), min(ratios[name]), max(ratios[name])
         print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
-              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name == 'nginx' else 'door'} CPU {cpu[name]*1e6:.0f} us/request "
+              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name.startswith('nginx') else 'door'} CPU {cpu[name]*1e6:.0f} us/request "
               f"(user {split[name][0]*1e6:.0f}, system {split[name][1]*1e6:.0f})")
 
 
