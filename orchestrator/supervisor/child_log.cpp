@@ -13,6 +13,9 @@ namespace kevlaya::supervisor {
 namespace {
 constexpr std::size_t kLogFileBytes = 5 * 1024 * 1024;
 constexpr std::size_t kLogFiles = 3;
+// Queued lines go to the sink once they reach this much (flushed only at the batch's end): a batch
+// may hold 4 MiB of a chatty child's output, the queue holds at most this plus one line.
+constexpr std::size_t kMaxPending = 64 * 1024;
 }  // namespace
 
 std::filesystem::path child_log_path(const std::filesystem::path& log_dir, const std::string& profile) {
@@ -39,7 +42,7 @@ void ChildLog::open(const std::filesystem::path& log_dir, const std::string& pro
 
 void ChildLog::line(std::string_view text) {
   if (!log_) return;
-  if (pending_.empty()) {  // local time, as spdlog's own stamps
+  if (prefix_.empty()) {  // the batch's first line; local time, as spdlog's own stamps
     const auto now = std::chrono::system_clock::now();
     const std::time_t t = std::chrono::system_clock::to_time_t(now);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
@@ -51,14 +54,21 @@ void ChildLog::line(std::string_view text) {
     prefix_.assign(stamp).append(" [").append(name_).append("] ");
   }
   pending_.append(prefix_).append(text).push_back('\n');
+  if (pending_.size() >= kMaxPending) emit();
+}
+
+void ChildLog::emit() {
+  if (pending_.empty()) return;
+  pending_.pop_back();  // the sink ends the message with its own newline
+  log_->log(spdlog::level::info, spdlog::string_view_t(pending_.data(), pending_.size()));
+  pending_.clear();
 }
 
 void ChildLog::write() {
-  if (!log_ || pending_.empty()) return;
-  pending_.pop_back();  // the sink ends the message with its own newline
-  log_->log(spdlog::level::info, spdlog::string_view_t(pending_.data(), pending_.size()));
+  if (!log_ || prefix_.empty()) return;
+  emit();
   log_->flush();  // the batch is in the file before the next wait
-  pending_.clear();
+  prefix_.clear();
 }
 
 std::string& LineRing::next() {
