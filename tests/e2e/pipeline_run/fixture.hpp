@@ -64,7 +64,10 @@ struct RunProject {
       std::istringstream ex(extra[name]);
       for (std::string w; ex >> w;) args += ", \"" + w + "\"";
       args += "]";
-      if (binary != standin_binary().string()) args = "[]";
+      // One thread: llama-server's threads meet at a spinning barrier per token, and on a busy CPU
+      // (the CI runs tests in parallel on 2 cores) a descheduled one stalls the rest: the demo
+      // pipeline took 39 s instead of 3 s beside 4 busy loops, and over 300 s in a CI run.
+      if (binary != standin_binary().string()) args = "[\"-t\", \"1\"]";
       write_text(dir / ("profiles/" + name + ".yaml"),
                  "name: " + name + "\nbinary: " + binary + "\nmodel: " + (tiny_models() / model).string() +
                      "\nngl: 0\nctx: 512\nparallel: 1\nextra_args: " + args +
