@@ -32,15 +32,6 @@ constexpr const char* kServerName = "kevlaya-orch";
 // Response headers a page of an allowed origin may read.
 constexpr const char* kExposed = "Retry-After, Location, X-Kevlaya-Model, X-Kevlaya-Queue-Ms, X-Kevlaya-Swap-Ms, X-Kevlaya-Run, X-Kevlaya-Backend, X-Kevlaya-Remote";
 
-// Reads until `p` has its header (`header_only`) or the whole request (upstream::read_more: after
-// parse_buffered, never Beast's read operations).
-template <class Parser>
-asio::awaitable<void> read_parsed(tcp::socket& s, beast::flat_buffer& buf, Parser& p, bool header_only,
-                                  error_code& ec) {
-  while (!ec && !(header_only ? p.is_header_done() : p.is_done()))
-    co_await upstream::read_more(s, buf, p, kReadChunk, ec, header_only);
-}
-
 // Read failures that deserve an answer (the rest just close the connection).
 std::optional<Error> read_error(const error_code& ec, const ServerOptions& opt) {
   if (ec == bhttp::error::body_limit)
@@ -239,7 +230,8 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
     // first request of a connection is not a posted completion behind the reactor's next turn.
     if (buffer_.size() == 0) upstream::read_ready(socket_, buffer_, kReadChunk);
     upstream::parse_buffered(parser, buffer_, ec, /*header_only=*/true);
-    if (!ec && !parser.is_header_done()) co_await read_parsed(socket_, buffer_, parser, /*header_only=*/true, ec);
+    if (!ec && !parser.is_header_done())
+      co_await upstream::read_parsed(socket_, buffer_, parser, kReadChunk, ec, /*header_only=*/true);
   }
   // Framing Beast accepts but a proxy must not (request smuggling): refused before any body.
   std::optional<std::string> framing;  // (no ?: here: GCC 12 double-destroys its temporaries in coroutines)
@@ -272,7 +264,7 @@ asio::awaitable<std::optional<Request>> Connection::read_request() {
       // buffer as it goes: room for the body, up to 64 KiB, saves reads and scheduler rounds.
       const auto len = parser.content_length();
       buffer_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(len ? *len : kReadChunk, 4 * kReadChunk)));
-      co_await read_parsed(socket_, buffer_, parser, /*header_only=*/false, ec);
+      co_await upstream::read_parsed(socket_, buffer_, parser, kReadChunk, ec);
       if (buffer_.capacity() > kReadChunk) buffer_.shrink_to_fit();  // an idle connection keeps little
     }
   }

@@ -456,12 +456,10 @@ asio::awaitable<error_code> Streamer::send_and_read_header(const Outgoing& msg, 
   if (ec) co_return ec;
   phase = "read header";
   const auto bounded = read_bound();
-  // Reads until the head is parsed; the body's first bytes stay in buf (read_body parses them).
-  while (!ec && !parser_->is_header_done()) {
-    co_await read_more(conn_->s->sock, conn_->s->buf, *parser_, kReadBytes, ec, /*header_only=*/true);
-    ec = seen(ec);
-  }
-  co_return ec;
+  // The body's first bytes stay in buf (read_body parses them). A watchdog close fails the read
+  // that is pending, which ends the loop: seen() maps it once, after.
+  co_await read_parsed(conn_->s->sock, conn_->s->buf, *parser_, kReadBytes, ec, /*header_only=*/true);
+  co_return seen(ec);
 }
 
 asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks& cb) {

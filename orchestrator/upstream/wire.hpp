@@ -143,4 +143,13 @@ boost::asio::awaitable<void> read_more(AsyncStream& stream, DynamicBuffer& buf, 
   parse_buffered(p, buf, ec, header_only);
 }
 
+// Reads (read_more, never Beast's read operations) until `p` has its header (`header_only`) or its
+// whole message: how the door reads a request and a child's answer.
+template <class AsyncStream, class Parser, class DynamicBuffer>
+boost::asio::awaitable<void> read_parsed(AsyncStream& stream, DynamicBuffer& buf, Parser& p, std::size_t min_read,
+                                         boost::system::error_code& ec, bool header_only = false) {
+  while (!ec && !(header_only ? p.is_header_done() : p.is_done()))
+    co_await read_more(stream, buf, p, min_read, ec, header_only);
+}
+
 }  // namespace kevlaya::upstream
