@@ -3,7 +3,6 @@
 // hard link of one small GGUF: distinct files to the scanner, no disk to speak of.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <filesystem>
 
 #include "config/config.hpp"
@@ -12,40 +11,36 @@
 #include "runtime/discovered.hpp"
 #include "runtime/plan_setup.hpp"
 #include "support/paths.hpp"
+#include "support/proc_probes.hpp"
 
 using namespace kevlaya;
 namespace fs = std::filesystem;
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
-TEST_CASE("models_dir scale: 2,000 models are scanned, fitted and planned in under 10 s", "[models_dir]") {
+// CPU time, not the wall clock: CI runs tests in parallel on two cores, and a busy machine stretched
+// the wall time of this work from 5.6 to 12 s. In CPU: 4.6 s under ASan here, 5.0 s beside four busy
+// loops (17 s of wall time).
+TEST_CASE("models_dir scale: 2,000 models are scanned, fitted and planned in under 10 s of CPU", "[models_dir]") {
   constexpr int kModels = 2000;
   test::TempDir dir("models-dir-scale");
   fs::create_directories(dir / "models");
   REQUIRE(gguf::write_tiny_model(dir / "base.gguf", kevlaya::test::small_model_spec()).ok());
   for (int i = 0; i < kModels; ++i) fs::create_hard_link(dir / "base.gguf", dir / ("models/m" + std::to_string(i) + ".gguf"));
 
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = test::cpu_seconds();
   auto loaded = config::load(config::Source{"", dir / "models"});
   REQUIRE(loaded.ok());
   REQUIRE(loaded.config.profiles.size() == kModels);
-  const double scan_s = seconds_since(t0);
+  const double scan_s = test::cpu_seconds() - t0;
   auto& cfg = loaded.config;
   cfg.orch.gpu.vram_mib = 24576;  // a known budget: no NVML, the same plan everywhere
   cfg.orch.state_dir = dir / "state";
   const auto fits = runtime::fit_discovered(cfg, runtime::gpu_devices(cfg));
   REQUIRE(fits);
   CHECK(fits->size() == kModels);
-  const double fit_s = seconds_since(t0) - scan_s;
+  const double fit_s = test::cpu_seconds() - t0 - scan_s;
   const auto setup = runtime::setup_residency(cfg);
   CHECK_FALSE(setup.refused);
-  const double total_s = seconds_since(t0);
-  INFO("scan " << scan_s << " s, fit " << fit_s << " s, plan " << total_s - scan_s - fit_s << " s");
+  const double total_s = test::cpu_seconds() - t0;
+  INFO("CPU: scan " << scan_s << " s, fit " << fit_s << " s, plan " << total_s - scan_s - fit_s << " s");
   CHECK(total_s < 10.0);
 }

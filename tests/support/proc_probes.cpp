@@ -98,6 +98,12 @@ int fd_count(pid_t pid) {
   return n;
 }
 
+double cpu_seconds(pid_t pid) {
+  const auto f = stat_fields(pid);  // [11] utime, [12] stime (fields 14 and 15 of stat)
+  if (f.size() < 13) return -1;
+  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 long rss_kib(pid_t pid) { return status_value(pid, "VmRSS"); }
 long peak_rss_kib(pid_t pid) { return status_value(pid, "VmHWM"); }
 int thread_count(pid_t pid) { return static_cast<int>(status_value(pid, "Threads")); }

@@ -21,6 +21,9 @@ int fd_count(pid_t pid = ::getpid());      // entries in /proc/PID/fd
 int thread_count(pid_t pid = ::getpid());  // Threads: of /proc/PID/status
 long rss_kib(pid_t pid = ::getpid());
 long peak_rss_kib(pid_t pid = ::getpid());  // VmHWM
+// User + system CPU seconds of a process so far (/proc/PID/stat; clock ticks, 10 ms): a cost bound
+// read in CPU time holds on a busy machine, where the wall time of the same work doubles.
+double cpu_seconds(pid_t pid = ::getpid());
 // Sockets in CLOSE-WAIT whose local port is `port` (/proc/net/tcp and tcp6): a server's side of
 // connections whose client hung up and that the server has not closed.
 int close_wait_on(int port);
