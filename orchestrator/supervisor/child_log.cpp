@@ -72,18 +72,13 @@ void ChildLog::write() {
 }
 
 std::string& LineRing::next() {
-  if (ring_.size() < capacity_) return ring_.emplace_back();
-  if (ring_.empty()) return scratch_;
-  std::string& slot = ring_[oldest_];
-  oldest_ = (oldest_ + 1) % ring_.size();
-  return slot;
-}
-
-std::vector<std::string> LineRing::lines() const {
-  const auto split = ring_.begin() + static_cast<std::ptrdiff_t>(oldest_);
-  std::vector<std::string> out(split, ring_.end());
-  out.insert(out.end(), ring_.begin(), split);
-  return out;
+  if (ring_.capacity() == 0) return scratch_;
+  if (!ring_.full()) {
+    ring_.push_back();
+    return ring_.back();
+  }
+  ring_.rotate(ring_.begin() + 1);  // constant time when full: the oldest slot becomes the newest
+  return ring_.back();
 }
 
 }  // namespace kevlaya::supervisor

@@ -4,6 +4,8 @@
 // the batch's end: a real server prints dozens of lines per request, and spdlog's layout of each
 // line was a tenth of the door's instructions per request. Used on the child's strand only.
 #pragma once
+#include <boost/circular_buffer.hpp>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -38,15 +40,13 @@ class ChildLog {
 // real server prints dozens of lines per request: no allocation per line once it is full).
 class LineRing {
  public:
-  explicit LineRing(std::size_t capacity) : capacity_(capacity) {}
+  explicit LineRing(std::size_t capacity) : ring_(capacity) {}
   std::string& next();                    // the slot of a new line (the oldest line's, once full)
-  std::vector<std::string> lines() const;  // oldest first
+  std::vector<std::string> lines() const { return {ring_.begin(), ring_.end()}; }  // oldest first
 
  private:
-  std::size_t capacity_;
-  std::vector<std::string> ring_;
-  std::size_t oldest_ = 0;  // once full
-  std::string scratch_;     // the slot when capacity_ is 0
+  boost::circular_buffer<std::string> ring_;
+  std::string scratch_;  // the slot when the capacity is 0
 };
 
 }  // namespace kevlaya::supervisor
