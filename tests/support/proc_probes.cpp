@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "support/paths.hpp"
 #include "supervisor/state_file.hpp"
@@ -100,7 +101,8 @@ int fd_count(pid_t pid) {
 
 double cpu_seconds(pid_t pid) {
   const auto f = stat_fields(pid);  // [11] utime, [12] stime (fields 14 and 15 of stat)
-  if (f.size() < 13) return -1;
+  // Thrown, not a sentinel: a bound checked against -1 would pass for a process that is gone.
+  if (f.size() < 13) throw std::runtime_error("no CPU times in /proc/" + std::to_string(pid) + "/stat");
   return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 

@@ -22,7 +22,8 @@ int thread_count(pid_t pid = ::getpid());  // Threads: of /proc/PID/status
 long rss_kib(pid_t pid = ::getpid());
 long peak_rss_kib(pid_t pid = ::getpid());  // VmHWM
 // User + system CPU seconds of a process so far (/proc/PID/stat; clock ticks, 10 ms): a cost bound
-// read in CPU time holds on a busy machine, where the wall time of the same work doubles.
+// read in CPU time holds on a busy machine, where the wall time of the same work doubles. Throws
+// when the process has no stat (gone).
 double cpu_seconds(pid_t pid = ::getpid());
 // Sockets in CLOSE-WAIT whose local port is `port` (/proc/net/tcp and tcp6): a server's side of
 // connections whose client hung up and that the server has not closed.
