@@ -13,7 +13,7 @@ ARG LLAMA_IMAGE=ghcr.io/ggml-org/llama.cpp:server-cuda
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev \
-      libyaml-cpp-dev libspdlog-dev libcli11-dev libsqlite3-dev libzstd-dev catch2 ca-certificates \
+      libyaml-cpp-dev libspdlog-dev libcli11-dev libsqlite3-dev libzstd-dev libmimalloc-dev catch2 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -28,7 +28,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEVLAYA_BUILD_TES
     && mkdir -p /out/bin /out/lib \
     && cp /build/kevlaya-orch /out/bin/ \
     && ldd /build/kevlaya-orch | awk '/=> \// {print $3}' \
-       | grep -E 'libboost|libyaml-cpp|libspdlog|libfmt|libsqlite3|libzstd' | xargs -r -I{} cp -L {} /out/lib/
+       | grep -E 'libboost|libyaml-cpp|libspdlog|libfmt|libsqlite3|libzstd|libmimalloc' | xargs -r -I{} cp -L {} /out/lib/
 
 FROM ${LLAMA_IMAGE} AS runtime
 COPY --from=build /out/bin/kevlaya-orch /usr/local/bin/kevlaya-orch

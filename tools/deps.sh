@@ -10,7 +10,7 @@ set -euo pipefail
 mode=${1:-test}
 case "$mode" in build|test) ;; *) echo "usage: tools/deps.sh [build|test]" >&2; exit 2 ;; esac
 pkgs=(build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev
-      libyaml-cpp-dev libspdlog-dev libcli11-dev libsqlite3-dev libzstd-dev curl ccache)
+      libyaml-cpp-dev libspdlog-dev libcli11-dev libsqlite3-dev libzstd-dev libmimalloc-dev curl ccache)
 [ "$mode" = build ] || pkgs+=(catch2 dpkg-dev lintian python3-yaml)
 missing() {
   local out=() p

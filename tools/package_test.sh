@@ -27,6 +27,9 @@ dpkg-deb -x "$deb" "$root"
 dpkg-deb -e "$deb" "$root/DEBIAN"
 orch=$root/usr/bin/kevlaya-orch
 "$orch" --version | grep -qx "kevlaya-orch [0-9.]*" || fail "--version of the packaged binary: $("$orch" --version)"
+# The Release binary runs on mimalloc (orchestrator/CMakeLists.txt), and the package depends on it.
+"$orch" --version | grep -qx "allocator: mimalloc [0-9.]*" || fail "the packaged binary's allocator: $("$orch" --version)"
+grep -q '^Depends:.*libmimalloc' "$root/DEBIAN/control" || fail "the package does not depend on libmimalloc: $(grep ^Depends "$root/DEBIAN/control")"
 "$orch" check "$root/etc/kevlaya/kevlaya.yaml" || fail "check of the packaged /etc/kevlaya/kevlaya.yaml failed"
 grep -qx /etc/kevlaya/kevlaya.yaml "$root/DEBIAN/conffiles" || fail "/etc/kevlaya/kevlaya.yaml is not a conffile"
 unit=$root/lib/systemd/system/kevlaya-orch.service

@@ -14,9 +14,9 @@ int fail_with(const char* cmd, const Error& e) {
   return kExitFailure;
 }
 
-int run_cli(int argc, const char* const* argv) {
+int run_cli(int argc, const char* const* argv, std::string_view allocator) {
   CLI::App app{"kevlaya-orch: run two local LLMs (Kev decides, Laya verifies) on one small GPU"};
-  app.set_version_flag("--version", std::string("kevlaya-orch ") + KEVLAYA_VERSION);
+  app.set_version_flag("--version", std::string("kevlaya-orch ") + KEVLAYA_VERSION + "\nallocator: " + std::string(allocator));
   app.require_subcommand(1);
   Globals g;
   app.add_option("--log-level", g.log_level, "trace|debug|info|warn|error|off")

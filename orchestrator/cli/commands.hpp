@@ -2,6 +2,7 @@
 // the process exit code in Globals::exit_code. Exit codes are documented in README.md.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "runtime/exit_codes.hpp"
 
@@ -39,6 +40,7 @@ void add_schema(CLI::App& app, Globals& g);   // schema [orchestrator|profile|pi
 int fail_with(const char* cmd, const Error& e);
 
 // Entry point used by main.cpp (and tests): parses argv, runs the subcommand, returns exit code.
-int run_cli(int argc, const char* const* argv);
+// `allocator`: what --version names as the process's malloc (main.cpp knows what it links).
+int run_cli(int argc, const char* const* argv, std::string_view allocator = "glibc malloc");
 
 }  // namespace kevlaya::cli
