@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
                            std::to_string(v % 10);
   return kevlaya::cli::run_cli(argc, argv, name);
 }
+#elif defined(KEVLAYA_SANITIZER_ALLOCATOR)
+int main(int argc, char** argv) { return kevlaya::cli::run_cli(argc, argv, "AddressSanitizer's"); }
 #else
 int main(int argc, char** argv) { return kevlaya::cli::run_cli(argc, argv); }
 #endif

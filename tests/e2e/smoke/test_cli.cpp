@@ -8,7 +8,7 @@ TEST_CASE("cli --version prints the project version", "[cli]") {
   auto r = run_command(orch_binary().string() + " --version");
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("kevlaya-orch " KEVLAYA_VERSION) != std::string::npos);
-  // and the allocator it runs on: mimalloc in a Release build, glibc's under the sanitizers
+  // and the allocator it runs on: mimalloc in a Release build, AddressSanitizer's under the sanitizers
   CHECK(r.output.find("\nallocator: ") != std::string::npos);
 }
 
