@@ -11,11 +11,10 @@
 ARG LLAMA_IMAGE=ghcr.io/ggml-org/llama.cpp:server-cuda
 
 FROM debian:bookworm AS build
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build libboost-dev libboost-filesystem-dev nlohmann-json3-dev \
-      libyaml-cpp-dev libspdlog-dev libcli11-dev libsqlite3-dev libzstd-dev libmimalloc-dev catch2 ca-certificates \
-    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The build packages are the ones tools/deps.sh installs for a build on the host: one list.
+COPY tools/deps.sh tools/deps.sh
+RUN tools/deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY orchestrator orchestrator

@@ -41,6 +41,6 @@ int fail_with(const char* cmd, const Error& e);
 
 // Entry point used by main.cpp (and tests): parses argv, runs the subcommand, returns exit code.
 // `allocator`: what --version names as the process's malloc (main.cpp knows what it links).
-int run_cli(int argc, const char* const* argv, std::string_view allocator = "glibc malloc");
+int run_cli(int argc, const char* const* argv, std::string_view allocator);
 
 }  // namespace kevlaya::cli

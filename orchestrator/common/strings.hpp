@@ -1,5 +1,6 @@
 // Small string helpers shared across the targets.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,10 +27,19 @@ std::string join(const Range& items, std::string_view sep, Text text) {
   return s;
 }
 
-// `s` with ASCII letters lowered (names, words and headers; not for user text).
+// `c` lowered if it is an ASCII letter (names, words and headers; not for user text).
+inline char ascii_lower_char(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// `s` with ASCII letters lowered.
 inline std::string ascii_lower(std::string s) {
-  for (auto& c : s) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  for (auto& c : s) c = ascii_lower_char(c);
   return s;
+}
+
+// Whether `s` contains `lower` (written in lower case), ASCII case ignored; no copy of `s`.
+inline bool contains_ascii_ci(std::string_view s, std::string_view lower) {
+  return std::search(s.begin(), s.end(), lower.begin(), lower.end(),
+                     [](char a, char b) { return ascii_lower_char(a) == b; }) != s.end();
 }
 
 // `s` without its leading and trailing spaces and tabs.

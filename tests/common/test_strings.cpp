@@ -21,3 +21,12 @@ TEST_CASE("ascii_lower lowers ASCII letters only, trim_blanks drops spaces and t
   CHECK(trim_blanks(" \t ").empty());
   CHECK(trim_blanks("\nx\n") == "\nx\n");  // only blanks
 }
+
+TEST_CASE("contains_ascii_ci finds a lower-case part in any case, without a copy", "[strings]") {
+  CHECK(kevlaya::contains_ascii_ci("X-API-Key", "key"));
+  CHECK(kevlaya::contains_ascii_ci("Proxy-AUTHORIZATION", "auth"));
+  CHECK(kevlaya::contains_ascii_ci("token", "token"));
+  CHECK_FALSE(kevlaya::contains_ascii_ci("X-Session-ID", "key"));
+  CHECK_FALSE(kevlaya::contains_ascii_ci("ke", "key"));
+  CHECK(kevlaya::contains_ascii_ci("anything", ""));
+}

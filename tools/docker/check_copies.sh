@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks that the Dockerfile's build stage installs the build packages of `tools/deps.sh build`, and
-# that what it COPYs is enough to build kevlaya-orch: the tracked
+# Checks that the Dockerfile's build stage installs its packages with `tools/deps.sh build`, and that
+# what it COPYs is enough to build kevlaya-orch: the tracked
 # files under those paths alone are configured with the Dockerfile's cmake flags, then every input of
 # the kevlaya-orch build graph that no rule makes must exist. (`ninja -n` alone stops at the
 # regeneration step and misses a file such as cmake/embed_assets.cmake that only a build rule reads.)
@@ -14,17 +14,10 @@ git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || { echo "check_copies: SKIPP
 # The build stage: from its FROM line to the next FROM; COPY lines without --from.
 mapfile -t paths < <(awk '/^FROM /{stage++} stage==1 && /^COPY / && !/--from/ {for (i=2; i<NF; i++) print $i}' "$src/Dockerfile")
 [ ${#paths[@]} -gt 0 ] || { echo "check_copies: no COPY in the Dockerfile's build stage"; exit 1; }
-# The build stage installs what the build needs: every -dev package and build tool that
-# `tools/deps.sh build` installs (curl and ccache are conveniences, not needs).
-need=$(sed -n '/^pkgs=(/,/)/p' "$src/tools/deps.sh" | sed -e 's/^pkgs=(//' -e 's/).*//' | tr ' ' '\n' |
-       grep -E -- '-dev$|^(build-essential|cmake|ninja-build)$' || true)
-have=$(awk '/^FROM /{stage++} stage==1' "$src/Dockerfile" | tr '\\\n' '  ' | grep -o 'apt-get install [^&]*' | tr ' ' '\n')
-[ -n "$need" ] || { echo "check_copies: no build packages found in tools/deps.sh"; exit 1; }
-absent=$(comm -23 <(sort -u <<<"$need") <(sort -u <<<"$have"))
-if [ -n "$absent" ]; then
-  echo "check_copies: FAILED: the Dockerfile's build stage does not install what tools/deps.sh build does:" $absent
-  exit 1
-fi
+# The build stage installs its packages with `tools/deps.sh build`, the host build's one list (a list
+# of its own in the Dockerfile went stale: mimalloc was missing from it).
+awk '/^FROM /{stage++} stage==1' "$src/Dockerfile" | grep -q '^RUN tools/deps.sh build' ||
+  { echo "check_copies: FAILED: the Dockerfile's build stage does not install its packages with tools/deps.sh build"; exit 1; }
 # The cmake flags of the build stage's RUN cmake line.
 flags=$(awk '/^FROM /{stage++} stage==1' "$src/Dockerfile" | tr '\\\n' '  ' | grep -o 'cmake -S [^&]*' | head -n1 |
         sed -e 's/^cmake -S [^ ]* -B [^ ]* //' -e 's/-DCMAKE_BUILD_RPATH=[^ ]*//')
