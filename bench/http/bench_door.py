@@ -119,6 +119,22 @@ http {{ {log}; client_body_buffer_size 1m; client_max_body_size 16m;
     return wait_healthy(p, port, "nginx", 600 if wrap else 100)
 
 
+def start_relay(build, child, wrap=()):
+    """The stack's floor (bench/relay): Boost's Asio coroutines and Beast relaying to the child."""
+    p = subprocess.Popen([*wrap, os.path.join(build, "bench", "kevlaya_bench_relay"), str(child)],
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        m = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if m:
+            return wait_healthy(p, int(m.group(1)), "the relay", 600 if wrap else 100)
+    raise RuntimeError("the relay did not start")
+
+
+def is_door(name):
+    """A kevlaya door (loaded through /admin/load), not a proxy in front of the direct child."""
+    return not name.startswith(("nginx", "relay"))
+
+
 def cpu_s(pid):
     """CPU time of all of `pid`'s threads so far, in seconds (schedstat: nanoseconds)."""
     total = 0
@@ -172,6 +188,8 @@ def main():
     ap.add_argument("--nginx", action="store_true", help="nginx in front of the direct child, as a reference")
     ap.add_argument("--nginx-log", action="store_true",
                     help="a second nginx with its access log on (its default), as the door keeps its history")
+    ap.add_argument("--relay", action="store_true",
+                    help="the stack's floor (bench/relay: Asio coroutines and Beast, nothing else), as a reference")
     ap.add_argument("--rounds", type=int, default=9, help="throughput rounds (median ratio reported)")
     ap.add_argument("--keep-alive", action="store_true",
                     help="reuse one connection per client and server (what the OpenAI/Anthropic SDKs do)")
@@ -207,10 +225,12 @@ def main():
             if a.nginx_log:
                 os.makedirs(f"{d}/nginx-log")
                 procs.append(("nginx+log", *start_nginx(f"{d}/nginx-log", child, access_log=True)))
+            if a.relay:
+                procs.append(("relay", *start_relay(a.build, child)))
             procs.append(("direct", direct, child))
             run(a, procs[:-1], child)
             for name, p, _ in procs[:-1]:
-                if not name.startswith("nginx"):
+                if is_door(name):
                     print(f"  {name} RSS after the run: {rss_mib(p.pid):.1f} MiB (target < 20 MiB)")
         finally:
             for _, p, _ in procs:
@@ -241,8 +261,8 @@ def conversation(kib):
 def run(a, doors, child):
     """`doors`: (name, process, port) of each door; every measure interleaves them with direct."""
     for name, _, port in doors:
-        if name.startswith("nginx"):
-            continue  # not a door: it forwards to the running child
+        if not is_door(name):
+            continue  # a proxy in front of the running child
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         c.request("POST", "/admin/load/kev", headers={"Content-Type": "application/json"})
         r = c.getresponse(); r.read()
@@ -287,7 +307,7 @@ def run(a, doors, child):
         mv, fv = statistics.median(lat[name]), statistics.median(first[name])
         tv, lo, hi = statistics.median(ratios[name]), min(ratios[name]), max(ratios[name])
         print(f"  {name:8s}: added {(mv-md)*1e3:+.3f} ms (non-streaming), {(fv-fd)*1e3:+.3f} ms (first SSE chunk), "
-              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'proxy' if name.startswith('nginx') else 'door'} CPU {cpu[name]*1e6:.0f} us/request "
+              f"throughput {tv:.2f}x direct (median of {a.rounds} rounds, {lo:.2f}-{hi:.2f}), {'door' if is_door(name) else 'proxy'} CPU {cpu[name]*1e6:.0f} us/request "
               f"(user {split[name][0]*1e6:.0f}, system {split[name][1]*1e6:.0f})")
 
 

@@ -8,14 +8,16 @@ bench_door.py --keep-alive. The count is the user-space instructions of every th
 (the door's request history writer included) divided by 2N; the kernel's work (system calls) is not
 in it: bench_door.py's CPU column has both.
 
-  bench/http/instructions.py [--build DIR] [--server BIN] [--baseline ORCH] [--nginx] [--nginx-log] [--n 300]
+  bench/http/instructions.py [--build DIR] [--server BIN] [--baseline ORCH] [--nginx] [--nginx-log] [--relay] [--n 300] [--keep DIR]
 
 --server: the child (default: the stand-in; a real llama-server prints dozens of log lines per call,
 which the door reads and writes to the child's log); --baseline: a second kevlaya-orch (e.g. before a change); --nginx: nginx as bench_door.py runs it
 (one worker, upstream keep-alive pool, access log off); --nginx-log: the same with its access log
-on (nginx's default). Needs Debian's valgrind. Under callgrind a proxy runs ~50x slower, so the
+on (nginx's default); --relay: the stack's floor (bench/relay: Boost's Asio coroutines and Beast
+relaying to the child, nothing else; `tools/setup.sh --all` builds it); --keep: each proxy's
+callgrind files are copied there (for callgrind_annotate). Needs Debian's valgrind. Under callgrind a proxy runs ~50x slower, so the
 history writer's 50 ms batches hold fewer records than at full speed: its share is an upper bound."""
-import argparse, glob, http.client, json, os, subprocess, sys, tempfile, time
+import argparse, glob, re, http.client, json, os, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -57,13 +59,15 @@ def main():
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--nginx", action="store_true")
     ap.add_argument("--nginx-log", action="store_true")
+    ap.add_argument("--relay", action="store_true", help="the stack's floor too (bench/relay)")
     ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--keep", default=None, help="copy each proxy's callgrind files here (callgrind_annotate reads them)")
     a = ap.parse_args()
     server = a.server or os.path.join(a.build, "tools", "llama-server-standin")
     orch = next(p for p in (os.path.join(a.build, "kevlaya-orch"), os.path.join(a.build, "orchestrator", "kevlaya-orch"))
                 if os.path.exists(p))
     rows = [("door", orch)] + ([("baseline", a.baseline)] if a.baseline else [])
-    rows += [("nginx", None)] * a.nginx + [("nginx, access log on", None)] * a.nginx_log
+    rows += [("nginx", None)] * a.nginx + [("nginx, access log on", None)] * a.nginx_log + [("relay (floor)", None)] * a.relay
     print(f"instructions per request (callgrind, {a.n} non-streamed + {a.n} streamed kept-alive calls, one client; "
           f"child: {os.path.basename(server)})")
     for name, bin_ in rows:
@@ -76,9 +80,16 @@ def main():
                     procs.append(bench_door.start_door(bin_, f"{d}/kevlaya.yaml", wrap))
                 else:
                     procs.append(bench_door.start_direct(server, os.path.abspath(a.model), 16))
-                    procs.append(bench_door.start_nginx(d, procs[0][1], wrap, access_log=name != "nginx"))
+                    if name.startswith("relay"):
+                        procs.append(bench_door.start_relay(a.build, procs[0][1], wrap))
+                    else:
+                        procs.append(bench_door.start_nginx(d, procs[0][1], wrap, access_log=name != "nginx"))
                 proc, port = procs[-1]
                 print(f"  {name:21s}: {count(proc, port, a.n, d, bin_ is not None):8.0f}", flush=True)
+                if a.keep:
+                    os.makedirs(a.keep, exist_ok=True)
+                    for f in glob.glob(f"{d}/cg.{proc.pid}.*"):
+                        shutil.copy(f, os.path.join(a.keep, re.sub(r"[^a-z]+", "_", name) + "." + os.path.basename(f)))
             finally:
                 for p, _ in reversed(procs):
                     p.terminate(); p.wait(60)

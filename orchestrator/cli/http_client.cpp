@@ -70,14 +70,14 @@ Result<HttpAnswer> http_stream(const ClientOptions& o, const std::string& path,
                                const std::function<bool(std::string_view)>& on_data) {
   HttpAnswer head;
   upstream::StreamCallbacks cb;
-  cb.on_head = [&head](int status, upstream::HeaderViews) -> asio::awaitable<bool> {
+  cb.on_head = [&head](int status, upstream::HeaderViews) {
     head.status = status;
-    co_return true;
+    return true;
   };
-  cb.on_chunk = [&head, &on_data](std::string_view bytes) -> asio::awaitable<bool> {
-    if (head.status / 100 == 2) co_return on_data(bytes);
+  cb.on_chunk = [&head, &on_data](std::string_view bytes) {
+    if (head.status / 100 == 2) return on_data(bytes);
     head.body.append(bytes);  // an error answer is returned whole
-    co_return true;
+    return true;
   };
   upstream::StreamOptions opt;
   opt.first_byte_timeout = o.timeout;

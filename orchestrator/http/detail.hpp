@@ -147,14 +147,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // send() for a handler that ends with it: `co_return co_await c.reply(r);`
   asio::awaitable<void> reply(Reply r) { co_await send(std::move(r)); }
   // A streamed response: its head, chunked for HTTP/1.1, ended by closing the connection for
-  // HTTP/1.0; each part is written at once (Send::now, with whatever is held) or held for the next
-  // write (Send::held: a relay holds what it got from one read of the child and flushes before it
-  // waits for the next, so a head, its chunks and the last chunk that came together leave in one
-  // write). False when the client is gone.
-  enum class Send { now, held };
-  asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers,
-                                     Send when = Send::now);
-  asio::awaitable<bool> chunk(std::string_view data, Send when = Send::now);  // one chunk
+  // HTTP/1.0. start_stream and chunk write at once, with whatever is held; hold_head and
+  // hold_chunk only hold (plain calls: a relay holds what it got from one read of the child and
+  // flushes before it waits for the next, so a head, its chunks and the last chunk that came
+  // together leave in one write). False when the client is gone.
+  asio::awaitable<bool> start_stream(int status, std::string content_type, HeaderList headers);
+  asio::awaitable<bool> chunk(std::string_view data);  // one chunk
+  bool hold_head(int status, std::string_view content_type, const HeaderList& headers);
+  bool hold_chunk(std::string_view data);
   asio::awaitable<bool> flush();  // writes what is held
   asio::awaitable<bool> finish_stream(const HeaderList& trailers = {});  // last chunk, with what is held
   bool head_sent() const { return head_sent_; }
@@ -232,7 +232,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::int64_t bytes_out_ = 0;
   std::uint64_t watch_gen_ = 0;
   char peek_byte_ = 0;  // watch_disconnect's one-byte peek
-  std::string held_;    // a streamed response's bytes not written yet (Send::held)
+  std::string held_;    // a streamed response's bytes not written yet (hold_head, hold_chunk)
 };
 
 // router.cpp: dispatches one request (auth, then the route); writes the whole response.

@@ -212,23 +212,20 @@ HeaderList with_passed(HeaderList h, const Relay& r) {
 
 // A non-streamed answer past the cap: a plain one goes out chunked from here on (what is
 // buffered first), so memory never follows its size; one that must be whole is refused.
-asio::awaitable<bool> overflow(Connection& c, const Call& call, const Lease& lease, std::int64_t queue_ms, Relay& r) {
+bool overflow(Connection& c, const Call& call, const Lease& lease, std::int64_t queue_ms, Relay& r) {
   if (r.upstream_error || call.body_map) {
     r.too_large = true;
-    co_return false;
+    return false;
   }
   r.streaming = r.passthrough = true;
-  std::string ctype = "application/json";  // (no ?: of strings: GCC 12 double-destroys it in a coroutine)
-  if (!r.content_type.empty()) ctype = r.content_type;
-  bool sent = co_await c.start_stream(200, ctype, with_passed(lease_headers(lease, queue_ms), r));
-  if (sent) sent = co_await c.chunk(r.body);
-  if (!sent) {
+  const std::string_view ctype = r.content_type.empty() ? std::string_view("application/json") : r.content_type;
+  if (!c.hold_head(200, ctype, with_passed(lease_headers(lease, queue_ms), r)) || !c.hold_chunk(r.body)) {
     r.client_gone = true;
-    co_return false;
+    return false;
   }
   r.tail = r.body.substr(r.body.size() - std::min(r.body.size(), kTailBytes));
   std::string().swap(r.body);
-  co_return true;
+  return true;
 }
 
 Error too_large_error(const Call& call, std::int64_t cap) {
@@ -251,7 +248,9 @@ struct RelayCtx {
 
 upstream::StreamCallbacks relay_callbacks(const RelayCtx& x) {
   upstream::StreamCallbacks cb;
-  cb.on_head = [&x](int status, upstream::HeaderViews h) -> asio::awaitable<bool> {
+  // The head and the chunks are held, not written: they leave together in on_idle, before the
+  // relay waits on the child again (or at the end).
+  cb.on_head = [&x](int status, upstream::HeaderViews h) {
     auto& [c, call, lease, queue_ms, cap, r] = x;
     r.status = status;
     for (const auto& [k, v] : h) {
@@ -260,40 +259,37 @@ upstream::StreamCallbacks relay_callbacks(const RelayCtx& x) {
     }
     if (status != 200) r.upstream_error = true;
     r.streaming = !r.upstream_error && (call.stream || r.content_type.rfind("text/event-stream", 0) == 0);
-    if (!r.streaming) co_return true;
-    if (c.head_sent() && call.stream_map) co_return true;  // NDJSON has no comments: the trailers say it
-    // Held, as the chunks below: they leave together before the relay waits on the child again.
+    if (!r.streaming) return true;
+    if (c.head_sent() && call.stream_map) return true;  // NDJSON has no comments: the trailers say it
     if (c.head_sent())  // the head went out with keep-alives; the figures follow as a comment
-      co_return co_await c.chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) +
-                                     " swap_ms=" + std::to_string(lease.switch_ms()) + "\n\n",
-                                 Connection::Send::held);
-    std::string ctype = "text/event-stream";
+      return c.hold_chunk(": kevlaya queue_ms=" + std::to_string(queue_ms) + " swap_ms=" +
+                          std::to_string(lease.switch_ms()) + "\n\n");
+    std::string_view ctype = "text/event-stream";
     if (!r.content_type.empty()) ctype = r.content_type;
     if (call.stream_map) ctype = call.stream_type;
-    co_return co_await c.start_stream(200, std::move(ctype), with_passed(sse_headers(lease_headers(lease, queue_ms)), r),
-                                      Connection::Send::held);
+    return c.hold_head(200, ctype, with_passed(sse_headers(lease_headers(lease, queue_ms)), r));
   };
-  cb.on_chunk = [&x](std::string_view bytes) -> asio::awaitable<bool> {
+  cb.on_chunk = [&x](std::string_view bytes) {
     auto& [c, call, lease, queue_ms, cap, r] = x;
     if (r.first_byte == Clock::time_point{}) r.first_byte = Clock::now();
     if (!r.streaming && static_cast<std::int64_t>(r.body.size() + bytes.size()) <= cap) {
       r.body.append(bytes);
       if (r.capture && (!call.body_map || r.upstream_error)) r.capture->response(bytes);  // sent as it is
-      co_return true;
+      return true;
     }
-    if (!r.streaming && !co_await overflow(c, call, lease, queue_ms, r)) co_return false;
+    if (!r.streaming && !overflow(c, call, lease, queue_ms, r)) return false;
     r.tail.append(bytes);
     if (r.tail.size() > 2 * kTailBytes) r.tail.erase(0, r.tail.size() - kTailBytes);
     std::string mapped;
     if (call.stream_map) {  // a translated API (Ollama): SSE in, its own framing out
       mapped = call.stream_map(bytes);
-      if (mapped.empty()) co_return true;  // an empty chunk would end the response
+      if (mapped.empty()) return true;  // an empty chunk would end the response
       bytes = mapped;
     }
     if (r.capture) r.capture->response(bytes);  // compressed as it passes
-    const bool ok = co_await c.chunk(bytes, Connection::Send::held);  // written by on_idle or the end
+    const bool ok = c.hold_chunk(bytes);
     r.client_gone = !ok;
-    co_return ok;
+    return ok;
   };
   cb.on_idle = [&x]() -> asio::awaitable<bool> {  // before the relay waits on the child
     const bool ok = co_await x.c.flush();

@@ -356,9 +356,18 @@ asio::awaitable<bool> Connection::send(Reply r) {
   co_return write_done(ec);
 }
 
-asio::awaitable<bool> Connection::start_stream(int status, std::string content_type, HeaderList headers,
-                                               Send when) {
-  if (failed_) co_return false;
+asio::awaitable<bool> Connection::start_stream(int status, std::string content_type, HeaderList headers) {
+  if (!hold_head(status, content_type, headers)) co_return false;
+  co_return co_await flush();
+}
+
+asio::awaitable<bool> Connection::chunk(std::string_view data) {
+  if (!hold_chunk(data)) co_return false;
+  co_return co_await flush();
+}
+
+bool Connection::hold_head(int status, std::string_view content_type, const HeaderList& headers) {
+  if (failed_) return false;
   upstream::HeadWriter h;
   set_common(h, content_type, headers, cors_origin_);
   // HTTP/1.0 has no chunked coding (RFC 9112 6.1): its stream is the bytes as they come, ended
@@ -370,13 +379,12 @@ asio::awaitable<bool> Connection::start_stream(int status, std::string content_t
   h.keep_alive(version_, keep_alive_);
   if (chunked_) h.set("Transfer-Encoding", "chunked");
   held_ += h.text(upstream::status_line(version_, status));
-  if (when == Send::held) co_return true;
-  co_return co_await flush();
+  return true;
 }
 
-asio::awaitable<bool> Connection::chunk(std::string_view data, Send when) {
-  if (failed_) co_return false;
-  if (data.empty()) co_return true;  // an empty chunk would end the body
+bool Connection::hold_chunk(std::string_view data) {
+  if (failed_) return false;
+  if (data.empty()) return true;  // an empty chunk would end the body
   bytes_out_ += static_cast<std::int64_t>(data.size());
   if (chunked_) {  // the framing Beast's make_chunk writes: hex size, CRLF, data, CRLF
     std::array<char, 16> hex{};
@@ -385,8 +393,7 @@ asio::awaitable<bool> Connection::chunk(std::string_view data, Send when) {
   } else {
     held_.append(data);
   }
-  if (when == Send::held) co_return true;
-  co_return co_await flush();
+  return true;
 }
 
 asio::awaitable<bool> Connection::flush() {

@@ -55,14 +55,14 @@ asio::awaitable<Result<Exchange>> post_chat(CallEnv& env, const upstream::Endpoi
   req.body = std::move(body);
   auto ex_ptr = std::make_shared<Exchange>();
   upstream::StreamCallbacks cb;
-  cb.on_head = [ex_ptr](int status, upstream::HeaderViews) -> asio::awaitable<bool> {
+  cb.on_head = [ex_ptr](int status, upstream::HeaderViews) {
     ex_ptr->status = status;
-    co_return true;
+    return true;
   };
-  cb.on_chunk = [ex_ptr](std::string_view bytes) -> asio::awaitable<bool> {
-    if (ex_ptr->body.size() + bytes.size() > kMaxBody) co_return false;
+  cb.on_chunk = [ex_ptr](std::string_view bytes) {
+    if (ex_ptr->body.size() + bytes.size() > kMaxBody) return false;
     ex_ptr->body.append(bytes);
-    co_return true;
+    return true;
   };
   env.cancel = std::make_shared<upstream::CancelToken>();
   auto res = co_await upstream::stream(env.ex, ep, std::move(req), std::move(cb), opt, env.cancel);

@@ -501,7 +501,7 @@ asio::awaitable<Result<StreamResult>> Streamer::run(Request req, StreamCallbacks
   heard();
   result_.status = static_cast<int>(parser_->get().result_int());
   const auto fields = views_of(parser_->get().base());  // (a local: GCC 12 and temporaries in co_await)
-  if (cb.on_head && !co_await cb.on_head(result_.status, HeaderViews(fields.data(), fields.size()))) {
+  if (cb.on_head && !cb.on_head(result_.status, HeaderViews(fields.data(), fields.size()))) {
     result_.stopped = true;
     co_return ended();
   }
@@ -538,7 +538,7 @@ asio::awaitable<Result<StreamResult>> Streamer::read_body(StreamCallbacks& cb) {
       result_.body_bytes += body.size();
       // The parser is idle until the next read: the callback reads the body in place, and the
       // cleared string keeps its capacity for the next piece (no allocation per chunk).
-      const bool go_on = !cb.on_chunk || co_await cb.on_chunk(std::string_view(body));
+      const bool go_on = !cb.on_chunk || cb.on_chunk(std::string_view(body));
       body.clear();
       if (!go_on) {
         result_.stopped = true;
@@ -563,15 +563,15 @@ asio::awaitable<Result<StreamResult>> stream(asio::any_io_executor ex, Endpoint 
 asio::awaitable<Result<Response>> fetch(asio::any_io_executor ex, Endpoint ep, Request req) {
   Response out;
   StreamCallbacks cb;
-  cb.on_head = [&out](int status, HeaderViews h) -> asio::awaitable<bool> {
+  cb.on_head = [&out](int status, HeaderViews h) {
     out.status = status;
     for (const auto& [k, v] : h) out.headers.emplace_back(k, v);
-    co_return true;
+    return true;
   };
-  cb.on_chunk = [&out](std::string_view bytes) -> asio::awaitable<bool> {  // false: past the cap
-    if (out.body.size() + bytes.size() > kMaxFetchBody) co_return false;
+  cb.on_chunk = [&out](std::string_view bytes) {  // false: past the cap
+    if (out.body.size() + bytes.size() > kMaxFetchBody) return false;
     out.body.append(bytes);
-    co_return true;
+    return true;
   };
   StreamOptions opt;
   opt.deadline = opt.idle_timeout = req.timeout;  // the whole exchange

@@ -85,12 +85,14 @@ class CancelToken {
 };
 
 struct StreamCallbacks {
+  // on_head and on_chunk are plain calls, not coroutines: they run for every piece of every
+  // answer, and a caller that relays holds what they give it until on_idle (no frame per step).
   // Called once with the status line and headers (views into the read buffer: copy what is kept),
   // before any body byte. Return false to stop.
-  std::function<asio::awaitable<bool>(int status, HeaderViews headers)> on_head;
+  std::function<bool(int status, HeaderViews headers)> on_head;
   // Called with decoded body bytes as they arrive (chunked framing already removed). The view
-  // is valid until the returned awaitable completes. Return false to stop (closes upstream).
-  std::function<asio::awaitable<bool>(std::string_view bytes)> on_chunk;
+  // is valid during the call. Return false to stop (closes upstream).
+  std::function<bool(std::string_view bytes)> on_chunk;
   // Called before each wait for more of the body (what came so far has been handed over), so a
   // caller that holds what it relays writes it then. Return false to stop (closes upstream).
   std::function<asio::awaitable<bool>()> on_idle;

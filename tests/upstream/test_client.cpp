@@ -135,17 +135,17 @@ TwoParts stream_in_two_parts(const std::string& first, const std::string& second
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_head = [&](int st, HeaderViews h) -> asio::awaitable<bool> {
+        cb.on_head = [&](int st, HeaderViews h) {
           out.head_status = st;
           for (auto& [k, v] : h)
             if (k == "Content-Type") out.content_type = v;
           if (after_head) seen.set();
-          co_return true;
+          return true;
         };
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view b) {
           out.chunks.emplace_back(b);
           seen.set();
-          co_return true;
+          return true;
         };
         Request r{"POST", "/x", "{}", {}, 1s};
         out.got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
@@ -337,9 +337,9 @@ TEST_CASE("stream cancel from another coroutine closes the upstream connection",
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_chunk = [&](std::string_view) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view) {
           first_seen.set();
-          co_return true;
+          return true;
         };
         Request r;
         got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), token);
@@ -365,7 +365,7 @@ TEST_CASE("stream stops and closes when on_chunk returns false", "[upstream]") {
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_chunk = [](std::string_view) -> asio::awaitable<bool> { co_return false; };
+        cb.on_chunk = [](std::string_view) { return false; };
         Request r;
         got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
       });
@@ -390,9 +390,9 @@ TEST_CASE("stream idle timeout fires when the server goes silent mid-body", "[up
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view b) {
           received += b;
-          co_return true;
+          return true;
         };
         Request r;
         StreamOptions opt = options(kGenerous, 100ms);
@@ -436,9 +436,9 @@ TEST_CASE("stream passes a Content-Length body and an error status through", "[u
       },
       [&]() -> asio::awaitable<void> {
         StreamCallbacks cb;
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view b) {
           body += b;
-          co_return true;
+          return true;
         };
         Request r;
         got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, generous(), nullptr);
@@ -492,9 +492,9 @@ TEST_CASE("pool: consecutive requests (fetch and stream) reuse one keep-alive co
         const Endpoint ep = pooled(srv, pool);
         for (int i = 0; i < 2; ++i) statuses.push_back(co_await get_status(io, ep));
         StreamCallbacks cb;
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view b) {
           streamed += b;
-          co_return true;
+          return true;
         };
         const Request r{"POST", "/v1/chat/completions", "{}", {}, 5s};
         const StreamOptions opt = generous();
@@ -641,9 +641,9 @@ TEST_CASE("stream: a liveness check that passes keeps waiting, and the late answ
       [&]() -> asio::awaitable<void> {
         const StreamOptions opt = watched(checks, true);
         StreamCallbacks cb;
-        cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+        cb.on_chunk = [&](std::string_view b) {
           received += b;
-          co_return true;
+          return true;
         };
         Request r;
         got = co_await stream(io.get_executor(), srv.endpoint(), r, cb, opt, nullptr);

@@ -104,15 +104,15 @@ std::string sse_shape(asio::io_context& ioc, const upstream::Endpoint& ep) {
     r.target = "/v1/chat/completions";
     r.body = R"({"stream":true,"max_tokens":3,"temperature":0,"messages":[{"role":"user","content":"Once"}]})";
     upstream::StreamCallbacks cb;
-    cb.on_head = [&](int st, upstream::HeaderViews h) -> asio::awaitable<bool> {
+    cb.on_head = [&](int st, upstream::HeaderViews h) {
       status = st;
       for (const auto& [k, v] : h)
         if (k == "Content-Type" || k == "content-type") content_type = v.substr(0, v.find(';'));
-      co_return true;
+      return true;
     };
-    cb.on_chunk = [&](std::string_view b) -> asio::awaitable<bool> {
+    cb.on_chunk = [&](std::string_view b) {
       body.append(b);
-      co_return true;
+      return true;
     };
     upstream::StreamOptions opt;
     opt.deadline = std::chrono::seconds(120);
