@@ -29,7 +29,7 @@ Recorder::~Recorder() {
   thread_.join();
 }
 
-void Recorder::submit(Record r) {
+void Recorder::submit(const Record& r) {
   {
     std::lock_guard lk(mu_);
     if (queue_.size() >= opt_.max_queued) {  // the disk is slower than the door: history gives way
@@ -40,7 +40,7 @@ void Recorder::submit(Record r) {
       }
       return;
     }
-    queue_.push_back(std::move(r));
+    queue_.push_back(r);
     if (queue_.size() > 1) return;  // the writer is gathering or writing: nobody to wake
   }
   cv_.notify_one();

@@ -42,7 +42,7 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  void submit(Record r);  // never blocks on the disk; drops (counted) when the queue is full
+  void submit(const Record& r);  // a copy; never blocks on the disk; drops (counted) when the queue is full
   // Runs `q` on the writer thread (after the records queued before it); `done` is called there.
   // A failure is an io_error or unavailable error, also shown in stats().error.
   void query(Query q, QueryDone done);

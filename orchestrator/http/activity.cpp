@@ -122,12 +122,18 @@ activity::RecorderOptions history_options(const ServerOptions& opt) {
   return o;
 }
 
+std::vector<std::string> recordable_session_headers(const ServerOptions& opt) {
+  std::vector<std::string> out;
+  for (const auto& h : opt.activity.session_headers)
+    if (!is_credential_header(h)) out.push_back(h);
+  return out;
+}
+
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api) {
   RequestNote r;
   r.client = c.peer();
   r.user_agent = activity::clip_field(header(req, bhttp::field::user_agent));
-  for (const auto& h : d.opt.activity.session_headers) {
-    if (is_credential_header(h)) continue;  // the loader refuses these; a secret is never recorded
+  for (const auto& h : d.session_headers) {
     if (const auto v = header(req, h); !v.empty()) {
       r.session = activity::clip_field(v);
       break;

@@ -99,6 +99,7 @@ class Door {
   const config::Config& cfg() const { return snap->config; }
   ServerOptions opt;
   GatePolicy gate;  // built once from opt (Host, Origin rules)
+  std::vector<std::string> session_headers;  // built once from opt: recordable_session_headers
   std::shared_ptr<PipelineRunner> runner;
   ReloadFn reload;  // POST /admin/reload (empty = not available)
   Metrics metrics;
@@ -343,7 +344,7 @@ class RunQueue {
 };
 
 // feed.cpp: the status page's extras (RequestNote: above Feed).
-void note_request(Door& d, RequestNote n);
+void note_request(Door& d, RequestNote&& n);
 void note_run(Door& d, nlohmann::json run);  // a finished pipeline run (id, pipeline, verdict, ms)
 // A door request's place in its model's load, published as coalesced `queue` events.
 class ModelLoad {
@@ -366,7 +367,7 @@ asio::awaitable<void> logs(Door& d, Connection& c, std::string model, std::strin
 // and the client is told so in its API's shape.
 class InFlight {
  public:
-  InFlight(Door& d, RequestNote rec);  // registered in d.in_progress under a new id
+  InFlight(Door& d, RequestNote&& rec);  // registered in d.in_progress under a new id
   ~InFlight();
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
@@ -388,6 +389,9 @@ asio::awaitable<void> cancel_request(Door& d, Connection& c, std::string_view id
 
 // activity.cpp: the request record's facts from the request, GET /activity, /status "activity".
 activity::RecorderOptions history_options(const ServerOptions& opt);
+// opt.activity.session_headers without the credential headers (the loader refuses them; whatever
+// the options say, a secret is never recorded). Once per configuration, not per request.
+std::vector<std::string> recordable_session_headers(const ServerOptions& opt);
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api);
 asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c, std::string_view query);
 nlohmann::json activity_status_json(const Door& d);

@@ -20,6 +20,7 @@ namespace kevlaya::http {
 Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
     : strand(s.strand()), sup(s), snap(c), opt(std::move(o)),
       gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
+      session_headers(recordable_session_headers(opt)),
       runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
   describe_metrics(metrics);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
@@ -218,6 +219,7 @@ void Server::set_config(ledger::SnapshotPtr cfg, ServerOptions opt) {
     d->snap = std::move(c);
     d->opt = std::move(opt);
     d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
+    d->session_headers = recordable_session_headers(d->opt);
   });
 }
 

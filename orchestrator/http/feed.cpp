@@ -20,9 +20,9 @@ constexpr auto kQueueTick = std::chrono::milliseconds(200);  // at most 5 `queue
 constexpr std::int64_t kLogMaxBytes = 64 * 1024;          // one /logs answer reads at most this
 constexpr int kLogMaxLines = 500;
 
-template <class T>
-void push_bounded(std::deque<T>& ring, T item) {
-  ring.push_back(std::move(item));
+template <class T, class U>
+void push_bounded(std::deque<T>& ring, U&& item) {
+  ring.push_back(std::forward<U>(item));
   while (ring.size() > kRecent) ring.pop_front();
 }
 
@@ -114,7 +114,7 @@ json request_json(const RequestNote& n) {
 
 // On every model call: the record is kept as a struct, and made JSON only for /status and for
 // /events subscribers (none, usually).
-void note_request(Door& d, RequestNote n) {
+void note_request(Door& d, RequestNote&& n) {
   n.at_ms = activity::unix_ms();
   if (d.history) d.history->submit(n);  // a copy handed to the writer thread: no disk here
   push_bounded(d.feed.recent_requests, std::move(n));

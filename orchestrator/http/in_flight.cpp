@@ -27,7 +27,7 @@ Reply cancelled_reply(std::uint64_t id, const std::string& model, const std::str
 
 }  // namespace
 
-InFlight::InFlight(Door& d, RequestNote r) : id(d.next_request_id++), rec(std::move(r)), d_(d) {
+InFlight::InFlight(Door& d, RequestNote&& r) : id(d.next_request_id++), rec(std::move(r)), d_(d) {
   if (d_.captures) capture = d_.captures->start();  // null (not captured) when none can be written
   d_.in_progress.emplace(id, this);
 }

@@ -413,7 +413,7 @@ asio::awaitable<void> forward(Door& d, Request& req, Connection& c, const Call& 
 
 // The record's last facts (status, bytes out, duration), then the ring, /events and the history;
 // its waits go to the per-model histograms.
-void finish_record(Door& d, const Connection& c, RequestNote rec, int status, Clock::time_point t0) {
+void finish_record(Door& d, const Connection& c, RequestNote&& rec, int status, Clock::time_point t0) {
   if (!rec.model.empty() && rec.queue_ms >= 0)
     d.metrics.observe("kevlaya_queue_wait_seconds", {{"model", rec.model}}, static_cast<double>(rec.queue_ms) / 1e3);
   if (!rec.model.empty() && rec.ttft_ms >= 0)
