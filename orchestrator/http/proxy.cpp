@@ -211,7 +211,8 @@ HeaderList with_passed(HeaderList h, const Relay& r) {
 }
 
 // A non-streamed answer past the cap: a plain one goes out chunked from here on (what is
-// buffered first), so memory never follows its size; one that must be whole is refused.
+// buffered first, held for on_idle's write with the rest of this read), so memory never follows
+// its size; one that must be whole is refused.
 bool overflow(Connection& c, const Call& call, const Lease& lease, std::int64_t queue_ms, Relay& r) {
   if (r.upstream_error || call.body_map) {
     r.too_large = true;
