@@ -97,3 +97,29 @@ TEST_CASE("reload: after 100 reloads through the door one configuration version 
   CHECK(m.body.find("\nkevlaya_config_versions 1\n") != std::string::npos);
   CHECK(http_request(serve.port(), "POST", "/v1/chat/completions", chat).status == 200);
 }
+
+// The door works out once per configuration which session headers it may record (not per
+// request): a reload's new list must name the very next call's session.
+TEST_CASE("reload: new activity.session_headers name the next call's session at once", "[runtime][e2e]") {
+  TempDir dir("reload-session-headers");
+  write_text(dir / "profiles/kev.yaml", "name: kev\nctx: 256\nbinary: " + standin_binary().string() +
+                                           "\nmodel: " + tiny_llama().string() + "\nngl: 0\nparallel: 1\n");
+  write_text(dir / "pipelines/.keep", "");
+  const std::string base = "profiles_dir: profiles\npipelines_dir: pipelines\nstate_dir: state\nlog_dir: logs\n";
+  write_text(dir / "kevlaya.yaml", base);
+  Serve serve(dir / "kevlaya.yaml");
+  const std::string chat = R"({"model":"kev","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})";
+  const auto records = [&](const std::string& query) {  // how many GET /activity?QUERY lists
+    const auto r = http_request(serve.port(), "GET", "/activity?" + query);
+    return r.status == 200 ? r.json_body()["records"].size() : 0;
+  };
+  REQUIRE(http_request(serve.port(), "POST", "/v1/chat/completions", chat, {{"X-Conversation", "c-1"}}).status == 200);
+  REQUIRE(eventually([&] { return records("model=kev") == 1; }));
+  CHECK(records("client=c-1") == 0);  // not a session header yet
+  write_text(dir / "kevlaya.yaml", base + "activity:\n  session_headers: [X-Conversation]\n");
+  const auto r = http_request(serve.port(), "POST", "/admin/reload");
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  REQUIRE(http_request(serve.port(), "POST", "/v1/chat/completions", chat, {{"X-Conversation", "c-2"}}).status == 200);
+  CHECK(eventually([&] { return records("client=c-2") == 1; }));
+}
