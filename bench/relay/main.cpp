@@ -31,19 +31,22 @@ namespace {
 
 auto token(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
-// One answer from `up` to `client`; false when either side failed.
-asio::awaitable<bool> relay_answer(tcp::socket& up, boost::beast::flat_buffer& ubuf, tcp::socket& client) {
+enum class Relayed { done, failed, closed };  // closed: the child had closed the kept-alive connection
+
+// One answer from `up` to `client`.
+asio::awaitable<Relayed> relay_answer(tcp::socket& up, boost::beast::flat_buffer& ubuf, tcp::socket& client) {
   error_code ec;
   http::response_parser<http::empty_body> head;
   head.body_limit(std::numeric_limits<std::uint64_t>::max());  // (1.74 compares boost::none as a limit of 0)
   co_await http::async_read_header(up, ubuf, head, token(ec));
-  if (ec) co_return false;
+  if (ec == http::error::end_of_stream || ec == asio::error::connection_reset) co_return Relayed::closed;
+  if (ec) co_return Relayed::failed;
   if (!head.chunked()) {  // a sized answer: read whole, written with its head in one write
     http::response_parser<http::string_body> whole{std::move(head)};
     co_await http::async_read(up, ubuf, whole, token(ec));
-    if (ec) co_return false;
+    if (ec) co_return Relayed::failed;
     co_await http::async_write(client, whole.get(), token(ec));
-    co_return !ec;
+    co_return ec ? Relayed::failed : Relayed::done;
   }
   // A chunked answer (SSE): what one read brought goes on in one write, re-chunked by the serializer.
   http::response_parser<http::buffer_body> body{std::move(head)};
@@ -56,7 +59,7 @@ asio::awaitable<bool> relay_answer(tcp::socket& up, boost::beast::flat_buffer& u
       body.get().body().size = buf.size() - filled;
       co_await http::async_read_some(up, ubuf, body, token(ec));
       if (ec == http::error::need_buffer) ec = {};
-      if (ec) co_return false;
+      if (ec) co_return Relayed::failed;
       filled = buf.size() - body.get().body().size;
     } while (!body.is_done() && ubuf.size() > 0 && filled < buf.size());
     // An empty piece goes without data: 1.74's serializer would write it as a chunk of size 0, the end.
@@ -66,18 +69,24 @@ asio::awaitable<bool> relay_answer(tcp::socket& up, boost::beast::flat_buffer& u
     if (!filled && body.get().body().more) continue;
     co_await http::async_write(client, out, token(ec));
     if (ec == http::error::need_buffer) ec = {};
-    if (ec) co_return false;
-    if (out.is_done()) co_return true;
+    if (ec) co_return Relayed::failed;
+    if (out.is_done()) co_return Relayed::done;
   }
+}
+
+asio::awaitable<bool> connect(tcp::socket& up, tcp::endpoint child) {
+  error_code ec;
+  up.close(ec);
+  co_await up.async_connect(child, token(ec));
+  if (!ec) up.set_option(tcp::no_delay(true), ec);
+  co_return !ec;
 }
 
 asio::awaitable<void> session(tcp::socket client, tcp::endpoint child) {
   error_code ec;
   tcp::socket up(client.get_executor());
-  co_await up.async_connect(child, token(ec));
-  if (ec) co_return;
+  if (!co_await connect(up, child)) co_return;
   client.set_option(tcp::no_delay(true), ec);
-  up.set_option(tcp::no_delay(true), ec);
   boost::beast::flat_buffer cbuf, ubuf;
   for (;;) {
     http::request<http::string_body> req;
@@ -85,8 +94,16 @@ asio::awaitable<void> session(tcp::socket client, tcp::endpoint child) {
     if (ec) co_return;
     const bool keep = req.keep_alive();
     req.keep_alive(true);  // the child's connection stays, whatever the client asked
-    co_await http::async_write(up, req, token(ec));
-    if (ec || !co_await relay_answer(up, ubuf, client) || !keep) co_return;
+    // A kept-alive connection the child closed meanwhile (llama-server closes it after a stream)
+    // is opened again and the request sent once more: nothing of it was answered.
+    Relayed got = Relayed::closed;
+    for (int tries = 0; got == Relayed::closed && tries < 2; ++tries) {
+      if (tries && !co_await connect(up, child)) co_return;
+      ubuf.clear();
+      co_await http::async_write(up, req, token(ec));
+      got = ec ? Relayed::closed : co_await relay_answer(up, ubuf, client);
+    }
+    if (got != Relayed::done || !keep) co_return;
   }
 }
 
