@@ -7,7 +7,6 @@
 
 #include <charconv>
 
-#include "common/credentials.hpp"
 #include "http/detail.hpp"
 
 namespace kevlaya::http {
@@ -122,18 +121,11 @@ activity::RecorderOptions history_options(const ServerOptions& opt) {
   return o;
 }
 
-std::vector<std::string> recordable_session_headers(const ServerOptions& opt) {
-  std::vector<std::string> out;
-  for (const auto& h : opt.activity.session_headers)
-    if (!is_credential_header(h)) out.push_back(h);
-  return out;
-}
-
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api) {
   RequestNote r;
   r.client = c.peer();
   r.user_agent = activity::clip_field(header(req, bhttp::field::user_agent));
-  for (const auto& h : d.session_headers) {
+  for (const auto& h : d.opt.activity.session_headers) {  // (no credential header: Door::use_options)
     if (const auto v = header(req, h); !v.empty()) {
       r.session = activity::clip_field(v);
       break;

@@ -90,6 +90,10 @@ class Door {
   ~Door();
 
   void request_done();  // in_flight--, wakes a drain waiting for zero
+  // The options in force (construction, Server::set_config): `gate` is built from them, and a
+  // credential header is dropped from activity.session_headers (the loader refuses these; whatever
+  // the options say, a secret is never recorded). Once per configuration, not per request.
+  void use_options(ServerOptions o);
 
   Strand strand;
   supervisor::Supervisor& sup;
@@ -98,8 +102,7 @@ class Door {
   ledger::SnapshotPtr snap;
   const config::Config& cfg() const { return snap->config; }
   ServerOptions opt;
-  GatePolicy gate;  // built once from opt (Host, Origin rules)
-  std::vector<std::string> session_headers;  // built once from opt: recordable_session_headers
+  GatePolicy gate;  // built once from opt (Host, Origin rules): use_options
   std::shared_ptr<PipelineRunner> runner;
   ReloadFn reload;  // POST /admin/reload (empty = not available)
   Metrics metrics;
@@ -389,9 +392,6 @@ asio::awaitable<void> cancel_request(Door& d, Connection& c, std::string_view id
 
 // activity.cpp: the request record's facts from the request, GET /activity, /status "activity".
 activity::RecorderOptions history_options(const ServerOptions& opt);
-// opt.activity.session_headers without the credential headers (the loader refuses them; whatever
-// the options say, a secret is never recorded). Once per configuration, not per request.
-std::vector<std::string> recordable_session_headers(const ServerOptions& opt);
 RequestNote start_record(const Door& d, const Request& req, const Connection& c, std::string_view api);
 asio::awaitable<void> activity_route(Door& d, const Request& req, Connection& c, std::string_view query);
 nlohmann::json activity_status_json(const Door& d);

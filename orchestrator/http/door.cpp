@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/credentials.hpp"
 #include "common/fd.hpp"
 #include "config/models_dir.hpp"
 #include "http/detail.hpp"
@@ -18,10 +19,9 @@
 namespace kevlaya::http {
 
 Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOptions o, std::shared_ptr<PipelineRunner> r)
-    : strand(s.strand()), sup(s), snap(c), opt(std::move(o)),
-      gate(GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins)),
-      session_headers(recordable_session_headers(opt)),
-      runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)), drained(strand) {
+    : strand(s.strand()), sup(s), snap(c), runner(std::move(r)), runs(std::make_unique<RunQueue>(*this)),
+      drained(strand) {
+  use_options(std::move(o));
   describe_metrics(metrics);
   if (!opt.activity_db.empty()) history = std::make_unique<activity::Recorder>(history_options(opt));
   if (opt.capture.enabled)
@@ -30,6 +30,12 @@ Door::Door(supervisor::Supervisor& s, const ledger::SnapshotPtr& c, ServerOption
 }
 
 Door::~Door() = default;
+
+void Door::use_options(ServerOptions o) {
+  opt = std::move(o);
+  std::erase_if(opt.activity.session_headers, [](const std::string& h) { return is_credential_header(h); });
+  gate = GatePolicy::from(opt.host, opt.allowed_hosts, opt.allowed_origins);
+}
 
 void Door::request_done() {
   --in_flight;
@@ -217,9 +223,7 @@ void Server::set_config(ledger::SnapshotPtr cfg, ServerOptions opt) {
     opt.vertex_predict_route = d->opt.vertex_predict_route;
     opt.vertex_health_route = d->opt.vertex_health_route;
     d->snap = std::move(c);
-    d->opt = std::move(opt);
-    d->gate = GatePolicy::from(d->opt.host, d->opt.allowed_hosts, d->opt.allowed_origins);
-    d->session_headers = recordable_session_headers(d->opt);
+    d->use_options(std::move(opt));
   });
 }
 
